@@ -1,0 +1,182 @@
+//! Batch packet I/O for p4jet. This crate knows nothing about P4: it moves
+//! Ethernet frames between the switch and the outside world, a batch at a time.
+//!
+//! # The API
+//!
+//! Every port type implements [`Port`]:
+//!
+//! ```text
+//! pub trait Port: Send {
+//!     fn recv_batch(&mut self, max: usize, timeout: Option<Duration>,
+//!                   f: &mut dyn FnMut(&[u8])) -> io::Result<usize>;
+//!     fn send_batch(&mut self, frames: &[&[u8]]) -> io::Result<usize>;
+//!     fn flush(&mut self) -> io::Result<()>;
+//!     fn name(&self) -> &str;
+//!     fn kind(&self) -> PortKind;
+//!     fn stats(&self) -> PortStats;
+//!     fn is_exhausted(&self) -> bool { false }      // pcap input at EOF
+//!     fn poll_fd(&self) -> Option<RawFd> { None }   // to wait on many ports
+//! }
+//! ```
+//!
+//! * `recv_batch` calls `f` once per received frame, at most `max` times, and
+//!   returns how many frames it delivered. The slice points into the port's own
+//!   memory (a kernel ring, a UMEM, a read buffer) and is only valid during the
+//!   call: copy it into your own pooled buffer. Nothing is allocated per packet.
+//!   `timeout`: `None` (or zero) polls without blocking; `Some(d)` waits at most
+//!   `d` for the *first* frame, then returns what is ready without waiting more.
+//! * `send_batch` queues frames and returns `n`: `frames[..n]` were consumed
+//!   (queued, or dropped because they cannot be sent at all, e.g. larger than a
+//!   ring slot, which counts in [`PortStats::tx_dropped`]); `frames[n..]` were not
+//!   taken because the transmit ring is full: retry after `flush`, or drop.
+//!   Frames are copied before `send_batch` returns.
+//! * `flush` hands queued frames to the kernel: one `sendto` for AF_PACKET, a
+//!   few for AF_XDP copy mode (the kernel sends at most 32 frames per call), a
+//!   no-op for pcap files (they are written per batch) and TAP (written in
+//!   `send_batch`). Call it once per batch, after the last `send_batch`.
+//! * [`Port::is_exhausted`] is true once a pcap input reached its end (EOF on a
+//!   file, all writers gone on a FIFO) and every frame was delivered. Live
+//!   ports never exhaust.
+//!
+//! Port types:
+//!
+//! | type | module | for |
+//! |---|---|---|
+//! | [`PcapFilePort`] | [`pcap`] | simple_switch `--use-files`: `NAME_in.pcap` in, `NAME_out.pcap` out; FIFOs |
+//! | [`PcapRecorder`] | [`pcap`] | `--pcap DIR`: wraps any port and records its rx/tx |
+//! | [`AfPacketPort`] | [`afpacket`] | TPACKET_V3 rx ring, V3 tx ring, fanout, qdisc bypass |
+//! | [`AfXdpPort`] | [`xdp`] | AF_XDP sockets with a built-in XSKMAP redirect program |
+//! | [`TapPort`] | [`tap`] | a TAP device (`/dev/net/tun`, `IFF_TAP | IFF_NO_PI`) |
+//!
+//! [`open_port`] opens `-i PORT@IFACE` style ports: AF_XDP when it can, else
+//! AF_PACKET, and says why.
+//!
+//! Errors are `std::io::Error`s whose message names the file or interface
+//! concerned; malformed pcap input gives `ErrorKind::InvalidData` carrying a
+//! [`pcap::PcapFormatError`] (file, byte offset, reason).
+
+use std::io;
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+pub mod pcap;
+#[allow(dead_code)]
+mod sys;
+
+pub use pcap::{PcapFilePort, PcapRecorder};
+
+/// Which kind of port this is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PortKind {
+    /// pcap files (or FIFOs), simple_switch `--use-files`.
+    PcapFile,
+    /// An AF_PACKET socket with memory-mapped rings.
+    AfPacket,
+    /// An AF_XDP socket.
+    AfXdp,
+    /// A TAP device.
+    Tap,
+}
+
+impl std::fmt::Display for PortKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PortKind::PcapFile => "pcap-file",
+            PortKind::AfPacket => "af_packet",
+            PortKind::AfXdp => "af_xdp",
+            PortKind::Tap => "tap",
+        })
+    }
+}
+
+/// Counters of one port since it was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortStats {
+    /// Frames delivered by `recv_batch`.
+    pub rx_packets: u64,
+    /// Bytes of those frames.
+    pub rx_bytes: u64,
+    /// Frames the kernel dropped before we could read them (ring full), where
+    /// the kernel tells us.
+    pub rx_dropped: u64,
+    /// Frames queued for transmission.
+    pub tx_packets: u64,
+    /// Bytes of those frames.
+    pub tx_bytes: u64,
+    /// Frames given to `send_batch` that could not be sent (too large, or
+    /// rejected by the kernel).
+    pub tx_dropped: u64,
+}
+
+/// A source and sink of Ethernet frames, used in batches. See the crate docs.
+pub trait Port: Send {
+    /// Receive up to `max` frames; calls `f(frame_bytes)` for each; returns
+    /// how many. Never blocks longer than `timeout` (`None` = non-blocking
+    /// poll). The slice is only valid during the call.
+    fn recv_batch(
+        &mut self,
+        max: usize,
+        timeout: Option<Duration>,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<usize>;
+
+    /// Queue frames for transmission; returns how many were consumed (a
+    /// prefix of `frames`).
+    fn send_batch(&mut self, frames: &[&[u8]]) -> io::Result<usize>;
+
+    /// Hand queued frames to the kernel / write buffered data.
+    fn flush(&mut self) -> io::Result<()>;
+
+    /// The interface or file base name this port was opened on.
+    fn name(&self) -> &str;
+
+    /// The port type.
+    fn kind(&self) -> PortKind;
+
+    /// Counters since the port was opened.
+    fn stats(&self) -> PortStats;
+
+    /// True once a finite input (pcap file, FIFO) has ended and every frame in
+    /// it was delivered. Always false for live ports.
+    fn is_exhausted(&self) -> bool {
+        false
+    }
+
+    /// A file descriptor that becomes readable (`POLLIN`) when `recv_batch`
+    /// may have frames, for callers that wait on several ports at once.
+    fn poll_fd(&self) -> Option<RawFd> {
+        None
+    }
+}
+
+impl<P: Port + ?Sized> Port for Box<P> {
+    fn recv_batch(
+        &mut self,
+        max: usize,
+        timeout: Option<Duration>,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<usize> {
+        (**self).recv_batch(max, timeout, f)
+    }
+    fn send_batch(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
+        (**self).send_batch(frames)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        (**self).flush()
+    }
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn kind(&self) -> PortKind {
+        (**self).kind()
+    }
+    fn stats(&self) -> PortStats {
+        (**self).stats()
+    }
+    fn is_exhausted(&self) -> bool {
+        (**self).is_exhausted()
+    }
+    fn poll_fd(&self) -> Option<RawFd> {
+        (**self).poll_fd()
+    }
+}

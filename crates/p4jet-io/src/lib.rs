@@ -59,11 +59,15 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
+pub mod afpacket;
 pub mod pcap;
 #[allow(dead_code)]
 mod sys;
+pub mod tap;
 
+pub use afpacket::{AfPacketOptions, AfPacketPort, Fanout};
 pub use pcap::{PcapFilePort, PcapRecorder};
+pub use tap::TapPort;
 
 /// Which kind of port this is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

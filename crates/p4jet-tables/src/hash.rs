@@ -1,0 +1,284 @@
+//! Hashing and the bucketed open-addressing index shared by every structure.
+//!
+//! `HashIndex` maps a 64-bit hash to `u32` ids; the keys themselves live
+//! elsewhere (packed arenas owned by the caller), and the caller supplies the
+//! equality test. A bucket is one cache line: 8 slots, each with a 16-bit
+//! signature (0 = empty) and a `u32` id, plus an overflow counter. Probing is
+//! linear over buckets; the overflow counter of a bucket counts the ids whose
+//! home bucket is at or before it and that were stored after it, so a lookup
+//! stops at the first bucket whose counter is 0 (no tombstones needed, deletes
+//! just decrement the counters along the probe path, as in F14).
+
+use crate::prefetch::prefetch;
+
+const K0: u64 = 0x243F_6A88_85A3_08D3;
+const K1: u64 = 0x9E37_79B9_7F4A_7C15;
+const K2: u64 = 0xD6E8_FEB8_6659_FD93;
+const K3: u64 = 0xA076_1D64_78BD_642F;
+
+#[inline(always)]
+fn fold(a: u64, b: u64) -> u64 {
+    let r = u128::from(a) * u128::from(b);
+    (r as u64) ^ ((r >> 64) as u64)
+}
+
+#[inline(always)]
+fn word(c: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a[..c.len()].copy_from_slice(c);
+    u64::from_le_bytes(a)
+}
+
+/// Hash of a byte string (fixed seed: deterministic across runs and copies).
+#[inline]
+pub(crate) fn hash_bytes(k: &[u8]) -> u64 {
+    let mut h = K0 ^ (k.len() as u64).wrapping_mul(K3);
+    let mut chunks = k.chunks_exact(8);
+    for c in &mut chunks {
+        h = fold(h ^ word(c) ^ K2, K1);
+    }
+    let r = chunks.remainder();
+    if !r.is_empty() {
+        h = fold(h ^ word(r) ^ K3, K1);
+    }
+    fold(h, K2)
+}
+
+/// `hash_bytes(k & m)` without materialising `k & m`. `m.len() == k.len()`.
+#[inline]
+pub(crate) fn hash_masked(k: &[u8], m: &[u8]) -> u64 {
+    let mut h = K0 ^ (k.len() as u64).wrapping_mul(K3);
+    let mut kc = k.chunks_exact(8);
+    let mut mc = m.chunks_exact(8);
+    for (a, b) in (&mut kc).zip(&mut mc) {
+        h = fold(h ^ (word(a) & word(b)) ^ K2, K1);
+    }
+    let (r, rm) = (kc.remainder(), mc.remainder());
+    if !r.is_empty() {
+        h = fold(h ^ (word(r) & word(rm)) ^ K3, K1);
+    }
+    fold(h, K2)
+}
+
+/// `stored == k & m` (all three the same length).
+#[inline]
+pub(crate) fn masked_eq(stored: &[u8], k: &[u8], m: &[u8]) -> bool {
+    stored
+        .iter()
+        .zip(k.iter().zip(m.iter()))
+        .all(|(s, (a, b))| *s == (a & b))
+}
+
+const SLOTS: usize = 8;
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Bucket {
+    sigs: [u16; SLOTS],
+    ids: [u32; SLOTS],
+    overflow: u32,
+}
+
+impl Bucket {
+    const EMPTY: Bucket = Bucket {
+        sigs: [0; SLOTS],
+        ids: [0; SLOTS],
+        overflow: 0,
+    };
+
+    #[inline(always)]
+    fn matches(&self, sig: u16) -> u32 {
+        let mut m = 0u32;
+        for (i, s) in self.sigs.iter().enumerate() {
+            m |= u32::from(*s == sig) << i;
+        }
+        m
+    }
+}
+
+#[inline(always)]
+fn sig_of(h: u64) -> u16 {
+    let s = (h >> 48) as u16;
+    s | u16::from(s == 0)
+}
+
+/// Hash index from 64-bit hashes to `u32` ids (see the module docs).
+#[derive(Clone, Default)]
+pub(crate) struct HashIndex {
+    buckets: Vec<Bucket>,
+    mask: usize,
+    len: usize,
+}
+
+impl HashIndex {
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.buckets.capacity() * std::mem::size_of::<Bucket>()
+    }
+
+    pub(crate) fn clear(&mut self) {
+        *self = HashIndex::default();
+    }
+
+    #[inline(always)]
+    fn home(&self, h: u64) -> usize {
+        (h as usize) & self.mask
+    }
+
+    /// Prefetch the home bucket of `h`.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, h: u64) {
+        if !self.buckets.is_empty() {
+            prefetch(&self.buckets[self.home(h)] as *const Bucket);
+        }
+    }
+
+    /// First id in the home bucket of `h` whose signature matches (a cheap
+    /// guess used to prefetch the key before the full probe).
+    #[inline(always)]
+    pub(crate) fn first_candidate(&self, h: u64) -> Option<u32> {
+        let b = self.buckets.get(self.home(h))?;
+        let m = b.matches(sig_of(h));
+        if m == 0 {
+            None
+        } else {
+            Some(b.ids[m.trailing_zeros() as usize])
+        }
+    }
+
+    /// Find the id with hash `h` for which `eq(id)` holds.
+    #[inline]
+    pub(crate) fn find(&self, h: u64, mut eq: impl FnMut(u32) -> bool) -> Option<u32> {
+        if self.buckets.is_empty() {
+            return None;
+        }
+        let sig = sig_of(h);
+        let mut b = self.home(h);
+        loop {
+            let bucket = &self.buckets[b];
+            let mut m = bucket.matches(sig);
+            while m != 0 {
+                let id = bucket.ids[m.trailing_zeros() as usize];
+                if eq(id) {
+                    return Some(id);
+                }
+                m &= m - 1;
+            }
+            if bucket.overflow == 0 {
+                return None;
+            }
+            b = (b + 1) & self.mask;
+        }
+    }
+
+    /// Insert `id` under hash `h` (the caller guarantees it is not present).
+    /// `rehash(id)` must return the hash of any id already stored (used when
+    /// the index grows).
+    pub(crate) fn insert(&mut self, h: u64, id: u32, rehash: impl Fn(u32) -> u64) {
+        let cap = self.buckets.len() * SLOTS;
+        // max load 7/8
+        if (self.len + 1) * 8 > cap * 7 {
+            self.grow(rehash);
+        }
+        self.insert_nogrow(h, id);
+    }
+
+    fn insert_nogrow(&mut self, h: u64, id: u32) {
+        let sig = sig_of(h);
+        let mut b = self.home(h);
+        loop {
+            let bucket = &mut self.buckets[b];
+            if let Some(i) = bucket.sigs.iter().position(|s| *s == 0) {
+                bucket.sigs[i] = sig;
+                bucket.ids[i] = id;
+                break;
+            }
+            bucket.overflow += 1;
+            b = (b + 1) & self.mask;
+        }
+        self.len += 1;
+    }
+
+    fn grow(&mut self, rehash: impl Fn(u32) -> u64) {
+        let nb = (self.buckets.len() * 2).max(1);
+        let old = std::mem::replace(&mut self.buckets, vec![Bucket::EMPTY; nb]);
+        self.mask = nb - 1;
+        self.len = 0;
+        for b in &old {
+            for i in 0..SLOTS {
+                if b.sigs[i] != 0 {
+                    let id = b.ids[i];
+                    self.insert_nogrow(rehash(id), id);
+                }
+            }
+        }
+    }
+
+    /// Remove `id` (stored under hash `h`). Returns whether it was found.
+    pub(crate) fn remove(&mut self, h: u64, id: u32) -> bool {
+        if self.buckets.is_empty() {
+            return false;
+        }
+        let sig = sig_of(h);
+        let home = self.home(h);
+        let mut b = home;
+        loop {
+            let bucket = &mut self.buckets[b];
+            if let Some(i) = (0..SLOTS).find(|&i| bucket.sigs[i] == sig && bucket.ids[i] == id) {
+                bucket.sigs[i] = 0;
+                let mut p = home;
+                while p != b {
+                    self.buckets[p].overflow -= 1;
+                    p = (p + 1) & self.mask;
+                }
+                self.len -= 1;
+                return true;
+            }
+            if bucket.overflow == 0 {
+                return false;
+            }
+            b = (b + 1) & self.mask;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masked_hash_matches_plain() {
+        let k: Vec<u8> = (0u8..37).collect();
+        let m: Vec<u8> = (0u8..37)
+            .map(|i| if i % 3 == 0 { 0xff } else { 0x0f })
+            .collect();
+        let km: Vec<u8> = k.iter().zip(&m).map(|(a, b)| a & b).collect();
+        assert_eq!(hash_masked(&k, &m), hash_bytes(&km));
+        assert!(masked_eq(&km, &k, &m));
+    }
+
+    #[test]
+    fn index_insert_find_remove() {
+        let mut ix = HashIndex::default();
+        // deliberately poor hash to exercise overflow chains
+        let h = |id: u32| u64::from(id % 7) | (u64::from(id) << 48);
+        for id in 0..1000u32 {
+            ix.insert(h(id), id, h);
+        }
+        for id in 0..1000u32 {
+            assert_eq!(ix.find(h(id), |x| x == id), Some(id));
+        }
+        for id in (0..1000u32).step_by(2) {
+            assert!(ix.remove(h(id), id));
+        }
+        for id in 0..1000u32 {
+            let f = ix.find(h(id), |x| x == id);
+            assert_eq!(f.is_some(), id % 2 == 1);
+        }
+        assert_eq!(ix.len(), 500);
+    }
+}

@@ -1,0 +1,842 @@
+//! bmv2-compatible match tables with fast lookup structures.
+//!
+//! A [`Table`] stores entries keyed by a [`MatchKey`] and answers lookups on
+//! packed keys exactly as bmv2's `simple_switch` does (match-kind rules,
+//! priorities, entry handles, key normalisation, error cases), using:
+//!
+//! * exact tables: a bucketed open-addressing hash with 16-bit signatures;
+//! * LPM on one field of at most 32 bits: DIR-16-8-8;
+//! * other LPM tables (wide fields, extra exact fields): per-length hash
+//!   tables with binary search on lengths (Waldvogel);
+//! * ternary / range tables: tuple-space search with priority pruning.
+//!
+//! See `docs/tables.md` for the design, complexity and measurements.
+//!
+//! # Packed keys
+//! Each field occupies `ceil(bit_width / 8)` bytes, big-endian, fields
+//! concatenated in key order (valid fields: one byte, 0 or 1). The engine must
+//! give lookup keys whose bits above each field's width are zero, and with
+//! the static key masks (see [`Table::with_field_masks`]) already applied.
+#![deny(unsafe_code)]
+
+mod dir;
+mod exact;
+mod hash;
+mod prefetch;
+mod tss;
+mod wlpm;
+
+use std::collections::BTreeSet;
+
+use dir::DirLpm;
+use exact::ExactIndex;
+use tss::{Tss, TssKey};
+use wlpm::WaldvogelLpm;
+
+/// Largest table size bmv2 supports (handles keep the low 24 bits for the index).
+pub const MAX_TABLE_SIZE: usize = 0x00ff_ffff;
+
+const HANDLE_INDEX_MASK: u32 = 0x00ff_ffff;
+
+/// Default number of keys per batched-lookup stage.
+pub const DEFAULT_PREFETCH_DISTANCE: usize = 16;
+
+/// Match kind of one key field (p4c emits `optional` as `Ternary`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MatchKind {
+    Exact,
+    Lpm,
+    Ternary,
+    Range,
+    /// Legacy P4_14 `valid` match: a 1-byte 0/1 key.
+    Valid,
+}
+
+/// Kind of a table, derived from its fields as bmv2/p4c do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TableKind {
+    Exact,
+    Lpm,
+    Ternary,
+    Range,
+}
+
+/// One field of a table key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KeyFieldSpec {
+    pub kind: MatchKind,
+    /// Width in bits (`Valid` fields: ignored, always one byte).
+    pub bit_width: u32,
+}
+
+/// The match of one key field in an entry.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FieldMatch {
+    /// Field bytes.
+    Exact(Vec<u8>),
+    Lpm {
+        value: Vec<u8>,
+        prefix_len: u32,
+    },
+    Ternary {
+        value: Vec<u8>,
+        mask: Vec<u8>,
+    },
+    /// Inclusive bounds.
+    Range {
+        low: Vec<u8>,
+        high: Vec<u8>,
+    },
+    Valid(bool),
+}
+
+/// The match key of an entry. `priority` is only meaningful for ternary and
+/// range tables (smallest number wins, as in bmv2); other tables store -1.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MatchKey {
+    pub fields: Vec<FieldMatch>,
+    pub priority: i32,
+}
+
+/// bmv2 entry handle: `(version << 24) | index`, where `index` is the lowest
+/// free slot and `version` (8 bits) is bumped each time the slot is freed.
+pub type EntryHandle = u32;
+
+/// Errors, mirroring bmv2's `MatchErrorCode`s.
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+pub enum TableError {
+    #[error("table is full")]
+    TableFull,
+    #[error("duplicate entry")]
+    DuplicateEntry,
+    #[error("invalid entry handle")]
+    InvalidHandle,
+    /// The handle's slot is in use but with another version (bmv2 EXPIRED_HANDLE).
+    #[error("expired entry handle")]
+    ExpiredHandle,
+    #[error("bad match key: {0}")]
+    BadMatchKey(String),
+    /// The key specification itself is unusable (e.g. two LPM fields in an LPM table).
+    #[error("invalid table key specification: {0}")]
+    InvalidSpec(String),
+}
+
+#[derive(Clone, Debug)]
+struct Field {
+    kind: MatchKind,
+    width: u32,
+    off: usize,
+    nbytes: usize,
+    byte0: u8,
+    static_mask: Option<Vec<u8>>,
+}
+
+impl Field {
+    /// Mask of the bits that exist in the field's bytes.
+    fn width_mask(&self) -> Vec<u8> {
+        let mut m = vec![0xffu8; self.nbytes];
+        if let Some(b) = m.first_mut() {
+            *b = self.byte0;
+        }
+        m
+    }
+
+    /// bmv2's normalisation of a value: high bits of the first byte cleared,
+    /// static key mask applied.
+    fn norm_value(&self, v: &[u8]) -> Vec<u8> {
+        let mut v = v.to_vec();
+        if let Some(b) = v.first_mut() {
+            *b &= self.byte0;
+        }
+        if let Some(m) = &self.static_mask {
+            for (a, b) in v.iter_mut().zip(m) {
+                *a &= b;
+            }
+        }
+        v
+    }
+}
+
+/// Fill `m` with a mask of `len` leading one bits (counted from the most
+/// significant bit of the first byte, as bmv2 does for byte-padded fields).
+pub(crate) fn fill_prefix_mask(m: &mut [u8], len: u32) {
+    let full = (len / 8) as usize;
+    for (i, b) in m.iter_mut().enumerate() {
+        *b = if i < full {
+            0xff
+        } else if i == full && !len.is_multiple_of(8) {
+            0xffu8 << (8 - len % 8)
+        } else {
+            0
+        };
+    }
+}
+
+#[derive(Clone)]
+enum Index {
+    Exact(ExactIndex),
+    Dir(DirLpm),
+    Wald(WaldvogelLpm),
+    Tss(Tss),
+}
+
+#[derive(Clone)]
+struct Slot<V> {
+    version: u8,
+    entry: Option<(MatchKey, V)>,
+}
+
+/// A match table (see the crate docs).
+#[derive(Clone)]
+pub struct Table<V> {
+    fields: Vec<Field>,
+    specs: Vec<KeyFieldSpec>,
+    key_bytes: usize,
+    kind: TableKind,
+    max_size: usize,
+    slots: Vec<Slot<V>>,
+    free: BTreeSet<u32>,
+    len: usize,
+    index: Index,
+    lpm_field: Option<usize>,
+    prefetch_distance: usize,
+}
+
+fn bad(s: impl Into<String>) -> TableError {
+    TableError::BadMatchKey(s.into())
+}
+
+impl<V: Clone> Table<V> {
+    /// Create a table. `max_size` is clamped to [`MAX_TABLE_SIZE`].
+    pub fn new(fields: Vec<KeyFieldSpec>, max_size: usize) -> Result<Self, TableError> {
+        let n = fields.len();
+        Self::with_field_masks(fields, vec![None; n], max_size)
+    }
+
+    /// Like [`Table::new`], with bmv2's static key masks (the JSON key `mask`,
+    /// emitted by p4c for `f & CONST` and slices): each entry value is ANDed
+    /// with its field's mask on insert, as bmv2 does. Lookup keys must already
+    /// be masked by the caller.
+    pub fn with_field_masks(
+        fields: Vec<KeyFieldSpec>,
+        masks: Vec<Option<Vec<u8>>>,
+        max_size: usize,
+    ) -> Result<Self, TableError> {
+        if masks.len() != fields.len() {
+            return Err(TableError::InvalidSpec(format!(
+                "{} masks for {} fields",
+                masks.len(),
+                fields.len()
+            )));
+        }
+        let mut fs = Vec::with_capacity(fields.len());
+        let mut off = 0;
+        for (i, (f, m)) in fields.iter().zip(masks).enumerate() {
+            let width = if f.kind == MatchKind::Valid {
+                8
+            } else {
+                f.bit_width
+            };
+            let nbytes = width.div_ceil(8) as usize;
+            if let Some(m) = &m
+                && m.len() != nbytes
+            {
+                {
+                    return Err(TableError::InvalidSpec(format!(
+                        "field {i}: mask has {} bytes, field has {nbytes}",
+                        m.len()
+                    )));
+                }
+            }
+            let byte0 = if width % 8 == 0 {
+                0xff
+            } else {
+                (1u8 << (width % 8)) - 1
+            };
+            fs.push(Field {
+                kind: f.kind,
+                width,
+                off,
+                nbytes,
+                byte0,
+                static_mask: m,
+            });
+            off += nbytes;
+        }
+        let has = |k: MatchKind| fields.iter().any(|f| f.kind == k);
+        let kind = if has(MatchKind::Range) {
+            TableKind::Range
+        } else if has(MatchKind::Ternary) {
+            TableKind::Ternary
+        } else if has(MatchKind::Lpm) {
+            TableKind::Lpm
+        } else {
+            TableKind::Exact
+        };
+        let lpms: Vec<usize> = (0..fs.len())
+            .filter(|i| fs[*i].kind == MatchKind::Lpm)
+            .collect();
+        let mut lpm_field = None;
+        let index = match kind {
+            TableKind::Exact => Index::Exact(ExactIndex::new(off)),
+            TableKind::Lpm => {
+                if lpms.len() != 1 {
+                    return Err(TableError::InvalidSpec(
+                        "an LPM table has exactly one LPM field".into(),
+                    ));
+                }
+                let l = lpms[0];
+                lpm_field = Some(l);
+                if fs.len() == 1 && fs[l].nbytes <= 4 {
+                    Index::Dir(DirLpm::new(fs[l].nbytes))
+                } else {
+                    Index::Wald(WaldvogelLpm::new(off, fs[l].off, fs[l].nbytes))
+                }
+            }
+            TableKind::Ternary | TableKind::Range => {
+                let rf = fs
+                    .iter()
+                    .filter(|f| f.kind == MatchKind::Range)
+                    .map(|f| (f.off, f.nbytes))
+                    .collect();
+                Index::Tss(Tss::new(off, rf))
+            }
+        };
+        Ok(Table {
+            fields: fs,
+            specs: fields,
+            key_bytes: off,
+            kind,
+            max_size: max_size.min(MAX_TABLE_SIZE),
+            slots: Vec::new(),
+            free: BTreeSet::new(),
+            len: 0,
+            index,
+            lpm_field,
+            prefetch_distance: DEFAULT_PREFETCH_DISTANCE,
+        })
+    }
+
+    /// Length of a packed lookup key.
+    pub fn key_bytes(&self) -> usize {
+        self.key_bytes
+    }
+
+    pub fn kind(&self) -> TableKind {
+        self.kind
+    }
+
+    pub fn fields(&self) -> &[KeyFieldSpec] {
+        &self.specs
+    }
+
+    /// Name of the lookup structure in use (for logs and reports).
+    pub fn structure(&self) -> &'static str {
+        match &self.index {
+            Index::Exact(_) => "exact-hash",
+            Index::Dir(_) => "dir-16-8-8",
+            Index::Wald(_) => "lpm-hash-binary-search",
+            Index::Tss(_) => "tuple-space-search",
+        }
+    }
+
+    /// Number of tuples (distinct masks) of a ternary/range table; 0 otherwise.
+    pub fn num_tuples(&self) -> usize {
+        match &self.index {
+            Index::Tss(t) => t.num_tuples(),
+            _ => 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn max_size(&self) -> usize {
+        self.max_size
+    }
+
+    /// Keys per stage of [`Table::lookup_batch`] (1..=64).
+    pub fn prefetch_distance(&self) -> usize {
+        self.prefetch_distance
+    }
+
+    pub fn set_prefetch_distance(&mut self, d: usize) {
+        self.prefetch_distance = d.clamp(1, exact::MAX_BATCH);
+    }
+
+    /// Check and normalise a key as bmv2 does (see docs/tables.md).
+    fn normalize(&self, key: &MatchKey) -> Result<MatchKey, TableError> {
+        if key.fields.len() != self.fields.len() {
+            return Err(bad(format!(
+                "expected {} fields, got {}",
+                self.fields.len(),
+                key.fields.len()
+            )));
+        }
+        let masked_table = matches!(self.kind, TableKind::Ternary | TableKind::Range);
+        let mut out = Vec::with_capacity(self.fields.len());
+        for (i, (f, m)) in self.fields.iter().zip(&key.fields).enumerate() {
+            let len_ok = |v: &[u8], what: &str| {
+                if v.len() == f.nbytes {
+                    Ok(())
+                } else {
+                    Err(bad(format!(
+                        "field {i}: {what} has {} bytes, expected {}",
+                        v.len(),
+                        f.nbytes
+                    )))
+                }
+            };
+            let nm = match (f.kind, m) {
+                (MatchKind::Exact, FieldMatch::Exact(v)) => {
+                    len_ok(v, "value")?;
+                    FieldMatch::Exact(f.norm_value(v))
+                }
+                (MatchKind::Valid, FieldMatch::Valid(b)) => FieldMatch::Valid(*b),
+                (MatchKind::Lpm, FieldMatch::Lpm { value, prefix_len }) => {
+                    len_ok(value, "value")?;
+                    if *prefix_len > f.width {
+                        return Err(bad(format!(
+                            "field {i}: prefix length {prefix_len} > width {}",
+                            f.width
+                        )));
+                    }
+                    let mut v = f.norm_value(value);
+                    if masked_table {
+                        let mut pm = vec![0u8; f.nbytes];
+                        fill_prefix_mask(&mut pm, *prefix_len);
+                        for (a, b) in v.iter_mut().zip(&pm) {
+                            *a &= b;
+                        }
+                    }
+                    FieldMatch::Lpm {
+                        value: v,
+                        prefix_len: *prefix_len,
+                    }
+                }
+                (MatchKind::Ternary, FieldMatch::Ternary { value, mask }) => {
+                    len_ok(value, "value")?;
+                    len_ok(mask, "mask")?;
+                    let mut v = f.norm_value(value);
+                    for (a, b) in v.iter_mut().zip(mask) {
+                        *a &= b;
+                    }
+                    FieldMatch::Ternary {
+                        value: v,
+                        mask: mask.clone(),
+                    }
+                }
+                (MatchKind::Range, FieldMatch::Range { low, high }) => {
+                    len_ok(low, "low")?;
+                    len_ok(high, "high")?;
+                    if low > high {
+                        return Err(bad(format!("field {i}: range low > high")));
+                    }
+                    FieldMatch::Range {
+                        low: f.norm_value(low),
+                        high: high.clone(),
+                    }
+                }
+                (k, _) => return Err(bad(format!("field {i}: expected a {k:?} match"))),
+            };
+            out.push(nm);
+        }
+        Ok(MatchKey {
+            fields: out,
+            priority: if masked_table { key.priority } else { -1 },
+        })
+    }
+
+    /// Packed key of a normalised exact-table key.
+    fn pack_exact(&self, k: &MatchKey) -> Vec<u8> {
+        let mut p = Vec::with_capacity(self.key_bytes);
+        for m in &k.fields {
+            match m {
+                FieldMatch::Exact(v) => p.extend_from_slice(v),
+                FieldMatch::Valid(b) => p.push(u8::from(*b)),
+                _ => {}
+            }
+        }
+        p
+    }
+
+    /// Packed key (LPM value unmasked) and prefix length of a normalised LPM-table key.
+    fn pack_lpm(&self, k: &MatchKey) -> (Vec<u8>, u32) {
+        let mut p = Vec::with_capacity(self.key_bytes);
+        let mut len = 0;
+        for m in &k.fields {
+            match m {
+                FieldMatch::Exact(v) => p.extend_from_slice(v),
+                FieldMatch::Valid(b) => p.push(u8::from(*b)),
+                FieldMatch::Lpm { value, prefix_len } => {
+                    p.extend_from_slice(value);
+                    len = *prefix_len;
+                }
+                _ => {}
+            }
+        }
+        (p, len)
+    }
+
+    /// Tuple-space representation of a normalised ternary/range-table key.
+    fn tss_key(&self, k: &MatchKey) -> TssKey {
+        let mut value = Vec::with_capacity(self.key_bytes);
+        let mut mask = Vec::with_capacity(self.key_bytes);
+        let mut ranges = Vec::new();
+        let mut check = false;
+        for (f, m) in self.fields.iter().zip(&k.fields) {
+            let wm = f.width_mask();
+            let fm: Vec<u8> = match m {
+                FieldMatch::Exact(_) => wm.clone(),
+                FieldMatch::Valid(_) => vec![0xff],
+                FieldMatch::Lpm { prefix_len, .. } => {
+                    let mut pm = vec![0u8; f.nbytes];
+                    fill_prefix_mask(&mut pm, *prefix_len);
+                    pm.iter().zip(&wm).map(|(a, b)| a & b).collect()
+                }
+                FieldMatch::Ternary { mask, .. } => {
+                    mask.iter().zip(&wm).map(|(a, b)| a & b).collect()
+                }
+                FieldMatch::Range { low, high } => {
+                    ranges.extend_from_slice(low);
+                    ranges.extend_from_slice(high);
+                    match range_block_mask(low, high, &wm) {
+                        Some(bm) => bm,
+                        None => {
+                            check = true;
+                            vec![0u8; f.nbytes]
+                        }
+                    }
+                }
+            };
+            let fv: Vec<u8> = match m {
+                FieldMatch::Exact(v) | FieldMatch::Lpm { value: v, .. } => v.clone(),
+                FieldMatch::Ternary { value, .. } => value.clone(),
+                FieldMatch::Range { low, .. } => low.clone(),
+                FieldMatch::Valid(b) => vec![u8::from(*b)],
+            };
+            value.extend(fv.iter().zip(&fm).map(|(a, b)| a & b));
+            mask.extend_from_slice(&fm);
+        }
+        TssKey {
+            value,
+            mask,
+            check,
+            ranges,
+        }
+    }
+
+    /// Entry index of an entry whose normalised key equals `nk` (the
+    /// duplicate rule of the table's kind).
+    fn find_normalized(&self, nk: &MatchKey) -> Option<u32> {
+        match &self.index {
+            Index::Exact(x) => x.find(&self.pack_exact(nk)),
+            Index::Dir(d) => {
+                let (p, len) = self.pack_lpm(nk);
+                d.find(d.key32(&p), len)
+            }
+            Index::Wald(w) => {
+                let (p, len) = self.pack_lpm(nk);
+                w.find(&p, len)
+            }
+            Index::Tss(t) => {
+                let tk = self.tss_key(nk);
+                t.find(&tk, |e| {
+                    self.slots[e as usize]
+                        .entry
+                        .as_ref()
+                        .is_some_and(|(k, _)| k == nk)
+                })
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn handle_of(&self, idx: u32) -> EntryHandle {
+        (u32::from(self.slots[idx as usize].version) << 24) | idx
+    }
+
+    /// Add an entry. Errors, in bmv2's order: `BadMatchKey`, `DuplicateEntry`,
+    /// `TableFull`.
+    pub fn insert(&mut self, key: MatchKey, value: V) -> Result<EntryHandle, TableError> {
+        let nk = self.normalize(&key)?;
+        if self.find_normalized(&nk).is_some() {
+            return Err(TableError::DuplicateEntry);
+        }
+        if self.len >= self.max_size {
+            return Err(TableError::TableFull);
+        }
+        let idx = match self.free.pop_first() {
+            Some(i) => i,
+            None => {
+                self.slots.push(Slot {
+                    version: 0,
+                    entry: None,
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        match &mut self.index {
+            Index::Exact(_) => {
+                let p = self.pack_exact(&nk);
+                if let Index::Exact(x) = &mut self.index {
+                    x.insert(idx, &p);
+                }
+            }
+            Index::Dir(_) | Index::Wald(_) => {
+                let (p, len) = self.pack_lpm(&nk);
+                match &mut self.index {
+                    Index::Dir(d) => {
+                        let v = d.key32(&p);
+                        d.insert(v, len, idx);
+                    }
+                    Index::Wald(w) => w.insert(&p, len, idx),
+                    _ => {}
+                }
+            }
+            Index::Tss(_) => {
+                let tk = self.tss_key(&nk);
+                let prio = nk.priority;
+                if let Index::Tss(t) = &mut self.index {
+                    t.insert(idx, tk, prio);
+                }
+            }
+        }
+        self.slots[idx as usize].entry = Some((nk, value));
+        self.len += 1;
+        Ok(self.handle_of(idx))
+    }
+
+    fn check_handle(&self, h: EntryHandle) -> Result<u32, TableError> {
+        let idx = h & HANDLE_INDEX_MASK;
+        match self.slots.get(idx as usize) {
+            Some(s) if s.entry.is_some() => {
+                if u32::from(s.version) == h >> 24 {
+                    Ok(idx)
+                } else {
+                    Err(TableError::ExpiredHandle)
+                }
+            }
+            _ => Err(TableError::InvalidHandle),
+        }
+    }
+
+    /// Replace the value of an entry.
+    pub fn modify(&mut self, h: EntryHandle, value: V) -> Result<(), TableError> {
+        let idx = self.check_handle(h)?;
+        if let Some((_, v)) = &mut self.slots[idx as usize].entry {
+            *v = value;
+        }
+        Ok(())
+    }
+
+    /// Delete an entry; its slot's version is bumped (mod 256), so the next
+    /// entry reusing the slot gets a different handle, as in bmv2.
+    pub fn delete(&mut self, h: EntryHandle) -> Result<(), TableError> {
+        let idx = self.check_handle(h)?;
+        let slot = &mut self.slots[idx as usize];
+        let Some((nk, _)) = slot.entry.take() else {
+            return Err(TableError::InvalidHandle);
+        };
+        slot.version = slot.version.wrapping_add(1);
+        match &mut self.index {
+            Index::Exact(x) => x.remove(idx),
+            Index::Dir(d) => {
+                let (p, len) = pack_lpm_free(&nk);
+                let v = d.key32(&p);
+                d.delete(v, len, idx);
+            }
+            Index::Wald(w) => w.delete(idx),
+            Index::Tss(t) => t.remove(idx),
+        }
+        self.free.insert(idx);
+        self.len -= 1;
+        Ok(())
+    }
+
+    /// Remove every entry and reset handle numbering and versions (bmv2's
+    /// `table_clear` / `reset_state`).
+    pub fn clear(&mut self) {
+        self.slots = Vec::new();
+        self.free.clear();
+        self.len = 0;
+        match &mut self.index {
+            Index::Exact(x) => x.clear(),
+            Index::Dir(d) => d.clear(),
+            Index::Wald(w) => w.clear(),
+            Index::Tss(t) => t.clear(),
+        }
+    }
+
+    /// The entry (normalised key as bmv2 reports it, and value).
+    pub fn get(&self, h: EntryHandle) -> Option<(&MatchKey, &V)> {
+        let idx = self.check_handle(h).ok()?;
+        self.slots[idx as usize].entry.as_ref().map(|(k, v)| (k, v))
+    }
+
+    /// Handle of the entry with the same match key (after normalisation; and
+    /// the same priority for ternary/range tables). `None` for a malformed key.
+    pub fn find(&self, key: &MatchKey) -> Option<EntryHandle> {
+        let nk = self.normalize(key).ok()?;
+        self.find_normalized(&nk).map(|i| self.handle_of(i))
+    }
+
+    /// All entries in ascending handle-index order.
+    pub fn iter(&self) -> impl Iterator<Item = (EntryHandle, &MatchKey, &V)> {
+        self.slots.iter().enumerate().filter_map(|(i, s)| {
+            s.entry
+                .as_ref()
+                .map(|(k, v)| ((u32::from(s.version) << 24) | i as u32, k, v))
+        })
+    }
+
+    #[inline(always)]
+    fn resolve(&self, idx: Option<u32>) -> Option<(EntryHandle, &V)> {
+        let idx = idx?;
+        let s = &self.slots[idx as usize];
+        let (_, v) = s.entry.as_ref()?;
+        Some(((u32::from(s.version) << 24) | idx, v))
+    }
+
+    /// Look up a packed key (`key.len()` must be `key_bytes()`; a key of
+    /// another length never matches).
+    #[inline]
+    pub fn lookup(&self, key: &[u8]) -> Option<(EntryHandle, &V)> {
+        if key.len() != self.key_bytes {
+            return None;
+        }
+        let idx = match &self.index {
+            Index::Exact(x) => x.find(key),
+            Index::Dir(d) => d.lookup(d.key32(key)),
+            Index::Wald(w) => w.lookup(key),
+            Index::Tss(t) => t.lookup(key),
+        };
+        self.resolve(idx)
+    }
+
+    /// Batched lookup of `n = min(keys.len() / key_bytes(), out.len())` keys
+    /// packed back to back (for a key-less table, `n = out.len()`). Results
+    /// go to `out[..n]`, identical to calling [`Table::lookup`] on each key.
+    /// Exact and DIR tables work in stages of `prefetch_distance()` keys:
+    /// hash/index all keys, prefetch buckets, prefetch the candidate entries,
+    /// then resolve. No allocation.
+    pub fn lookup_batch<'a>(&'a self, keys: &[u8], out: &mut [Option<(EntryHandle, &'a V)>]) {
+        let kb = self.key_bytes;
+        let n = keys
+            .len()
+            .checked_div(kb)
+            .map_or(out.len(), |n| n.min(out.len()));
+        match &self.index {
+            Index::Exact(x) => x.lookup_batch(
+                keys,
+                n,
+                self.prefetch_distance,
+                |c| prefetch::prefetch_index(&self.slots, c as usize),
+                |i, r| out[i] = self.resolve(r),
+            ),
+            Index::Dir(d) => d.lookup_batch(keys, kb, n, self.prefetch_distance, |i, r| {
+                out[i] = self.resolve(r)
+            }),
+            Index::Wald(w) => {
+                for (i, o) in out.iter_mut().enumerate().take(n) {
+                    *o = self.resolve(w.lookup(&keys[i * kb..(i + 1) * kb]));
+                }
+            }
+            Index::Tss(t) => {
+                for (i, o) in out.iter_mut().enumerate().take(n) {
+                    *o = self.resolve(t.lookup(&keys[i * kb..(i + 1) * kb]));
+                }
+            }
+        }
+    }
+
+    /// Approximate heap + inline memory used by the table, in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        let key_heap: usize = self
+            .slots
+            .iter()
+            .filter_map(|s| s.entry.as_ref())
+            .map(|(k, _)| {
+                k.fields.capacity() * std::mem::size_of::<FieldMatch>()
+                    + k.fields
+                        .iter()
+                        .map(|f| match f {
+                            FieldMatch::Exact(v) | FieldMatch::Lpm { value: v, .. } => v.capacity(),
+                            FieldMatch::Ternary { value, mask } => {
+                                value.capacity() + mask.capacity()
+                            }
+                            FieldMatch::Range { low, high } => low.capacity() + high.capacity(),
+                            FieldMatch::Valid(_) => 0,
+                        })
+                        .sum::<usize>()
+            })
+            .sum();
+        let index = match &self.index {
+            Index::Exact(x) => x.memory_bytes(),
+            Index::Dir(d) => d.memory_bytes(),
+            Index::Wald(w) => w.memory_bytes(),
+            Index::Tss(t) => t.memory_bytes(),
+        };
+        std::mem::size_of::<Self>()
+            + self.slots.capacity() * std::mem::size_of::<Slot<V>>()
+            + self.free.len() * 8
+            + key_heap
+            + index
+    }
+
+    /// Index of the LPM field of an LPM table.
+    pub fn lpm_field(&self) -> Option<usize> {
+        self.lpm_field
+    }
+}
+
+/// `pack_lpm` without `&self` (the layout only depends on the key).
+fn pack_lpm_free(k: &MatchKey) -> (Vec<u8>, u32) {
+    let mut p = Vec::new();
+    let mut len = 0;
+    for m in &k.fields {
+        match m {
+            FieldMatch::Exact(v) => p.extend_from_slice(v),
+            FieldMatch::Valid(b) => p.push(u8::from(*b)),
+            FieldMatch::Lpm { value, prefix_len } => {
+                p.extend_from_slice(value);
+                len = *prefix_len;
+            }
+            _ => {}
+        }
+    }
+    (p, len)
+}
+
+/// If the range `[low, high]` (container bytes; keys never exceed the
+/// field's width mask `wm`) is exactly one aligned power-of-two block, the
+/// mask selecting it; else `None`. Fields wider than 128 bits always `None`.
+fn range_block_mask(low: &[u8], high: &[u8], wm: &[u8]) -> Option<Vec<u8>> {
+    let n = low.len();
+    if n > 16 {
+        return None;
+    }
+    let to = |b: &[u8]| b.iter().fold(0u128, |a, x| (a << 8) | u128::from(*x));
+    let lo = to(low);
+    let wmax = to(wm);
+    let hi = to(high).min(wmax);
+    if lo > hi {
+        return None;
+    }
+    let span = hi - lo; // size - 1
+    // size must be a power of two: span + 1 = 2^k, i.e. span is all ones
+    if span.checked_add(1).is_some_and(|s| !s.is_power_of_two()) {
+        return None;
+    }
+    if lo & span != 0 {
+        return None;
+    }
+    let m = !span & wmax;
+    let bytes = m.to_be_bytes();
+    Some(bytes[16 - n..].to_vec())
+}

@@ -60,14 +60,17 @@ use std::os::fd::RawFd;
 use std::time::Duration;
 
 pub mod afpacket;
+mod open;
 pub mod pcap;
-#[allow(dead_code)]
 mod sys;
 pub mod tap;
+pub mod xdp;
 
 pub use afpacket::{AfPacketOptions, AfPacketPort, Fanout};
+pub use open::{Backend, OpenOptions, OpenedPort, open_port};
 pub use pcap::{PcapFilePort, PcapRecorder};
 pub use tap::TapPort;
+pub use xdp::{AfXdpOptions, AfXdpPort, XdpMode, ZeroCopy};
 
 /// Which kind of port this is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -62,6 +62,11 @@ pub struct VethNs {
 
 impl VethNs {
     pub fn new(tag: &str) -> Result<VethNs, String> {
+        Self::with_queues(tag, 1)
+    }
+
+    /// With `queues` rx and tx queues on each end.
+    pub fn with_queues(tag: &str, queues: u32) -> Result<VethNs, String> {
         let id = unique(tag);
         let v = VethNs {
             ns: format!("p4jio-{id}"),
@@ -69,9 +74,14 @@ impl VethNs {
             peer: format!("p{id}"),
         };
         run(&["ip", "netns", "add", &v.ns])?;
-        run(&[
-            "ip", "link", "add", &v.host, "type", "veth", "peer", "name", &v.peer, "netns", &v.ns,
-        ])?;
+        let q = queues.to_string();
+        #[rustfmt::skip]
+        let add = ["ip", "link", "add", &v.host, "numtxqueues", &q, "numrxqueues", &q, "type", "veth",
+            "peer", "name", &v.peer, "numtxqueues", &q, "numrxqueues", &q, "netns", &v.ns];
+        if let Err(e) = run(&add) {
+            let _ = run(&["ip", "netns", "del", &v.ns]);
+            return Err(e);
+        }
         let _ = run(&[
             "sysctl",
             "-qw",

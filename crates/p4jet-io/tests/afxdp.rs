@@ -1,0 +1,253 @@
+//! AF_XDP port over a veth pair into a network namespace.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+mod common;
+
+use std::collections::HashSet;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+use p4jet_io::{AfXdpOptions, AfXdpPort, Port, PortKind, XdpMode, ZeroCopy};
+
+/// Opens the port, or prints why the kernel refuses AF_XDP and returns None.
+fn open_or_skip(test: &str, iface: &str, opts: &AfXdpOptions) -> Option<AfXdpPort> {
+    match AfXdpPort::open(iface, opts) {
+        Ok(p) => Some(p),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EAFNOSUPPORT)
+                    | Some(libc::ENOSYS)
+                    | Some(libc::EPERM)
+                    | Some(libc::EOPNOTSUPP)
+            ) =>
+        {
+            eprintln!("SKIPPED {test}: the kernel refuses AF_XDP here: {e}");
+            None
+        }
+        Err(e) => panic!("{test}: {e}"),
+    }
+}
+
+fn xdp_attached(iface: &str) -> bool {
+    let out = Command::new("ip")
+        .args(["link", "show", "dev", iface])
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&out.stdout);
+    s.contains(" xdp") || s.contains("prog/xdp")
+}
+
+fn recv_marked(port: &mut dyn Port, want: usize, keep: impl Fn(&[u8]) -> bool) -> Vec<Vec<u8>> {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut got = Vec::new();
+    while got.len() < want && Instant::now() < deadline {
+        port.recv_batch(64, Some(Duration::from_millis(20)), &mut |f| {
+            if keep(f) {
+                got.push(f.to_vec())
+            }
+        })
+        .unwrap();
+    }
+    got
+}
+
+fn both_directions(test: &str, opts: &AfXdpOptions) {
+    if !can_run(test) {
+        return;
+    }
+    let net = VethNs::new("x").unwrap();
+    let Some(mut port) = open_or_skip(test, &net.host, opts) else {
+        return;
+    };
+    eprintln!("{test}: {}", port.description());
+    assert_eq!(port.kind(), PortKind::AfXdp);
+    assert!(xdp_attached(&net.host), "no XDP program on {}", net.host);
+    let peer = net.peer_socket().unwrap();
+
+    let m = marker();
+    let mut sent = Vec::new();
+    for i in 0..300u32 {
+        let len = 60 + (i as usize * 37) % 1455;
+        let f = if i % 7 == 3 {
+            test_frame_vlan(m, i, len, 100)
+        } else {
+            test_frame(m, i, len)
+        };
+        peer.send(&f).unwrap();
+        sent.push(f);
+        if i % 50 == 49 {
+            // Keep the rx ring from overflowing in generic mode.
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let got = recv_marked(&mut port, sent.len(), |f| has_marker(f, m));
+    assert_frames_eq(&got, &sent, "outside -> port");
+
+    let m2 = marker();
+    let out: Vec<Vec<u8>> = (0..5000u32)
+        .map(|i| {
+            let len = 60 + (i as usize * 53) % 1455;
+            if i % 5 == 1 {
+                test_frame_vlan(m2, i, len, 9)
+            } else {
+                test_frame(m2, i, len)
+            }
+        })
+        .collect();
+    for chunk in out.chunks(64) {
+        let refs: Vec<&[u8]> = chunk.iter().map(|f| f.as_slice()).collect();
+        let mut done = 0;
+        while done < refs.len() {
+            done += port.send_batch(&refs[done..]).unwrap();
+            port.flush().unwrap();
+        }
+    }
+    let got = peer.recv_until(out.len(), Duration::from_secs(5), |f| has_marker(f, m2));
+    assert_frames_eq(&got, &out, "port -> outside");
+    let st = port.stats();
+    assert_eq!(st.tx_packets, 5000);
+    assert_eq!(st.tx_dropped, 0);
+    assert!(st.rx_packets >= 300);
+
+    let huge = vec![0u8; port.max_tx_frame() + 1];
+    assert_eq!(port.send_batch(&[&huge]).unwrap(), 1);
+    assert_eq!(port.stats().tx_dropped, 1);
+
+    drop(port);
+    assert!(
+        !xdp_attached(&net.host),
+        "XDP program left on {} after drop",
+        net.host
+    );
+    // And it can be opened again.
+    let again = AfXdpPort::open(&net.host, opts).unwrap();
+    drop(again);
+    assert!(!xdp_attached(&net.host));
+}
+
+#[test]
+fn afxdp_auto_mode_both_directions() {
+    both_directions("afxdp_auto_mode_both_directions", &AfXdpOptions::default());
+}
+
+#[test]
+fn afxdp_generic_mode_both_directions() {
+    both_directions(
+        "afxdp_generic_mode_both_directions",
+        &AfXdpOptions {
+            mode: XdpMode::Skb,
+            need_wakeup: false,
+            ..AfXdpOptions::default()
+        },
+    );
+}
+
+#[test]
+fn afxdp_zero_copy_forced_fails_clearly_on_veth() {
+    let test = "afxdp_zero_copy_forced_fails_clearly_on_veth";
+    if !can_run(test) {
+        return;
+    }
+    let net = VethNs::new("xz").unwrap();
+    let opts = AfXdpOptions {
+        zero_copy: ZeroCopy::Force,
+        ..AfXdpOptions::default()
+    };
+    match AfXdpPort::open(&net.host, &opts) {
+        // A future veth with zero-copy would be fine too.
+        Ok(p) => assert!(p.is_zero_copy()),
+        Err(e) => {
+            let s = e.to_string();
+            assert!(s.contains(&net.host) && s.contains("zero-copy"), "{s}");
+        }
+    }
+    assert!(
+        !xdp_attached(&net.host),
+        "a failed open must not leave XDP attached"
+    );
+}
+
+#[test]
+fn afxdp_all_queues_of_a_multiqueue_interface() {
+    let test = "afxdp_all_queues_of_a_multiqueue_interface";
+    if !can_run(test) {
+        return;
+    }
+    let net = VethNs::with_queues("xq", 4).unwrap();
+    let Some(mut port) = open_or_skip(test, &net.host, &AfXdpOptions::default()) else {
+        return;
+    };
+    assert_eq!(port.queues(), vec![0, 1, 2, 3], "{}", port.description());
+    let peer = net.peer_socket().unwrap();
+    let m = marker();
+    let mut sent = HashSet::new();
+    for flow in 0..64u16 {
+        let f = udp_frame(m, 2000 + flow, 100);
+        peer.send(&f).unwrap();
+        sent.insert(f);
+    }
+    let got = recv_marked(&mut port, sent.len(), |f| udp_has_marker(f, m));
+    assert_eq!(got.len(), sent.len());
+    assert_eq!(got.into_iter().collect::<HashSet<_>>(), sent);
+}
+
+#[test]
+fn afxdp_one_port_per_queue_share_the_program() {
+    let test = "afxdp_one_port_per_queue_share_the_program";
+    if !can_run(test) {
+        return;
+    }
+    let net = VethNs::with_queues("xs", 2).unwrap();
+    let q = |n| AfXdpOptions {
+        queue: Some(n),
+        ..AfXdpOptions::default()
+    };
+    let Some(mut a) = open_or_skip(test, &net.host, &q(0)) else {
+        return;
+    };
+    let mut b = AfXdpPort::open(&net.host, &q(1)).unwrap();
+    let err = AfXdpPort::open(&net.host, &q(7)).err().unwrap();
+    assert!(err.to_string().contains("queue 7"), "{err}");
+    let peer = net.peer_socket().unwrap();
+    let m = marker();
+    let mut sent = HashSet::new();
+    for flow in 0..64u16 {
+        let f = udp_frame(m, 3000 + flow, 100);
+        peer.send(&f).unwrap();
+        sent.insert(f);
+    }
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut got = Vec::new();
+    let (mut na, mut nb) = (0, 0);
+    while got.len() < sent.len() && Instant::now() < deadline {
+        na += a
+            .recv_batch(64, Some(Duration::from_millis(5)), &mut |f| {
+                if udp_has_marker(f, m) {
+                    got.push(f.to_vec())
+                }
+            })
+            .unwrap();
+        nb += b
+            .recv_batch(64, Some(Duration::from_millis(5)), &mut |f| {
+                if udp_has_marker(f, m) {
+                    got.push(f.to_vec())
+                }
+            })
+            .unwrap();
+    }
+    assert_eq!(got.into_iter().collect::<HashSet<_>>(), sent);
+    assert!(
+        na > 0 && nb > 0,
+        "flows not spread over queues: {na} / {nb}"
+    );
+    drop(a);
+    assert!(
+        xdp_attached(&net.host),
+        "program must stay while port b uses it"
+    );
+    drop(b);
+    assert!(!xdp_attached(&net.host));
+}

@@ -257,6 +257,8 @@ pub struct Node {
     pub interp: Interp,
     /// Constant value as a 128-bit pattern (for `Const`).
     pub konst: u128,
+    /// Comparisons: compare the operands' bit patterns as signed (else unsigned).
+    pub signed_cmp: bool,
 }
 
 /// Per-root information.
@@ -301,11 +303,18 @@ impl ExprPool {
             _ => 0,
         };
         let interp = interp_of(&range);
+        let signed_cmp = match &expr {
+            Expr::Bin(op, a, b) if op.is_compare() => {
+                self.compare_interp(*a, *b) == Some(Interp::Signed)
+            }
+            _ => false,
+        };
         self.nodes.push(Node {
             expr,
             range,
             interp,
             konst,
+            signed_cmp,
         });
         self.wide.push(false);
         (self.nodes.len() - 1) as ExprId

@@ -1,0 +1,298 @@
+//! Hash and checksum algorithms with bmv2's definitions, and the input buffer of a
+//! calculation (fields bit-packed back to back, invalid headers skipped, payload appended).
+
+use p4jet_ir::{CalcInput, Calculation, HashAlgo, Program};
+
+use crate::eval::{EvalCtx, resolve_field};
+
+/// Parameters of a configurable CRC (`crc16_custom`, `crc32_custom`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CrcParams {
+    /// Width in bits (8, 16, 32, 64).
+    pub width: u32,
+    /// Polynomial (normal form).
+    pub poly: u64,
+    /// Initial remainder.
+    pub init: u64,
+    /// Final xor.
+    pub xor_out: u64,
+    /// Reflect input bytes.
+    pub refin: bool,
+    /// Reflect the remainder.
+    pub refout: bool,
+}
+
+impl CrcParams {
+    /// CRC-16/ARC (bmv2 `crc16`).
+    pub const CRC16: CrcParams = CrcParams {
+        width: 16,
+        poly: 0x8005,
+        init: 0,
+        xor_out: 0,
+        refin: true,
+        refout: true,
+    };
+    /// CRC-32 (bmv2 `crc32`).
+    pub const CRC32: CrcParams = CrcParams {
+        width: 32,
+        poly: 0x04C1_1DB7,
+        init: 0xFFFF_FFFF,
+        xor_out: 0xFFFF_FFFF,
+        refin: true,
+        refout: true,
+    };
+    /// CRC-16/CCITT-FALSE (bmv2 `crcCCITT`).
+    pub const CCITT: CrcParams = CrcParams {
+        width: 16,
+        poly: 0x1021,
+        init: 0xFFFF,
+        xor_out: 0,
+        refin: false,
+        refout: false,
+    };
+    /// bmv2 `crc8_custom` default.
+    pub const CRC8: CrcParams = CrcParams {
+        width: 8,
+        poly: 0x07,
+        init: 0,
+        xor_out: 0,
+        refin: false,
+        refout: false,
+    };
+    /// bmv2 `crc64_custom` default.
+    pub const CRC64: CrcParams = CrcParams {
+        width: 64,
+        poly: 0x1B,
+        init: 0,
+        xor_out: 0,
+        refin: false,
+        refout: false,
+    };
+}
+
+fn reflect(v: u64, width: u32) -> u64 {
+    let mut r = 0;
+    for i in 0..width {
+        if v & (1 << i) != 0 {
+            r |= 1 << (width - 1 - i);
+        }
+    }
+    r
+}
+
+/// Generic bitwise CRC.
+pub fn crc(params: &CrcParams, data: &[u8]) -> u64 {
+    let w = params.width;
+    let top = 1u64 << (w - 1);
+    let m = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
+    let mut r = params.init & m;
+    for &b in data {
+        let b = if params.refin {
+            (b.reverse_bits()) as u64
+        } else {
+            b as u64
+        };
+        r ^= if w >= 8 { b << (w - 8) } else { b >> (8 - w) };
+        for _ in 0..8 {
+            r = if r & top != 0 {
+                ((r << 1) ^ params.poly) & m
+            } else {
+                (r << 1) & m
+            };
+        }
+    }
+    if params.refout {
+        r = reflect(r, w);
+    }
+    (r ^ params.xor_out) & m
+}
+
+/// Internet checksum (one's complement of the one's complement sum), big-endian.
+pub fn csum16(data: &[u8]) -> u64 {
+    let mut sum: u64 = 0;
+    let mut chunks = data.chunks_exact(2);
+    for c in &mut chunks {
+        sum += u16::from_be_bytes([c[0], c[1]]) as u64;
+    }
+    if let [last] = chunks.remainder() {
+        sum += (*last as u64) << 8;
+    }
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    (!sum) & 0xffff
+}
+
+fn xor_words(data: &[u8], bytes: usize) -> u64 {
+    let mut r = 0u64;
+    for c in data.chunks(bytes) {
+        let mut w = 0u64;
+        for (i, b) in c.iter().enumerate() {
+            w |= (*b as u64) << (8 * (bytes - 1 - i));
+        }
+        r ^= w;
+    }
+    r
+}
+
+/// Runs an algorithm over a byte buffer. `custom` gives configurable CRC parameters.
+pub fn run(algo: HashAlgo, data: &[u8], custom: Option<&CrcParams>) -> u64 {
+    match algo {
+        HashAlgo::Crc16 => crc(&CrcParams::CRC16, data),
+        HashAlgo::Crc32 => crc(&CrcParams::CRC32, data),
+        HashAlgo::CrcCcitt => crc(&CrcParams::CCITT, data),
+        HashAlgo::Crc16Custom => crc(custom.unwrap_or(&CrcParams::CRC16), data),
+        HashAlgo::Crc32Custom => crc(custom.unwrap_or(&CrcParams::CRC32), data),
+        HashAlgo::Crc8Custom => crc(custom.unwrap_or(&CrcParams::CRC8), data),
+        HashAlgo::Crc64Custom => crc(custom.unwrap_or(&CrcParams::CRC64), data),
+        HashAlgo::Csum16 => csum16(data),
+        HashAlgo::Xor16 => xor_words(data, 2),
+        HashAlgo::Xor32 => xor_words(data, 4),
+        HashAlgo::Identity => {
+            let mut v = 0u64;
+            for b in data.iter().take(8) {
+                v = (v << 8) | *b as u64;
+            }
+            v
+        }
+        // Not deterministic in bmv2 either; p4jet uses CRC-32 for them.
+        HashAlgo::RoundRobin
+        | HashAlgo::RoundRobinConsistent
+        | HashAlgo::Random
+        | HashAlgo::Xxh64
+        | HashAlgo::Toeplitz => crc(&CrcParams::CRC32, data),
+    }
+}
+
+/// Bit writer used to build calculation inputs without allocating per packet.
+pub struct BitBuf<'a> {
+    buf: &'a mut Vec<u8>,
+    bits: usize,
+}
+
+impl<'a> BitBuf<'a> {
+    /// Starts an empty buffer reusing `buf`'s allocation.
+    pub fn new(buf: &'a mut Vec<u8>) -> Self {
+        buf.clear();
+        BitBuf { buf, bits: 0 }
+    }
+
+    /// Appends `width` bits taken from `data` starting at (`byte`, `bit`).
+    pub fn push_bits(&mut self, data: &[u8], byte: usize, bit: u32, width: u32) {
+        if self.bits % 8 == 0 && bit == 0 && width % 8 == 0 {
+            let end = byte + (width / 8) as usize;
+            self.buf
+                .extend_from_slice(data.get(byte..end).unwrap_or(&[]));
+            self.bits += width as usize;
+            return;
+        }
+        for i in 0..width {
+            let b = bit + i;
+            let v = data
+                .get(byte + (b / 8) as usize)
+                .map(|x| (x >> (7 - (b % 8))) & 1)
+                .unwrap_or(0);
+            self.push_bit(v);
+        }
+    }
+
+    fn push_bit(&mut self, v: u8) {
+        if self.bits % 8 == 0 {
+            self.buf.push(0);
+        }
+        if v != 0
+            && let Some(last) = self.buf.last_mut()
+        {
+            *last |= 1 << (7 - (self.bits % 8));
+        }
+        self.bits += 1;
+    }
+
+    /// Appends bytes.
+    pub fn push_bytes(&mut self, data: &[u8]) {
+        if self.bits % 8 == 0 {
+            self.buf.extend_from_slice(data);
+            self.bits += data.len() * 8;
+        } else {
+            for b in data {
+                self.push_bits(std::slice::from_ref(b), 0, 0, 8);
+            }
+        }
+    }
+}
+
+/// Builds the input buffer of a calculation into `out`.
+pub fn build_input(
+    p: &Program,
+    c: &EvalCtx,
+    calc: &Calculation,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) {
+    let mut bb = BitBuf::new(out);
+    for inp in &calc.inputs {
+        match inp {
+            CalcInput::Field(f) => {
+                let Some(fid) = resolve_field(p, c, f) else {
+                    continue;
+                };
+                let fi = &p.fields[fid as usize];
+                if !c.phv.valid[fi.header as usize] {
+                    continue;
+                }
+                let width = if fi.varbit {
+                    let h = &p.headers[fi.header as usize];
+                    h.varbit_slot
+                        .map(|s| c.phv.varbit_bits[s as usize])
+                        .unwrap_or(0)
+                } else {
+                    fi.loc.width
+                };
+                bb.push_bits(&c.phv.data, fi.loc.byte as usize, fi.loc.bit as u32, width);
+            }
+            CalcInput::Const { value, width } => {
+                let nbytes = width.div_ceil(8) as usize;
+                let mut be = value.to_bytes_be();
+                if be.len() < nbytes {
+                    let mut v = vec![0u8; nbytes - be.len()];
+                    v.extend(be);
+                    be = v;
+                }
+                let skip = (be.len() * 8) as u32 - width;
+                bb.push_bits(&be, 0, skip, *width);
+            }
+            CalcInput::Header(h) => {
+                if !c.phv.valid[*h as usize] {
+                    continue;
+                }
+                let hi = &p.headers[*h as usize];
+                let bytes = crate::header_bytes(p, c.phv, *h);
+                bb.push_bits(&c.phv.data, hi.offset as usize, 0, bytes * 8);
+            }
+            CalcInput::Payload => bb.push_bytes(payload),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_values() {
+        // standard check values over "123456789"
+        let d = b"123456789";
+        assert_eq!(crc(&CrcParams::CRC16, d), 0xBB3D);
+        assert_eq!(crc(&CrcParams::CRC32, d), 0xCBF4_3926);
+        assert_eq!(crc(&CrcParams::CCITT, d), 0x29B1);
+        assert_eq!(crc(&CrcParams::CRC8, d), 0xF4);
+    }
+
+    #[test]
+    fn internet_checksum() {
+        // RFC 1071 example
+        let d = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+        assert_eq!(csum16(&d), !0xddf2u64 & 0xffff);
+        assert_eq!(csum16(&[0xff, 0xff]), 0);
+    }
+}

@@ -1,0 +1,1494 @@
+//! The p4jet engine: runs a lowered program over batches of packets.
+//!
+//! Stages mirror simple_switch: [`Engine::parse`] (parser + checksum verification),
+//! [`Engine::run_control`] (a control block over a whole batch, table lookups batched per
+//! table), [`Engine::deparse`] (checksum update + emit). The v1model architecture around
+//! them (traffic manager, replication, clone, resubmit, recirculate) lives in
+//! `p4jet-switch`. The engine does no I/O and reads no clock: time comes in as an argument.
+#![forbid(unsafe_code)]
+
+pub mod eval;
+pub mod hash;
+pub mod phv;
+pub mod state;
+
+use std::sync::Arc;
+
+use num_bigint::{BigInt, BigUint, Sign};
+use num_traits::ToPrimitive;
+use p4jet_ir::expr::{FieldRef, HeaderRef};
+use p4jet_ir::{
+    ActionCall, ControlNode, FieldLoc, KeyElem, KeySource, ParserOp, Prim, Program, TableNext,
+    TransitionKind,
+};
+use p4jet_tables::EntryHandle;
+
+pub use eval::EvalCtx;
+pub use phv::Phv;
+pub use state::{ControlState, EntryAction, EntryValue, Externs, Op, OpResult};
+
+use eval::{eval_bits, eval_bool, eval_exact, eval_index, resolve_field, resolve_header};
+
+/// Most packets a control processes in one table-lookup batch.
+pub const SUB_BATCH: usize = 64;
+
+/// Headroom reserved in front of every packet for encapsulation.
+pub const HEADROOM: usize = 256;
+
+/// A packet buffer with headroom: the frame is `buf[start..end]`.
+#[derive(Debug, Clone, Default)]
+pub struct PacketBuf {
+    /// Storage (recycled through a pool).
+    pub buf: Vec<u8>,
+    /// First byte of the frame.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
+impl PacketBuf {
+    /// An empty buffer able to hold `cap` frame bytes after the headroom.
+    pub fn with_capacity(cap: usize) -> PacketBuf {
+        PacketBuf {
+            buf: vec![0; HEADROOM + cap],
+            start: HEADROOM,
+            end: HEADROOM,
+        }
+    }
+
+    /// The frame.
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Frame length.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// True when the frame is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
+
+    /// Replaces the frame (grows the buffer only for frames larger than it).
+    pub fn set(&mut self, frame: &[u8]) {
+        if self.buf.len() < HEADROOM + frame.len() {
+            self.buf.resize(HEADROOM + frame.len(), 0);
+        }
+        self.start = HEADROOM;
+        self.end = HEADROOM + frame.len();
+        self.buf[self.start..self.end].copy_from_slice(frame);
+    }
+}
+
+/// Per-packet state carried through the pipeline.
+#[derive(Debug, Clone)]
+pub struct PacketCtx {
+    /// The frame.
+    pub pkt: PacketBuf,
+    /// Headers and metadata.
+    pub phv: Phv,
+    /// Bytes of the frame consumed by the parser; the rest is payload.
+    pub payload_off: usize,
+    /// Length as received (counters and meters use it).
+    pub ingress_len: u32,
+    /// `exit` was called in this control.
+    pub exit: bool,
+    /// Clone requested: (session, field list id).
+    pub clone: Option<(u32, u32)>,
+    /// Resubmit requested with this field list id (0 = none).
+    pub resubmit: Option<u32>,
+    /// Recirculate requested with this field list id.
+    pub recirculate: Option<u32>,
+    /// Digest requested: learn list id.
+    pub digest: Option<u32>,
+    /// Truncate the transmitted frame to this many bytes.
+    pub truncate: Option<u32>,
+    /// Trace lines (only filled when tracing).
+    pub log: Vec<String>,
+    /// Architecture bookkeeping (owned by the switch, not the program).
+    pub arch: ArchMeta,
+}
+
+/// Per-packet bookkeeping of the architecture around the engine.
+#[derive(Debug, Clone, Default)]
+pub struct ArchMeta {
+    /// Port the packet arrived on (or is to be sent to, after the traffic manager).
+    pub port: u32,
+    /// `instance_type` of this pass.
+    pub instance_type: u32,
+    /// Resubmit/recirculate passes so far.
+    pub passes: u32,
+    /// Field values preserved from the previous pass (field id, value).
+    pub preserved: Vec<(u32, BigUint)>,
+    /// Enqueue time (µs).
+    pub enq_us: u64,
+    /// Queue depth seen at enqueue.
+    pub enq_qdepth: u32,
+    /// Priority queue.
+    pub qid: u32,
+    /// Copy of the frame as it entered this ingress pass (for I2E clones).
+    pub sequence: u64,
+}
+
+impl PacketCtx {
+    /// A context for `p` with an empty frame of capacity `cap`.
+    pub fn new(p: &Program, cap: usize) -> PacketCtx {
+        PacketCtx {
+            pkt: PacketBuf::with_capacity(cap),
+            phv: Phv::new(p),
+            payload_off: 0,
+            ingress_len: 0,
+            exit: false,
+            clone: None,
+            resubmit: None,
+            recirculate: None,
+            digest: None,
+            truncate: None,
+            log: Vec::new(),
+            arch: ArchMeta::default(),
+        }
+    }
+
+    /// Resets everything but the frame for a new arrival.
+    pub fn reset(&mut self, p: &Program) {
+        self.phv.reset(p);
+        self.payload_off = 0;
+        self.exit = false;
+        self.clone = None;
+        self.resubmit = None;
+        self.recirculate = None;
+        self.digest = None;
+        self.truncate = None;
+        self.log.clear();
+    }
+
+    /// Copies frame, headers and requests of `other` into `self` without allocating
+    /// (when `self`'s buffers are large enough).
+    pub fn copy_from(&mut self, other: &PacketCtx) {
+        let n = other.pkt.buf.len();
+        if self.pkt.buf.len() < n {
+            self.pkt.buf.resize(n, 0);
+        }
+        self.pkt.buf[other.pkt.start..other.pkt.end].copy_from_slice(other.pkt.data());
+        self.pkt.start = other.pkt.start;
+        self.pkt.end = other.pkt.end;
+        self.phv.data.copy_from_slice(&other.phv.data);
+        self.phv.valid.copy_from_slice(&other.phv.valid);
+        self.phv.stack_next.copy_from_slice(&other.phv.stack_next);
+        self.phv.varbit_bits.copy_from_slice(&other.phv.varbit_bits);
+        self.payload_off = other.payload_off;
+        self.ingress_len = other.ingress_len;
+        self.exit = other.exit;
+        self.clone = other.clone;
+        self.resubmit = other.resubmit;
+        self.recirculate = other.recirculate;
+        self.digest = other.digest;
+        self.truncate = other.truncate;
+        self.log.clear();
+        self.arch.port = other.arch.port;
+        self.arch.instance_type = other.arch.instance_type;
+        self.arch.passes = other.arch.passes;
+        self.arch.preserved.clear();
+        self.arch.enq_us = other.arch.enq_us;
+        self.arch.enq_qdepth = other.arch.enq_qdepth;
+        self.arch.qid = other.arch.qid;
+    }
+
+    /// Zeroes every metadata header (simple_switch's reset of a new instance).
+    pub fn zero_metadata(&mut self, p: &Program) {
+        for (off, len) in &p.metadata_ranges {
+            self.phv.data[*off as usize..(*off + *len) as usize].fill(0);
+        }
+    }
+}
+
+/// Per-worker scratch space, allocated once.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    cur: Vec<u32>,
+    members: Vec<u32>,
+    keys: Vec<u8>,
+    calc: Vec<u8>,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// One key element of a table, ready for key building.
+#[derive(Debug, Clone)]
+enum KeyPart {
+    Field {
+        loc: FieldLoc,
+        nbytes: usize,
+        mask: Option<u128>,
+    },
+    Wide {
+        loc: FieldLoc,
+        nbytes: usize,
+        mask: Option<BigUint>,
+    },
+    Valid(u32),
+}
+
+/// Which control.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pipeline {
+    /// Ingress.
+    Ingress,
+    /// Egress.
+    Egress,
+}
+
+/// Engine options.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Port number meaning "drop" (simple_switch `--drop-port`, default 511).
+    pub drop_port: u32,
+    /// Record a per-packet trace in [`PacketCtx::log`].
+    pub trace: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            drop_port: 511,
+            trace: false,
+        }
+    }
+}
+
+/// Messages about run-time problems of the P4 program (bad indexes, failed asserts): they
+/// are reported, the packet goes on, as in bmv2 release builds.
+#[derive(Debug, Clone)]
+pub struct Diag(pub String);
+
+/// A loaded program ready to run.
+pub struct Engine {
+    /// The lowered program.
+    pub prog: Arc<Program>,
+    /// Options.
+    pub cfg: EngineConfig,
+    key_plans: Vec<Vec<KeyPart>>,
+}
+
+/// Loads a bmv2 JSON text into an engine.
+pub fn load(json: &str, cfg: EngineConfig) -> Result<Engine, String> {
+    let j = p4jet_json::parse(json).map_err(|e| e.to_string())?;
+    let p = p4jet_ir::lower(&j).map_err(|e| e.to_string())?;
+    Ok(Engine::new(Arc::new(p), cfg))
+}
+
+fn mask_of(width: u32) -> u128 {
+    if width >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << width) - 1
+    }
+}
+
+/// Length in bytes of a header as it would be emitted now.
+pub fn header_bytes(p: &Program, phv: &Phv, h: u32) -> u32 {
+    let hi = &p.headers[h as usize];
+    match hi.varbit_slot {
+        Some(s) => (hi.fixed_bits + phv.varbit_bits[s as usize]).div_ceil(8),
+        None => hi.max_bytes,
+    }
+}
+
+impl Engine {
+    /// Prepares a program for execution.
+    pub fn new(prog: Arc<Program>, cfg: EngineConfig) -> Engine {
+        let key_plans = prog
+            .tables
+            .iter()
+            .map(|t| {
+                t.keys
+                    .iter()
+                    .map(|k| match &k.source {
+                        KeySource::Valid(HeaderRef::Static(h)) => KeyPart::Valid(*h),
+                        KeySource::Valid(_) => KeyPart::Valid(0),
+                        KeySource::Field(f) => {
+                            let fid = match f {
+                                FieldRef::Static(f) => *f,
+                                FieldRef::Dyn { .. } => 0,
+                            };
+                            let loc = prog.fields[fid as usize].loc;
+                            let nbytes = k.width.div_ceil(8) as usize;
+                            if k.width <= 128 {
+                                let mask = k.mask.as_ref().map(|m| {
+                                    let d = m.to_u64_digits();
+                                    (d.first().copied().unwrap_or(0) as u128)
+                                        | ((d.get(1).copied().unwrap_or(0) as u128) << 64)
+                                });
+                                KeyPart::Field {
+                                    loc: FieldLoc {
+                                        signed: false,
+                                        ..loc
+                                    },
+                                    nbytes,
+                                    mask,
+                                }
+                            } else {
+                                KeyPart::Wide {
+                                    loc,
+                                    nbytes,
+                                    mask: k.mask.clone(),
+                                }
+                            }
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        Engine {
+            prog,
+            cfg,
+            key_plans,
+        }
+    }
+
+    /// Fresh control state (empty tables, defaults, const entries).
+    pub fn new_control_state(&self) -> Result<ControlState, String> {
+        ControlState::new(&self.prog)
+    }
+
+    /// Fresh extern state.
+    pub fn new_externs(&self) -> Externs {
+        Externs::new(&self.prog)
+    }
+
+    /// A new packet context.
+    pub fn new_ctx(&self, cap: usize) -> PacketCtx {
+        PacketCtx::new(&self.prog, cap)
+    }
+
+    fn trace(&self, ctx: &mut PacketCtx, f: impl FnOnce() -> String) {
+        if self.cfg.trace {
+            ctx.log.push(f());
+        }
+    }
+
+    // ------------------------------------------------------------------ fields
+
+    fn std_write(&self, phv: &mut Phv, f: Option<u32>, v: u128) {
+        if let Some(f) = f {
+            phv.write(self.prog.fields[f as usize].loc, v);
+        }
+    }
+
+    /// Reads a standard metadata field (0 if the program lacks it).
+    pub fn std_read(&self, phv: &Phv, f: Option<u32>) -> u128 {
+        f.map(|f| phv.read_raw(self.prog.fields[f as usize].loc))
+            .unwrap_or(0)
+    }
+
+    /// Writes a standard metadata field (if the program has it).
+    pub fn std_set(&self, phv: &mut Phv, f: Option<u32>, v: u128) {
+        self.std_write(phv, f, v)
+    }
+
+    fn write_bits(&self, phv: &mut Phv, fid: u32, v: u128) {
+        let loc = self.prog.fields[fid as usize].loc;
+        if loc.width <= 128 {
+            phv.write(loc, v);
+        } else {
+            // sign-extend the 128-bit pattern? values reaching here are exact and narrow
+            phv.write_big(loc, &BigUint::from(v));
+        }
+    }
+
+    fn write_exact(&self, phv: &mut Phv, fid: u32, v: &BigInt) {
+        let loc = self.prog.fields[fid as usize].loc;
+        if loc.width <= 128 {
+            phv.write(loc, p4jet_ir::expr::to_bits(v));
+        } else {
+            let m = BigInt::from(1) << loc.width;
+            let mut r = v % &m;
+            if r.sign() == Sign::Minus {
+                r += &m;
+            }
+            phv.write_big(loc, &r.to_biguint().unwrap_or_default());
+        }
+    }
+
+    /// Evaluates `src` and stores it into `dst` with bmv2's truncation.
+    fn assign(
+        &self,
+        ctx: &mut PacketCtx,
+        dst: &FieldRef,
+        src: u32,
+        action: Option<(&p4jet_ir::Action, &[u8])>,
+        ahead: &[u8],
+    ) {
+        let p = &*self.prog;
+        let ec = EvalCtx {
+            phv: &ctx.phv,
+            ahead,
+            action,
+        };
+        let Some(fid) = resolve_field(p, &ec, dst) else {
+            return;
+        };
+        let w = p.fields[fid as usize].loc.width;
+        if w <= 128 {
+            let v = eval_bits(p, &ec, src);
+            ctx.phv.write(p.fields[fid as usize].loc, v);
+        } else {
+            let v = eval_exact(p, &ec, src);
+            self.write_exact(&mut ctx.phv, fid, &v);
+        }
+    }
+
+    // ------------------------------------------------------------------ parser
+
+    /// Parses the frame of every context (which must have been reset and given its
+    /// standard metadata) and verifies checksums.
+    pub fn parse(&self, cs: &ControlState, pkts: &mut [PacketCtx], sc: &mut Scratch) {
+        for ctx in pkts {
+            self.parse_one(cs, ctx, sc);
+        }
+    }
+
+    fn parse_one(&self, cs: &ControlState, ctx: &mut PacketCtx, sc: &mut Scratch) {
+        let p = &*self.prog;
+        let mut state = p.parser.init;
+        let mut cursor = 0usize;
+        let mut error = p.error_codes.no_error;
+        let mut steps = 0u32;
+        let mut keybuf = [0u8; 64];
+        'states: while let Some(si) = state {
+            steps += 1;
+            if steps > 100_000 {
+                error = p.error_codes.parser_timeout;
+                break;
+            }
+            let st = &p.parser.states[si as usize];
+            self.trace(ctx, || format!("parser state {}", st.name));
+            for op in &st.ops {
+                if let Err(e) = self.parser_op(cs, ctx, op, &mut cursor, sc) {
+                    error = e;
+                    break 'states;
+                }
+            }
+            if st.transitions.is_empty() {
+                break;
+            }
+            // build the select key
+            let kb = st.key_bytes as usize;
+            let mut big_key;
+            let key: &mut [u8] = if kb <= keybuf.len() {
+                &mut keybuf[..kb]
+            } else {
+                big_key = vec![0u8; kb];
+                &mut big_key[..]
+            };
+            let mut off = 0usize;
+            for k in &st.key {
+                let w = k.width(p);
+                let nb = w.div_ceil(8) as usize;
+                match k {
+                    KeyElem::Field(f) => {
+                        let ec = EvalCtx {
+                            phv: &ctx.phv,
+                            ahead: &[],
+                            action: None,
+                        };
+                        match resolve_field(p, &ec, f) {
+                            Some(fid) => put_field(
+                                &ctx.phv,
+                                p.fields[fid as usize].loc,
+                                &mut key[off..off + nb],
+                            ),
+                            None => {
+                                // `stack.last` of an empty stack
+                                error = p.error_codes.stack_out_of_bounds;
+                                break 'states;
+                            }
+                        }
+                    }
+                    KeyElem::Lookahead { offset, width } => {
+                        let data = ctx.pkt.data();
+                        let need_bits = cursor * 8 + *offset as usize + *width as usize;
+                        if need_bits > data.len() * 8 {
+                            error = p.error_codes.packet_too_short;
+                            break 'states;
+                        }
+                        let ahead = &data[cursor..];
+                        let bits_off = *offset as usize;
+                        let v = crate::phv::read_big(
+                            ahead,
+                            bits_off / 8,
+                            (bits_off % 8) as u32,
+                            *width,
+                        );
+                        put_big(&v, &mut key[off..off + nb]);
+                    }
+                }
+                off += nb;
+            }
+            let mut next = None;
+            let mut matched = false;
+            for t in &st.transitions {
+                let m = match &t.kind {
+                    TransitionKind::Default => true,
+                    TransitionKind::Value { value, mask } => key
+                        .iter()
+                        .zip(value)
+                        .zip(mask)
+                        .all(|((k, v), m)| (k & m) == *v),
+                    TransitionKind::ValueSet { vset, mask } => {
+                        cs.value_sets.get(*vset as usize).is_some_and(|vs| {
+                            vs.iter().any(|v| {
+                                // value-set values are right-aligned to the key
+                                let pad = key.len().saturating_sub(v.len());
+                                key.iter().enumerate().all(|(i, k)| {
+                                    let vb = if i < pad { 0 } else { v[i - pad] };
+                                    (k & mask[i]) == (vb & mask[i])
+                                })
+                            })
+                        })
+                    }
+                };
+                if m {
+                    next = t.next;
+                    matched = true;
+                    break;
+                }
+            }
+            // no match and no default: bmv2 accepts
+            let _ = matched;
+            state = next;
+        }
+        ctx.payload_off = cursor;
+        let std = &p.std;
+        self.std_write(&mut ctx.phv, std.parser_error, error as u128);
+        if error != p.error_codes.no_error {
+            let name = p.error_name(error).to_string();
+            self.trace(ctx, || format!("parser error {name}"));
+        }
+        self.verify_checksums(ctx, sc);
+    }
+
+    fn parser_op(
+        &self,
+        cs: &ControlState,
+        ctx: &mut PacketCtx,
+        op: &ParserOp,
+        cursor: &mut usize,
+        sc: &mut Scratch,
+    ) -> Result<(), u32> {
+        let p = &*self.prog;
+        let codes = &p.error_codes;
+        match op {
+            ParserOp::Extract(h) => {
+                let ec = EvalCtx {
+                    phv: &ctx.phv,
+                    ahead: &[],
+                    action: None,
+                };
+                let Some(h) = resolve_header(p, &ec, h) else {
+                    return Err(codes.stack_out_of_bounds);
+                };
+                self.extract(ctx, h, cursor, None)
+            }
+            ParserOp::ExtractNext(s) => {
+                let st = &p.stacks[*s as usize];
+                let next = ctx.phv.stack_next[*s as usize] as usize;
+                let Some(h) = st.headers.get(next).copied() else {
+                    return Err(codes.stack_out_of_bounds);
+                };
+                self.extract(ctx, h, cursor, None)?;
+                ctx.phv.stack_next[*s as usize] += 1;
+                Ok(())
+            }
+            ParserOp::ExtractVarbit { header, bits } => {
+                let data = ctx.pkt.data();
+                let ec = EvalCtx {
+                    phv: &ctx.phv,
+                    ahead: &data[(*cursor).min(data.len())..],
+                    action: None,
+                };
+                let Some(h) = resolve_header(p, &ec, header) else {
+                    return Err(codes.stack_out_of_bounds);
+                };
+                let Some(n) = eval_index(p, &ec, *bits) else {
+                    return Err(codes.parser_invalid_argument);
+                };
+                if n % 8 != 0 {
+                    return Err(codes.parser_invalid_argument);
+                }
+                self.extract(ctx, h, cursor, Some(n as u32))
+            }
+            ParserOp::Set { dst, src } => {
+                let data = std::mem::take(&mut ctx.pkt.buf);
+                let ahead = &data[(ctx.pkt.start + *cursor).min(ctx.pkt.end)..ctx.pkt.end];
+                self.assign(ctx, dst, *src, None, ahead);
+                ctx.pkt.buf = data;
+                Ok(())
+            }
+            ParserOp::Verify { cond, error } => {
+                let data = ctx.pkt.data();
+                let ec = EvalCtx {
+                    phv: &ctx.phv,
+                    ahead: &data[(*cursor).min(data.len())..],
+                    action: None,
+                };
+                if eval_bool(p, &ec, *cond) {
+                    Ok(())
+                } else {
+                    Err(eval_index(p, &ec, *error).unwrap_or(0) as u32)
+                }
+            }
+            ParserOp::Advance(bits) => {
+                let ec = EvalCtx {
+                    phv: &ctx.phv,
+                    ahead: &[],
+                    action: None,
+                };
+                let n = eval_index(p, &ec, *bits).unwrap_or(u64::MAX);
+                if n % 8 != 0 {
+                    return Err(codes.parser_invalid_argument);
+                }
+                let bytes = (n / 8) as usize;
+                if *cursor + bytes > ctx.pkt.len() {
+                    return Err(codes.packet_too_short);
+                }
+                *cursor += bytes;
+                Ok(())
+            }
+            ParserOp::Primitive(prim) => {
+                let mut pc = 0usize;
+                let body = std::slice::from_ref(prim);
+                let _ = self.prim(cs, None, ctx, body, &mut pc, None, sc, 0);
+                Ok(())
+            }
+        }
+    }
+
+    fn extract(
+        &self,
+        ctx: &mut PacketCtx,
+        h: u32,
+        cursor: &mut usize,
+        varbits: Option<u32>,
+    ) -> Result<(), u32> {
+        let p = &*self.prog;
+        let hi = &p.headers[h as usize];
+        let bytes = match varbits {
+            Some(vb) => {
+                if hi.fixed_bits + vb > hi.max_bytes * 8 {
+                    return Err(p.error_codes.header_too_short);
+                }
+                ((hi.fixed_bits + vb) / 8) as usize
+            }
+            None => hi.max_bytes as usize,
+        };
+        let data = ctx.pkt.data();
+        if *cursor + bytes > data.len() {
+            return Err(p.error_codes.packet_too_short);
+        }
+        let off = hi.offset as usize;
+        if varbits.is_some() {
+            // varbit header: clear the full slot first (the varbit field is left-aligned)
+            ctx.phv.data[off..off + hi.max_bytes as usize].fill(0);
+        }
+        ctx.phv.data[off..off + bytes].copy_from_slice(&data[*cursor..*cursor + bytes]);
+        if let (Some(slot), Some(vb)) = (hi.varbit_slot, varbits) {
+            ctx.phv.varbit_bits[slot as usize] = vb;
+        }
+        self.set_valid(&mut ctx.phv, h);
+        *cursor += bytes;
+        if self.cfg.trace {
+            let name = hi.name.clone();
+            ctx.log.push(format!("extracted {name} ({bytes} bytes)"));
+        }
+        Ok(())
+    }
+
+    /// Marks a header valid; a union member invalidates its siblings.
+    fn set_valid(&self, phv: &mut Phv, h: u32) {
+        let p = &*self.prog;
+        if let Some((u, _)) = p.headers[h as usize].union {
+            for m in &p.unions[u as usize].headers {
+                phv.valid[*m as usize] = false;
+            }
+        }
+        phv.valid[h as usize] = true;
+    }
+
+    fn verify_checksums(&self, ctx: &mut PacketCtx, sc: &mut Scratch) {
+        let p = &*self.prog;
+        let mut bad = false;
+        for ck in p.checksums.iter().filter(|c| c.verify) {
+            let ec = EvalCtx {
+                phv: &ctx.phv,
+                ahead: &[],
+                action: None,
+            };
+            let Some(fid) = resolve_field(p, &ec, &ck.target) else {
+                continue;
+            };
+            let fi = &p.fields[fid as usize];
+            if !ctx.phv.valid[fi.header as usize] {
+                continue;
+            }
+            if let Some(c) = ck.cond
+                && !eval_bool(p, &ec, c)
+            {
+                continue;
+            }
+            let got = self.calc_value(ctx, ck.calc, sc, None);
+            let have = ctx.phv.read_raw(fi.loc);
+            if (got as u128) & mask_of(fi.loc.width) != have {
+                bad = true;
+                let name = ck.name.clone();
+                self.trace(ctx, || format!("checksum {name} failed"));
+            }
+        }
+        if bad {
+            self.std_write(&mut ctx.phv, p.std.checksum_error, 1);
+        }
+    }
+
+    /// Runs a calculation over the packet's current headers and payload.
+    fn calc_value(
+        &self,
+        ctx: &PacketCtx,
+        calc: u32,
+        sc: &mut Scratch,
+        cs: Option<&ControlState>,
+    ) -> u64 {
+        let p = &*self.prog;
+        let c = &p.calculations[calc as usize];
+        let payload = &ctx.pkt.data()[ctx.payload_off.min(ctx.pkt.len())..];
+        let ec = EvalCtx {
+            phv: &ctx.phv,
+            ahead: &[],
+            action: None,
+        };
+        hash::build_input(p, &ec, c, payload, &mut sc.calc);
+        let custom = c
+            .custom_slot
+            .and_then(|s| cs.and_then(|cs| cs.crc.get(s as usize).copied().flatten()));
+        hash::run(c.algo, &sc.calc, custom.as_ref())
+    }
+
+    // ------------------------------------------------------------------ controls
+
+    /// Runs a control over a batch. Packets walk the control graph together: nodes are
+    /// visited in topological order, and at a table node every packet waiting there is
+    /// looked up in one batch.
+    pub fn run_control(
+        &self,
+        cs: &ControlState,
+        ex: &Externs,
+        which: Pipeline,
+        pkts: &mut [PacketCtx],
+        sc: &mut Scratch,
+        now_us: u64,
+    ) {
+        let p = &*self.prog;
+        let ctl = match which {
+            Pipeline::Ingress => &p.ingress,
+            Pipeline::Egress => &p.egress,
+        };
+        for ctx in pkts.iter_mut() {
+            ctx.exit = false;
+        }
+        for chunk in pkts.chunks_mut(SUB_BATCH) {
+            let n = chunk.len();
+            sc.cur.clear();
+            sc.cur.resize(n, ctl.init.unwrap_or(NONE));
+            for (ni, node) in ctl.nodes.iter().enumerate() {
+                let ni = ni as u32;
+                if !sc.cur.contains(&ni) {
+                    continue;
+                }
+                match node {
+                    ControlNode::Cond { expr, t, f, name } => {
+                        for i in 0..n {
+                            if sc.cur[i] != ni {
+                                continue;
+                            }
+                            let ec = EvalCtx {
+                                phv: &chunk[i].phv,
+                                ahead: &[],
+                                action: None,
+                            };
+                            let b = eval_bool(p, &ec, *expr);
+                            if self.cfg.trace {
+                                chunk[i].log.push(format!("condition {name} is {b}"));
+                            }
+                            sc.cur[i] = if b { t } else { f }.unwrap_or(NONE);
+                        }
+                    }
+                    ControlNode::Call { action, next, .. } => {
+                        for i in 0..n {
+                            if sc.cur[i] != ni {
+                                continue;
+                            }
+                            let call = ActionCall {
+                                action: *action,
+                                data: Box::new([]),
+                            };
+                            self.run_action(cs, ex, &mut chunk[i], &call, sc, now_us);
+                            sc.cur[i] = if chunk[i].exit {
+                                NONE
+                            } else {
+                                next.unwrap_or(NONE)
+                            };
+                        }
+                    }
+                    ControlNode::Table(t) => self.apply_table(cs, ex, *t, ni, chunk, sc, now_us),
+                }
+            }
+        }
+    }
+
+    fn build_key(&self, t: u32, phv: &Phv, out: &mut [u8]) {
+        let mut off = 0;
+        for part in &self.key_plans[t as usize] {
+            match part {
+                KeyPart::Field { loc, nbytes, mask } => {
+                    let mut v = phv.read_raw(*loc);
+                    if let Some(m) = mask {
+                        v &= m;
+                    }
+                    let be = v.to_be_bytes();
+                    out[off..off + nbytes].copy_from_slice(&be[16 - nbytes..]);
+                    off += nbytes;
+                }
+                KeyPart::Wide { loc, nbytes, mask } => {
+                    let mut v = phv.read_big(*loc);
+                    if let Some(m) = mask {
+                        v &= m;
+                    }
+                    put_big(&v, &mut out[off..off + nbytes]);
+                    off += nbytes;
+                }
+                KeyPart::Valid(h) => {
+                    out[off] = phv.valid[*h as usize] as u8;
+                    off += 1;
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn apply_table(
+        &self,
+        cs: &ControlState,
+        ex: &Externs,
+        t: u32,
+        ni: u32,
+        chunk: &mut [PacketCtx],
+        sc: &mut Scratch,
+        now_us: u64,
+    ) {
+        let p = &*self.prog;
+        let ti = &p.tables[t as usize];
+        let ts = &cs.tables[t as usize];
+        let kb = ti.key_bytes as usize;
+        let n = chunk.len();
+        // 1. keys for every packet waiting here
+        let mut waiting = [0u8; SUB_BATCH];
+        let mut w = 0usize;
+        sc.keys.clear();
+        sc.keys.resize(n * kb.max(1), 0);
+        for i in 0..n {
+            if sc.cur[i] == ni {
+                waiting[w] = i as u8;
+                if kb > 0 {
+                    self.build_key(t, &chunk[i].phv, &mut sc.keys[w * kb..(w + 1) * kb]);
+                }
+                w += 1;
+            }
+        }
+        // 2. one batched lookup
+        let mut hits: [Option<(EntryHandle, &EntryValue)>; SUB_BATCH] = [None; SUB_BATCH];
+        if kb > 0 && !ts.entries.is_empty() {
+            let keys = std::mem::take(&mut sc.keys);
+            ts.entries.lookup_batch(&keys[..w * kb], &mut hits[..w]);
+            sc.keys = keys;
+        }
+        // 3. actions
+        for (k, hit) in hits.iter().enumerate().take(w) {
+            let i = waiting[k] as usize;
+            let ctx = &mut chunk[i];
+            let (action, is_hit) = match hit {
+                Some((h, v)) => {
+                    if let Some(Some(cells)) = ex.direct_counters.get(t as usize)
+                        && let Some(c) = cells.get(state::handle_index(*h))
+                    {
+                        c.count(ctx.ingress_len);
+                    }
+                    if let (Some(mi), Some(Some(cells))) =
+                        (ti.direct_meter, ex.direct_meters.get(t as usize))
+                        && let Some(cell) = cells.get(state::handle_index(*h))
+                    {
+                        let m = &p.meters[mi as usize];
+                        let units = if m.bytes { ctx.ingress_len as u64 } else { 1 };
+                        let color = cell
+                            .lock()
+                            .map(|mut c| c.execute(units, now_us))
+                            .unwrap_or(0);
+                        if let Some((_, dst)) = &m.direct {
+                            let ec = EvalCtx {
+                                phv: &ctx.phv,
+                                ahead: &[],
+                                action: None,
+                            };
+                            if let Some(fid) = resolve_field(p, &ec, dst) {
+                                self.write_bits(&mut ctx.phv, fid, color as u128);
+                            }
+                        }
+                    }
+                    if self.cfg.trace {
+                        ctx.log.push(format!("table {}: hit entry {h}", ti.name));
+                    }
+                    (Some(&v.action), true)
+                }
+                None => {
+                    if self.cfg.trace {
+                        ctx.log.push(format!("table {}: miss", ti.name));
+                    }
+                    (ts.default.as_ref(), false)
+                }
+            };
+            let call = action.and_then(|a| self.resolve_entry_action(cs, t, a, ctx, sc));
+            let next = match &ti.next {
+                TableNext::HitMiss { hit, miss } => {
+                    if is_hit {
+                        *hit
+                    } else {
+                        *miss
+                    }
+                }
+                TableNext::ByAction(v) => match &call {
+                    Some(c) => ti.action_slot(c.action).and_then(|s| v[s]),
+                    None => ti.base_default_next,
+                },
+            };
+            if let Some(call) = call {
+                if self.cfg.trace {
+                    ctx.log
+                        .push(format!("action {}", p.actions[call.action as usize].name));
+                }
+                self.run_action(cs, ex, ctx, call, sc, now_us);
+            }
+            sc.cur[i] = if ctx.exit { NONE } else { next.unwrap_or(NONE) };
+        }
+    }
+
+    /// Turns a stored entry action into the action call to run (member lookup, selector
+    /// hashing for groups).
+    fn resolve_entry_action<'a>(
+        &self,
+        cs: &'a ControlState,
+        t: u32,
+        a: &'a EntryAction,
+        ctx: &PacketCtx,
+        sc: &mut Scratch,
+    ) -> Option<&'a ActionCall> {
+        let p = &*self.prog;
+        match a {
+            EntryAction::Direct(c) => Some(c),
+            EntryAction::Member(m) => {
+                let prof = p.tables[t as usize].action_profile?;
+                cs.profiles
+                    .get(prof as usize)?
+                    .members
+                    .get(m)
+                    .map(|m| &m.call)
+            }
+            EntryAction::Group(g) => {
+                let prof = p.tables[t as usize].action_profile?;
+                let ps = cs.profiles.get(prof as usize)?;
+                let members = ps.groups.get(g)?;
+                if members.is_empty() {
+                    return None;
+                }
+                let (calc, _) = p.action_profiles[prof as usize].selector.as_ref()?;
+                let h = self.calc_value(ctx, *calc, sc, Some(cs));
+                sc.members.clear();
+                sc.members.extend_from_slice(members);
+                let m = sc.members[(h % members.len() as u64) as usize];
+                ps.members.get(&m).map(|m| &m.call)
+            }
+        }
+    }
+
+    /// Runs an action on one packet.
+    pub fn run_action(
+        &self,
+        cs: &ControlState,
+        ex: &Externs,
+        ctx: &mut PacketCtx,
+        call: &ActionCall,
+        sc: &mut Scratch,
+        now_us: u64,
+    ) {
+        let p = &*self.prog;
+        let Some(a) = p.actions.get(call.action as usize) else {
+            return;
+        };
+        let mut pc = 0usize;
+        let mut guard = 0u32;
+        while pc < a.body.len() {
+            guard += 1;
+            if guard > 1_000_000 {
+                break;
+            }
+            let jumped = self.prim(
+                cs,
+                Some(ex),
+                ctx,
+                &a.body,
+                &mut pc,
+                Some((a, &call.data)),
+                sc,
+                now_us,
+            );
+            if !jumped {
+                pc += 1;
+            }
+            if ctx.exit {
+                break;
+            }
+        }
+    }
+
+    /// Executes `body[*pc]`; returns true when it changed `pc` itself.
+    #[allow(clippy::too_many_arguments)]
+    fn prim(
+        &self,
+        cs: &ControlState,
+        ex: Option<&Externs>,
+        ctx: &mut PacketCtx,
+        body: &[Prim],
+        pc: &mut usize,
+        action: Option<(&p4jet_ir::Action, &[u8])>,
+        sc: &mut Scratch,
+        now_us: u64,
+    ) -> bool {
+        let p = &*self.prog;
+        let Some(prim) = body.get(*pc) else {
+            return false;
+        };
+        macro_rules! ec {
+            () => {
+                EvalCtx {
+                    phv: &ctx.phv,
+                    ahead: &[],
+                    action,
+                }
+            };
+        }
+        match prim {
+            Prim::AssignConst { dst, value } => {
+                ctx.phv.write(p.fields[*dst as usize].loc, *value);
+            }
+            Prim::AssignParam { dst, param } => {
+                if let Some((a, data)) = action {
+                    let off = a.param_offsets[*param as usize] as usize;
+                    let w = a.params[*param as usize].1;
+                    let pad = w.div_ceil(8) * 8 - w;
+                    let v = crate::phv::read_bits(data, off, pad, w);
+                    ctx.phv.write(p.fields[*dst as usize].loc, v);
+                }
+            }
+            Prim::CopyField { dst, src } => {
+                let v = ctx.phv.read(p.fields[*src as usize].loc);
+                ctx.phv.write(p.fields[*dst as usize].loc, v);
+            }
+            Prim::Assign { dst, src } => self.assign(ctx, dst, *src, action, &[]),
+            Prim::AssignVarbit { dst, src } => {
+                let ecx = ec!();
+                if let (Some(d), Some(s)) =
+                    (resolve_field(p, &ecx, dst), resolve_field(p, &ecx, src))
+                {
+                    let (dh, sh) = (p.fields[d as usize].header, p.fields[s as usize].header);
+                    let (dl, sl) = (p.fields[d as usize].loc, p.fields[s as usize].loc);
+                    let v = ctx.phv.read_big(sl);
+                    ctx.phv.write_big(dl, &v);
+                    if let (Some(ds), Some(ss)) = (
+                        p.headers[dh as usize].varbit_slot,
+                        p.headers[sh as usize].varbit_slot,
+                    ) {
+                        ctx.phv.varbit_bits[ds as usize] = ctx.phv.varbit_bits[ss as usize];
+                    }
+                }
+            }
+            Prim::AssignHeader { dst, src } => {
+                let ecx = ec!();
+                if let (Some(d), Some(s)) =
+                    (resolve_header(p, &ecx, dst), resolve_header(p, &ecx, src))
+                {
+                    self.copy_header(&mut ctx.phv, d, s);
+                }
+            }
+            Prim::AssignUnion { dst, src } => {
+                let ecx = ec!();
+                if let (Some(d), Some(s)) = (
+                    eval::resolve_union(p, &ecx, dst),
+                    eval::resolve_union(p, &ecx, src),
+                ) {
+                    let (dh, sh) = (
+                        p.unions[d as usize].headers.clone(),
+                        p.unions[s as usize].headers.clone(),
+                    );
+                    for (a, b) in dh.iter().zip(&sh) {
+                        self.copy_header(&mut ctx.phv, *a, *b);
+                    }
+                }
+            }
+            Prim::AssignStack { dst, src } => {
+                let (dh, sh) = (
+                    &p.stacks[*dst as usize].headers,
+                    &p.stacks[*src as usize].headers,
+                );
+                for (a, b) in dh.iter().zip(sh) {
+                    self.copy_header(&mut ctx.phv, *a, *b);
+                }
+                ctx.phv.stack_next[*dst as usize] = ctx.phv.stack_next[*src as usize];
+            }
+            Prim::AddHeader(h) => {
+                if let Some(h) = resolve_header(p, &ec!(), h)
+                    && !ctx.phv.valid[h as usize]
+                {
+                    let hi = &p.headers[h as usize];
+                    ctx.phv.data[hi.offset as usize..(hi.offset + hi.max_bytes) as usize].fill(0);
+                    if let Some(s) = hi.varbit_slot {
+                        ctx.phv.varbit_bits[s as usize] = 0;
+                    }
+                    self.set_valid(&mut ctx.phv, h);
+                }
+            }
+            Prim::AddHeaderFast(h) => {
+                if let Some(h) = resolve_header(p, &ec!(), h) {
+                    self.set_valid(&mut ctx.phv, h);
+                }
+            }
+            Prim::RemoveHeader(h) => {
+                if let Some(h) = resolve_header(p, &ec!(), h) {
+                    ctx.phv.valid[h as usize] = false;
+                }
+            }
+            Prim::Push(s, n) => {
+                let n = eval_index(p, &ec!(), *n).unwrap_or(0) as usize;
+                let hs = &p.stacks[*s as usize].headers;
+                let size = hs.len();
+                for i in (0..size).rev() {
+                    if i >= n {
+                        self.copy_header(&mut ctx.phv, hs[i], hs[i - n]);
+                    } else {
+                        ctx.phv.valid[hs[i] as usize] = false;
+                    }
+                }
+                let next = &mut ctx.phv.stack_next[*s as usize];
+                *next = (*next as usize + n).min(size) as u32;
+            }
+            Prim::Pop(s, n) => {
+                let n = eval_index(p, &ec!(), *n).unwrap_or(0) as usize;
+                let hs = &p.stacks[*s as usize].headers;
+                let size = hs.len();
+                for i in 0..size {
+                    if i + n < size {
+                        self.copy_header(&mut ctx.phv, hs[i], hs[i + n]);
+                    } else {
+                        ctx.phv.valid[hs[i] as usize] = false;
+                    }
+                }
+                let next = &mut ctx.phv.stack_next[*s as usize];
+                *next = (*next as usize).saturating_sub(n) as u32;
+            }
+            Prim::MarkToDrop => {
+                let drop = self.cfg.drop_port as u128;
+                self.std_write(&mut ctx.phv, p.std.egress_spec, drop);
+                self.std_write(&mut ctx.phv, p.std.mcast_grp, 0);
+            }
+            Prim::Exit => ctx.exit = true,
+            Prim::Truncate(len) => {
+                ctx.truncate = eval_index(p, &ec!(), *len).map(|v| v.min(u32::MAX as u64) as u32);
+            }
+            Prim::LogMsg { fmt, args } => {
+                let mut out = String::new();
+                let mut it = args.iter();
+                let mut rest = fmt.as_str();
+                while let Some(i) = rest.find("{}") {
+                    out.push_str(&rest[..i]);
+                    if let Some(a) = it.next() {
+                        out.push_str(&eval_exact(p, &ec!(), *a).to_string());
+                    }
+                    rest = &rest[i + 2..];
+                }
+                out.push_str(rest);
+                if self.cfg.trace {
+                    ctx.log.push(format!("log_msg: {out}"));
+                }
+            }
+            Prim::Assert {
+                cond,
+                assume,
+                source,
+            } => {
+                if !eval_bool(p, &ec!(), *cond) {
+                    let what = if *assume { "assume" } else { "assert" };
+                    let msg = format!("{what} failed: {source}");
+                    ctx.log.push(msg);
+                }
+            }
+            Prim::Hash {
+                dst,
+                base,
+                calc,
+                max,
+            } => {
+                let h = self.calc_value(ctx, *calc, sc, Some(cs));
+                let ecx = ec!();
+                let base = eval_exact(p, &ecx, *base);
+                let max = eval_exact(p, &ecx, *max);
+                let v = if max.sign() == Sign::NoSign {
+                    base
+                } else {
+                    base + (BigInt::from(h) % max)
+                };
+                if let Some(fid) = resolve_field(p, &ecx, dst) {
+                    self.write_exact(&mut ctx.phv, fid, &v);
+                }
+            }
+            Prim::Random { dst, lo, hi } => {
+                let ecx = ec!();
+                let (lo, hi) = (
+                    eval_index(p, &ecx, *lo).unwrap_or(0),
+                    eval_index(p, &ecx, *hi).unwrap_or(0),
+                );
+                if lo <= hi
+                    && let Some(fid) = resolve_field(p, &ecx, dst)
+                {
+                    let v = if lo == hi {
+                        lo
+                    } else {
+                        lo + rand::random::<u64>() % (hi - lo + 1).max(1)
+                    };
+                    self.write_bits(&mut ctx.phv, fid, v as u128);
+                }
+            }
+            Prim::Count { counter, index } => {
+                let i = eval_index(p, &ec!(), *index);
+                if let Some(ex) = ex {
+                    match i.and_then(|i| ex.counters[*counter as usize].get(i as usize)) {
+                        Some(c) => c.count(ctx.ingress_len),
+                        None => ctx.log.push(format!(
+                            "counter {} index out of range",
+                            p.counters[*counter as usize].name
+                        )),
+                    }
+                }
+            }
+            Prim::ExecuteMeter { meter, index, dst } => {
+                let ecx = ec!();
+                let i = eval_index(p, &ecx, *index);
+                let m = &p.meters[*meter as usize];
+                let units = if m.bytes { ctx.ingress_len as u64 } else { 1 };
+                let color = ex
+                    .and_then(|ex| i.and_then(|i| ex.meters[*meter as usize].get(i as usize)))
+                    .map(|c| c.lock().map(|mut c| c.execute(units, now_us)).unwrap_or(0));
+                match (color, resolve_field(p, &ecx, dst)) {
+                    (Some(c), Some(fid)) => self.write_bits(&mut ctx.phv, fid, c as u128),
+                    _ => ctx.log.push(format!("meter {} index out of range", m.name)),
+                }
+            }
+            Prim::RegisterRead {
+                dst,
+                register,
+                index,
+            } => {
+                let ecx = ec!();
+                let i = eval_index(p, &ecx, *index);
+                let v = ex.and_then(|ex| {
+                    i.and_then(|i| ex.registers[*register as usize].read(i as usize))
+                });
+                match (v, resolve_field(p, &ecx, dst)) {
+                    (Some(v), Some(fid)) => self.write_exact(&mut ctx.phv, fid, &BigInt::from(v)),
+                    _ => ctx.log.push(format!(
+                        "register {} index out of range",
+                        p.registers[*register as usize].name
+                    )),
+                }
+            }
+            Prim::RegisterWrite {
+                register,
+                index,
+                value,
+            } => {
+                let ecx = ec!();
+                let i = eval_index(p, &ecx, *index);
+                let w = p.registers[*register as usize].width;
+                let v = eval_exact(p, &ecx, *value);
+                let m = BigInt::from(1) << w;
+                let mut r = v % &m;
+                if r.sign() == Sign::Minus {
+                    r += &m;
+                }
+                let ok = ex.is_some_and(|ex| {
+                    i.is_some_and(|i| {
+                        ex.registers[*register as usize]
+                            .write(i as usize, &r.to_biguint().unwrap_or_default())
+                    })
+                });
+                if !ok {
+                    ctx.log.push(format!(
+                        "register {} index out of range",
+                        p.registers[*register as usize].name
+                    ));
+                }
+            }
+            Prim::Clone {
+                session,
+                field_list,
+                ..
+            } => {
+                let s = eval_index(p, &ec!(), *session).unwrap_or(0);
+                ctx.clone = Some(((s & 0xffff) as u32, *field_list));
+            }
+            Prim::Resubmit(fl) => ctx.resubmit = Some(*fl),
+            Prim::Recirculate(fl) => ctx.recirculate = Some(*fl),
+            Prim::Digest(id) => ctx.digest = Some(*id),
+            Prim::Jump(t) => {
+                *pc = *t as usize;
+                return true;
+            }
+            Prim::JumpIfZero(c, t) => {
+                if !eval_bool(p, &ec!(), *c) {
+                    *pc = *t as usize;
+                    return true;
+                }
+            }
+            Prim::Call(a) => {
+                let call = ActionCall {
+                    action: *a,
+                    data: Box::new([]),
+                };
+                if let Some(ex) = ex {
+                    self.run_action(cs, ex, ctx, &call, sc, now_us);
+                }
+            }
+            Prim::Nop => {}
+        }
+        false
+    }
+
+    fn copy_header(&self, phv: &mut Phv, dst: u32, src: u32) {
+        if dst == src {
+            return;
+        }
+        let p = &*self.prog;
+        let (d, s) = (&p.headers[dst as usize], &p.headers[src as usize]);
+        let n = d.max_bytes.min(s.max_bytes) as usize;
+        phv.data
+            .copy_within(s.offset as usize..s.offset as usize + n, d.offset as usize);
+        if let (Some(ds), Some(ss)) = (d.varbit_slot, s.varbit_slot) {
+            phv.varbit_bits[ds as usize] = phv.varbit_bits[ss as usize];
+        }
+        if phv.valid[src as usize] {
+            self.set_valid(phv, dst);
+        } else {
+            phv.valid[dst as usize] = false;
+        }
+    }
+
+    // ------------------------------------------------------------------ deparser
+
+    /// Updates checksums and writes the valid headers in front of the payload.
+    pub fn deparse(&self, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState) {
+        let p = &*self.prog;
+        for ck in p.checksums.iter().filter(|c| c.update) {
+            let ec = EvalCtx {
+                phv: &ctx.phv,
+                ahead: &[],
+                action: None,
+            };
+            if let Some(c) = ck.cond
+                && !eval_bool(p, &ec, c)
+            {
+                continue;
+            }
+            let Some(fid) = resolve_field(p, &ec, &ck.target) else {
+                continue;
+            };
+            let v = self.calc_value(ctx, ck.calc, sc, Some(cs));
+            self.write_bits(&mut ctx.phv, fid, v as u128);
+        }
+        let mut emitted = 0usize;
+        for h in &p.deparser.order {
+            if ctx.phv.valid[*h as usize] {
+                emitted += header_bytes(p, &ctx.phv, *h) as usize;
+            }
+        }
+        let pk = &mut ctx.pkt;
+        let payload_start = pk.start + ctx.payload_off.min(pk.end - pk.start);
+        if emitted > payload_start {
+            // not enough headroom: move the payload back
+            let grow = emitted - payload_start + HEADROOM;
+            let plen = pk.end - payload_start;
+            pk.buf.resize(pk.buf.len().max(pk.end + grow), 0);
+            pk.buf
+                .copy_within(payload_start..payload_start + plen, payload_start + grow);
+            pk.end += grow;
+            return self.emit(ctx, payload_start + grow, emitted);
+        }
+        self.emit(ctx, payload_start, emitted)
+    }
+
+    fn emit(&self, ctx: &mut PacketCtx, payload_start: usize, emitted: usize) {
+        let p = &*self.prog;
+        let mut at = payload_start - emitted;
+        ctx.pkt.start = at;
+        for h in &p.deparser.order {
+            if ctx.phv.valid[*h as usize] {
+                let n = header_bytes(p, &ctx.phv, *h) as usize;
+                let off = p.headers[*h as usize].offset as usize;
+                ctx.pkt.buf[at..at + n].copy_from_slice(&ctx.phv.data[off..off + n]);
+                at += n;
+            }
+        }
+        ctx.payload_off = emitted;
+    }
+}
+
+/// Writes a field's value big-endian into `out` (ceil(width/8) bytes).
+fn put_field(phv: &Phv, loc: FieldLoc, out: &mut [u8]) {
+    if loc.width <= 128 {
+        let v = phv.read_raw(loc);
+        let be = v.to_be_bytes();
+        let n = out.len();
+        out.copy_from_slice(&be[16 - n..]);
+    } else {
+        put_big(&phv.read_big(loc), out);
+    }
+}
+
+fn put_big(v: &BigUint, out: &mut [u8]) {
+    let b = v.to_bytes_be();
+    out.fill(0);
+    let n = b.len().min(out.len());
+    let ol = out.len();
+    out[ol - n..].copy_from_slice(&b[b.len() - n..]);
+}
+
+/// Big-endian bytes of a u64 value truncated to `width` bits.
+pub fn value_bytes(v: u128, width: u32) -> Vec<u8> {
+    let n = width.div_ceil(8) as usize;
+    let v = v & mask_of(width);
+    v.to_be_bytes()[16 - n.min(16)..].to_vec()
+}
+
+/// Converts an exact value to `u64` if it fits.
+pub fn to_u64(v: &BigInt) -> Option<u64> {
+    v.to_u64()
+}

@@ -1,0 +1,262 @@
+//! The packet header vector: every header instance of the program at a fixed offset in one
+//! byte array (in wire format, so extract and emit are copies), a validity byte per header,
+//! the next-index of every header stack and the current length of every varbit field.
+
+use num_bigint::BigUint;
+use p4jet_ir::{FieldLoc, Program};
+
+/// Bytes of slack after the data area so that a field read/write can always use a
+/// 16-byte window.
+pub const PHV_PAD: usize = 32;
+
+/// One packet's headers and metadata.
+#[derive(Debug, Clone)]
+pub struct Phv {
+    /// Header bytes (wire format), `phv_bytes + PHV_PAD` long.
+    pub data: Box<[u8]>,
+    /// Validity per header (metadata headers are always valid).
+    pub valid: Box<[bool]>,
+    /// Next index per header stack.
+    pub stack_next: Box<[u32]>,
+    /// Current length in bits per varbit slot.
+    pub varbit_bits: Box<[u32]>,
+}
+
+#[inline]
+fn mask(width: u32) -> u128 {
+    if width >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << width) - 1
+    }
+}
+
+/// Sign-extends the low `width` bits of `v` to 128 bits.
+#[inline]
+pub fn sign_extend(v: u128, width: u32) -> u128 {
+    if width == 0 || width >= 128 {
+        return v;
+    }
+    let s = 128 - width;
+    (((v << s) as i128) >> s) as u128
+}
+
+impl Phv {
+    /// A PHV for `p`, all zero, metadata valid.
+    pub fn new(p: &Program) -> Phv {
+        let mut valid = vec![false; p.headers.len()].into_boxed_slice();
+        for (i, h) in p.headers.iter().enumerate() {
+            valid[i] = h.metadata;
+        }
+        Phv {
+            data: vec![0u8; p.phv_bytes as usize + PHV_PAD].into_boxed_slice(),
+            valid,
+            stack_next: vec![0; p.stacks.len()].into_boxed_slice(),
+            varbit_bits: vec![0; p.varbit_slots as usize].into_boxed_slice(),
+        }
+    }
+
+    /// Resets for a new packet: everything zero, only metadata valid.
+    pub fn reset(&mut self, p: &Program) {
+        self.data.fill(0);
+        for (v, h) in self.valid.iter_mut().zip(&p.headers) {
+            *v = h.metadata;
+        }
+        self.stack_next.fill(0);
+        self.varbit_bits.fill(0);
+    }
+
+    /// Reads a field of at most 128 bits (bit pattern, sign-extended for signed fields).
+    #[inline]
+    pub fn read(&self, loc: FieldLoc) -> u128 {
+        let v = self.read_raw(loc);
+        if loc.signed {
+            sign_extend(v, loc.width)
+        } else {
+            v
+        }
+    }
+
+    /// Reads a field's bits without sign extension.
+    #[inline]
+    pub fn read_raw(&self, loc: FieldLoc) -> u128 {
+        read_bits(&self.data, loc.byte as usize, loc.bit as u32, loc.width)
+    }
+
+    /// Writes the low `loc.width` bits of `v`.
+    #[inline]
+    pub fn write(&mut self, loc: FieldLoc, v: u128) {
+        write_bits(
+            &mut self.data,
+            loc.byte as usize,
+            loc.bit as u32,
+            loc.width,
+            v,
+        )
+    }
+
+    /// Reads any field as an unsigned big integer.
+    pub fn read_big(&self, loc: FieldLoc) -> BigUint {
+        read_big(&self.data, loc.byte as usize, loc.bit as u32, loc.width)
+    }
+
+    /// Writes the low `loc.width` bits of a big integer.
+    pub fn write_big(&mut self, loc: FieldLoc, v: &BigUint) {
+        write_big(
+            &mut self.data,
+            loc.byte as usize,
+            loc.bit as u32,
+            loc.width,
+            v,
+        )
+    }
+}
+
+/// Reads `width` bits starting `bit` bits into `data[byte..]`. `data` must have 16 bytes of
+/// slack after the field for fields up to 128 bits (the PHV and action blobs do).
+#[inline]
+pub fn read_bits(data: &[u8], byte: usize, bit: u32, width: u32) -> u128 {
+    let total = bit + width;
+    if total <= 64 && data.len() >= byte + 8 {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&data[byte..byte + 8]);
+        let w = u64::from_be_bytes(a) << bit;
+        (w >> (64 - width)) as u128
+    } else if total <= 128 && data.len() >= byte + 16 {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(&data[byte..byte + 16]);
+        let w = u128::from_be_bytes(a) << bit;
+        w >> (128 - width)
+    } else {
+        // slow path: byte loop (wide fields, or short buffers such as action blobs)
+        let mut v: u128 = 0;
+        for i in 0..width {
+            let b = bit + i;
+            let byte_i = byte + (b / 8) as usize;
+            let bitv = data
+                .get(byte_i)
+                .map(|x| (x >> (7 - (b % 8))) & 1)
+                .unwrap_or(0);
+            v = (v << 1) | bitv as u128;
+        }
+        v
+    }
+}
+
+/// Writes the low `width` bits of `v` at `bit` bits into `data[byte..]`.
+#[inline]
+pub fn write_bits(data: &mut [u8], byte: usize, bit: u32, width: u32, v: u128) {
+    let total = bit + width;
+    if total <= 64 && data.len() >= byte + 8 {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&data[byte..byte + 8]);
+        let mut w = u64::from_be_bytes(a);
+        let shift = 64 - total;
+        let m = (mask(width) as u64) << shift;
+        w = (w & !m) | (((v as u64) << shift) & m);
+        data[byte..byte + 8].copy_from_slice(&w.to_be_bytes());
+    } else if total <= 128 && data.len() >= byte + 16 {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(&data[byte..byte + 16]);
+        let mut w = u128::from_be_bytes(a);
+        let shift = 128 - total;
+        let m = mask(width) << shift;
+        w = (w & !m) | ((v << shift) & m);
+        data[byte..byte + 16].copy_from_slice(&w.to_be_bytes());
+    } else {
+        for i in 0..width.min(128) {
+            let b = bit + width - 1 - i;
+            let byte_i = byte + (b / 8) as usize;
+            let sh = 7 - (b % 8);
+            if let Some(x) = data.get_mut(byte_i) {
+                *x = (*x & !(1 << sh)) | ((((v >> i) & 1) as u8) << sh);
+            }
+        }
+        if width > 128 {
+            // bits above 128 of a wider field are zero
+            for i in 128..width {
+                let b = bit + width - 1 - i;
+                let byte_i = byte + (b / 8) as usize;
+                let sh = 7 - (b % 8);
+                if let Some(x) = data.get_mut(byte_i) {
+                    *x &= !(1 << sh);
+                }
+            }
+        }
+    }
+}
+
+/// Reads any number of bits as a big integer.
+pub fn read_big(data: &[u8], byte: usize, bit: u32, width: u32) -> BigUint {
+    if bit == 0 && width % 8 == 0 {
+        let end = (byte + (width / 8) as usize).min(data.len());
+        return BigUint::from_bytes_be(&data[byte.min(end)..end]);
+    }
+    let mut bytes = vec![0u8; width.div_ceil(8) as usize];
+    let pad = bytes.len() as u32 * 8 - width;
+    for i in 0..width {
+        let b = bit + i;
+        let bitv = data
+            .get(byte + (b / 8) as usize)
+            .map(|x| (x >> (7 - (b % 8))) & 1)
+            .unwrap_or(0);
+        let o = pad + i;
+        bytes[(o / 8) as usize] |= bitv << (7 - (o % 8));
+    }
+    BigUint::from_bytes_be(&bytes)
+}
+
+/// Writes the low `width` bits of a big integer.
+pub fn write_big(data: &mut [u8], byte: usize, bit: u32, width: u32, v: &BigUint) {
+    let le = v.to_bytes_le();
+    for i in 0..width {
+        let vb = le
+            .get((i / 8) as usize)
+            .map(|x| (x >> (i % 8)) & 1)
+            .unwrap_or(0);
+        let b = bit + width - 1 - i;
+        let sh = 7 - (b % 8);
+        if let Some(x) = data.get_mut(byte + (b / 8) as usize) {
+            *x = (*x & !(1 << sh)) | (vb << sh);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_roundtrip() {
+        let mut d = vec![0u8; 64];
+        for &(byte, bit, width) in &[
+            (0, 0, 8),
+            (1, 3, 9),
+            (2, 7, 64),
+            (3, 1, 127),
+            (4, 0, 128),
+            (5, 5, 1),
+        ] {
+            let v: u128 = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210 & mask(width);
+            write_bits(&mut d, byte, bit, width, v);
+            assert_eq!(read_bits(&d, byte, bit, width), v, "{byte} {bit} {width}");
+            assert_eq!(read_big(&d, byte, bit, width), BigUint::from(v));
+        }
+    }
+
+    #[test]
+    fn neighbours_untouched() {
+        let mut d = vec![0xffu8; 40];
+        write_bits(&mut d, 1, 3, 9, 0);
+        assert_eq!(d[0], 0xff);
+        assert_eq!(d[1], 0b1110_0000);
+        assert_eq!(d[2], 0b0000_1111);
+        assert_eq!(d[3], 0xff);
+    }
+
+    #[test]
+    fn sign() {
+        assert_eq!(sign_extend(0xff, 8) as i128, -1);
+        assert_eq!(sign_extend(0x7f, 8) as i128, 127);
+    }
+}

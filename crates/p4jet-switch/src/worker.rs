@@ -1,0 +1,570 @@
+//! A forwarding worker: runs batches through ingress, the traffic manager and egress.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use num_bigint::BigUint;
+use p4jet_engine::{ControlState, Engine, Externs, PacketCtx, Pipeline, Scratch};
+use p4jet_ir::expr::FieldRef;
+
+use crate::tm::{QueueConfig, Tm};
+use crate::{Clock, Digest, DigestQueue, SwitchConfig};
+
+/// instance_type values (v1model).
+pub mod instance {
+    /// A packet received on a port.
+    pub const NORMAL: u32 = 0;
+    /// Ingress-to-egress clone.
+    pub const INGRESS_CLONE: u32 = 1;
+    /// Egress-to-egress clone.
+    pub const EGRESS_CLONE: u32 = 2;
+    /// Recirculated.
+    pub const RECIRC: u32 = 4;
+    /// Multicast copy.
+    pub const REPLICATION: u32 = 5;
+    /// Resubmitted.
+    pub const RESUBMIT: u32 = 6;
+}
+
+/// Per-port packet counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortCounters {
+    /// Frames received.
+    pub rx: u64,
+    /// Frames sent.
+    pub tx: u64,
+    /// Frames received on this port that the program dropped.
+    pub drop: u64,
+}
+
+/// A forwarding worker.
+pub struct Worker {
+    reader: left_right::ReadHandle<ControlState>,
+    /// Everything but the state reader.
+    pub core: Core,
+}
+
+/// The worker's state apart from its control-state reader.
+pub struct Core {
+    engine: Arc<Engine>,
+    externs: Arc<Externs>,
+    digests: Arc<Mutex<DigestQueue>>,
+    cfg: SwitchConfig,
+    clock: Clock,
+    queues: Arc<Mutex<QueueConfig>>,
+    scratch: Scratch,
+    pool: Vec<PacketCtx>,
+    input: VecDeque<PacketCtx>,
+    recirc: VecDeque<PacketCtx>,
+    batch: Vec<PacketCtx>,
+    egress: Vec<PacketCtx>,
+    tm: Tm,
+    /// Per-port counts (index = port).
+    pub ports: Vec<PortCounters>,
+    /// Trace lines of processed packets (when tracing).
+    pub trace_out: Vec<String>,
+    /// Run-time problems reported (bad register index, loops...).
+    pub errors: Vec<String>,
+    seq: u64,
+}
+
+fn field_value(e: &Engine, ctx: &PacketCtx, f: &FieldRef) -> Option<(u32, BigUint)> {
+    let p = &*e.prog;
+    let ec = p4jet_engine::EvalCtx {
+        phv: &ctx.phv,
+        ahead: &[],
+        action: None,
+    };
+    let fid = p4jet_engine::eval::resolve_field(p, &ec, f)?;
+    Some((fid, ctx.phv.read_big(p.fields[fid as usize].loc)))
+}
+
+impl Worker {
+    /// A worker over shared program state.
+    pub fn new(
+        engine: Arc<Engine>,
+        reader: left_right::ReadHandle<ControlState>,
+        externs: Arc<Externs>,
+        digests: Arc<Mutex<DigestQueue>>,
+        cfg: SwitchConfig,
+        clock: Clock,
+        queues: Arc<Mutex<QueueConfig>>,
+    ) -> Worker {
+        Worker {
+            reader,
+            core: Core {
+                engine,
+                externs,
+                digests,
+                cfg,
+                clock,
+                queues,
+                scratch: Scratch::default(),
+                pool: Vec::new(),
+                input: VecDeque::new(),
+                recirc: VecDeque::new(),
+                batch: Vec::new(),
+                egress: Vec::new(),
+                tm: Tm::default(),
+                ports: Vec::new(),
+                trace_out: Vec::new(),
+                errors: Vec::new(),
+                seq: 0,
+            },
+        }
+    }
+
+    /// Queues a received frame.
+    pub fn inject(&mut self, port: u32, frame: &[u8]) {
+        self.core.inject(port, frame)
+    }
+
+    /// Packets waiting anywhere in the worker.
+    pub fn pending(&self) -> usize {
+        self.core.pending()
+    }
+
+    /// Runs until no packet is left; `tx` receives every transmitted frame.
+    pub fn run_until_idle(&mut self, tx: &mut dyn FnMut(u32, &[u8])) {
+        while self.pending() > 0 {
+            self.step(tx);
+        }
+    }
+
+    /// One ingress batch, then the traffic manager drained through egress.
+    pub fn step(&mut self, tx: &mut dyn FnMut(u32, &[u8])) {
+        let Some(guard) = self.reader.enter() else {
+            self.core.errors.push("control state is gone".into());
+            self.core.input.clear();
+            self.core.recirc.clear();
+            return;
+        };
+        self.core.step(&guard, tx);
+    }
+}
+
+impl Core {
+    fn alloc(&mut self) -> PacketCtx {
+        match self.pool.pop() {
+            Some(c) => c,
+            None => self.engine.new_ctx(self.cfg.buf_size),
+        }
+    }
+
+    fn free(&mut self, mut ctx: PacketCtx) {
+        if self.cfg.trace && !ctx.log.is_empty() {
+            self.trace_out.append(&mut ctx.log);
+        }
+        ctx.arch.preserved.clear();
+        self.pool.push(ctx);
+    }
+
+    fn port_mut(&mut self, port: u32) -> &mut PortCounters {
+        let i = port as usize;
+        if self.ports.len() <= i {
+            self.ports.resize(i + 1, PortCounters::default());
+        }
+        &mut self.ports[i]
+    }
+
+    /// Packets waiting anywhere in the worker.
+    pub fn pending(&self) -> usize {
+        self.input.len() + self.recirc.len() + self.tm.len()
+    }
+
+    /// Queues a received frame.
+    pub fn inject(&mut self, port: u32, frame: &[u8]) {
+        let mut ctx = self.alloc();
+        ctx.pkt.set(frame);
+        ctx.arch.port = port;
+        ctx.arch.instance_type = crate::worker::instance::NORMAL;
+        ctx.arch.passes = 0;
+        ctx.arch.preserved.clear();
+        self.seq += 1;
+        ctx.arch.sequence = self.seq;
+        self.port_mut(port).rx += 1;
+        self.input.push_back(ctx);
+    }
+
+    /// One ingress batch, then the traffic manager drained through egress.
+    pub fn step(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8])) {
+        let max = self.cfg.batch.max(1);
+        // resubmitted and recirculated packets are taken before waiting input
+        self.batch.clear();
+        while self.batch.len() < max {
+            match self.recirc.pop_front().or_else(|| self.input.pop_front()) {
+                Some(c) => self.batch.push(c),
+                None => break,
+            }
+        }
+        if !self.batch.is_empty() {
+            self.ingress(cs);
+        }
+        while !self.tm.is_empty() {
+            self.egress.clear();
+            let mut out = std::mem::take(&mut self.egress);
+            self.tm.dequeue_into(max, &mut out);
+            self.egress = out;
+            self.run_egress(cs, tx);
+        }
+    }
+
+    fn ingress(&mut self, cs: &ControlState) {
+        let engine = self.engine.clone();
+        let e = &*engine;
+        let p = &*e.prog;
+        let std = &p.std;
+        let now = self.clock.now_us();
+        let mut batch = std::mem::take(&mut self.batch);
+        for ctx in batch.iter_mut() {
+            ctx.reset(p);
+            let len = ctx.pkt.len() as u128;
+            ctx.ingress_len = len as u32;
+            e.std_set(&mut ctx.phv, std.ingress_port, ctx.arch.port as u128);
+            e.std_set(&mut ctx.phv, std.packet_length, len);
+            e.std_set(
+                &mut ctx.phv,
+                std.instance_type,
+                ctx.arch.instance_type as u128,
+            );
+            e.std_set(&mut ctx.phv, std.ingress_global_timestamp, now as u128);
+            for (f, v) in std::mem::take(&mut ctx.arch.preserved) {
+                ctx.phv.write_big(p.fields[f as usize].loc, &v);
+            }
+        }
+        // simple_switch: a resubmitted/recirculated/cloned instance has ingress_port 0
+        // unless preserved; the port was recorded as 0 when it was requeued.
+        e.parse(cs, &mut batch, &mut self.scratch);
+        e.run_control(
+            cs,
+            &self.externs,
+            Pipeline::Ingress,
+            &mut batch,
+            &mut self.scratch,
+            now,
+        );
+        for ctx in batch.drain(..) {
+            self.after_ingress(e, cs, ctx, now);
+        }
+        self.batch = batch;
+    }
+
+    fn preserve(&self, e: &Engine, ctx: &PacketCtx, fl: u32, out: &mut Vec<(u32, BigUint)>) {
+        out.clear();
+        if let Some(list) = e.prog.field_lists.iter().find(|l| l.id == fl) {
+            for f in &list.fields {
+                if let Some(v) = field_value(e, ctx, f) {
+                    out.push(v);
+                }
+            }
+        }
+    }
+
+    fn after_ingress(&mut self, e: &Engine, cs: &ControlState, mut ctx: PacketCtx, now: u64) {
+        let p = &*e.prog;
+        let std = &p.std;
+        // 1. I2E clone: the packet as it entered this pass, re-parsed, metadata reset
+        if let Some((session, fl)) = ctx.clone
+            && let Some(ms) = cs.mirror.get(&(session & 0x7fff)).copied()
+        {
+            let mut c = self.alloc();
+            c.copy_from(&ctx);
+            c.reset(p);
+            e.std_set(&mut c.phv, std.ingress_port, ctx.arch.port as u128);
+            e.parse(cs, std::slice::from_mut(&mut c), &mut self.scratch);
+            c.zero_metadata(p);
+            let mut keep = std::mem::take(&mut c.arch.preserved);
+            self.preserve(e, &ctx, fl, &mut keep);
+            for (f, v) in &keep {
+                c.phv.write_big(p.fields[*f as usize].loc, v);
+            }
+            keep.clear();
+            c.arch.preserved = keep;
+            c.arch.instance_type = crate::worker::instance::INGRESS_CLONE;
+            e.std_set(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
+            e.std_set(&mut c.phv, std.packet_length, c.pkt.len() as u128);
+            c.ingress_len = ctx.ingress_len;
+            self.send_to_session(e, cs, c, ms, now);
+        }
+        // 2. digest
+        if let Some(id) = ctx.digest {
+            self.learn(e, &ctx, id);
+        }
+        // 3. resubmit: the original packet goes back to ingress
+        if let Some(fl) = ctx.resubmit {
+            if ctx.arch.passes >= self.cfg.max_passes {
+                self.errors.push(format!(
+                    "packet dropped after {} resubmit/recirculate passes (loop guard)",
+                    ctx.arch.passes
+                ));
+                let port = ctx.arch.port;
+                self.port_mut(port).drop += 1;
+                return self.free(ctx);
+            }
+            let mut keep = std::mem::take(&mut ctx.arch.preserved);
+            self.preserve(e, &ctx, fl, &mut keep);
+            ctx.arch.preserved = keep;
+            ctx.arch.instance_type = crate::worker::instance::RESUBMIT;
+            ctx.arch.passes += 1;
+            ctx.arch.port = 0;
+            if self.cfg.trace {
+                ctx.log.push("resubmitted".into());
+            }
+            self.recirc.push_back(ctx);
+            return;
+        }
+        // 4. multicast
+        let mgid = e.std_read(&ctx.phv, std.mcast_grp) as u32;
+        if mgid != 0 {
+            self.replicate(e, cs, &ctx, mgid, now);
+            return self.free(ctx);
+        }
+        // 5. drop / 6. unicast
+        let spec = e.std_read(&ctx.phv, std.egress_spec) as u32;
+        if spec == self.cfg.drop_port {
+            if self.cfg.trace {
+                ctx.log.push("dropped in ingress".into());
+            }
+            let port = ctx.arch.port;
+            if ctx.arch.instance_type == crate::worker::instance::NORMAL {
+                self.port_mut(port).drop += 1;
+            }
+            return self.free(ctx);
+        }
+        self.enqueue(e, ctx, spec, now);
+    }
+
+    fn send_to_session(
+        &mut self,
+        e: &Engine,
+        cs: &ControlState,
+        c: PacketCtx,
+        ms: p4jet_engine::state::MirrorSession,
+        now: u64,
+    ) {
+        if let Some(mgid) = ms.mgid {
+            self.replicate(e, cs, &c, mgid, now);
+        }
+        match ms.port {
+            Some(port) => self.enqueue(e, c, port, now),
+            None => self.free(c),
+        }
+    }
+
+    fn replicate(&mut self, e: &Engine, cs: &ControlState, ctx: &PacketCtx, mgid: u32, now: u64) {
+        let p = &*e.prog;
+        let Some(nodes) = cs.pre.groups.get(&mgid) else {
+            if self.cfg.trace {
+                self.trace_out
+                    .push(format!("multicast group {mgid} does not exist: no copies"));
+            }
+            return;
+        };
+        for nh in nodes {
+            let Some(node) = cs.pre.nodes.get(nh) else {
+                continue;
+            };
+            let mut ports: Vec<u32> = node.ports.clone();
+            for lag in &node.lags {
+                if let Some(members) = cs.pre.lags.get(lag)
+                    && !members.is_empty()
+                {
+                    // one member per LAG, picked by a hash of the packet as bmv2 does
+                    let h = ctx
+                        .pkt
+                        .data()
+                        .iter()
+                        .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(*b as u32));
+                    ports.push(members[(h as usize) % members.len()]);
+                }
+            }
+            ports.sort_unstable();
+            for port in ports {
+                let mut c = self.alloc();
+                c.copy_from(ctx);
+                c.arch.instance_type = crate::worker::instance::REPLICATION;
+                e.std_set(&mut c.phv, p.std.egress_rid, node.rid as u128);
+                e.std_set(
+                    &mut c.phv,
+                    p.std.instance_type,
+                    c.arch.instance_type as u128,
+                );
+                self.enqueue(e, c, port, now);
+            }
+        }
+    }
+
+    fn enqueue(&mut self, e: &Engine, mut ctx: PacketCtx, port: u32, now: u64) {
+        let p = &*e.prog;
+        let prio = e.std_read(&ctx.phv, p.std.priority) as u32;
+        let cfg = match self.queues.lock() {
+            Ok(q) => q.clone(),
+            Err(_) => QueueConfig::new(self.cfg.priority_queues),
+        };
+        if prio >= cfg.nqueues {
+            self.errors.push(format!(
+                "priority {prio} out of range ({} queues): packet dropped",
+                cfg.nqueues
+            ));
+            if self.cfg.trace {
+                ctx.log.push(format!(
+                    "Priority out of range, dropping packet (priority {prio})"
+                ));
+            }
+            return self.free(ctx);
+        }
+        ctx.arch.enq_us = now;
+        ctx.arch.qid = prio;
+        ctx.arch.port = port;
+        ctx.arch.enq_qdepth = self.tm.depth(port, prio) as u32;
+        if let Err(ctx) = self.tm.enqueue(&cfg, port, prio, ctx) {
+            self.errors
+                .push(format!("egress queue of port {port} full: packet dropped"));
+            self.free(ctx);
+        }
+    }
+
+    fn run_egress(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8])) {
+        let engine = self.engine.clone();
+        let e = &*engine;
+        let p = &*e.prog;
+        let std = &p.std;
+        let now = self.clock.now_us();
+        let mut batch = std::mem::take(&mut self.egress);
+        for ctx in batch.iter_mut() {
+            let port = ctx.arch.port as u128;
+            e.std_set(&mut ctx.phv, std.egress_port, port);
+            e.std_set(
+                &mut ctx.phv,
+                std.egress_spec,
+                (self.cfg.drop_port + 1) as u128,
+            );
+            e.std_set(&mut ctx.phv, std.packet_length, ctx.pkt.len() as u128);
+            e.std_set(&mut ctx.phv, std.enq_timestamp, ctx.arch.enq_us as u128);
+            e.std_set(&mut ctx.phv, std.enq_qdepth, ctx.arch.enq_qdepth as u128);
+            e.std_set(
+                &mut ctx.phv,
+                std.deq_timedelta,
+                now.saturating_sub(ctx.arch.enq_us) as u128,
+            );
+            e.std_set(
+                &mut ctx.phv,
+                std.deq_qdepth,
+                self.tm.depth(ctx.arch.port, ctx.arch.qid) as u128,
+            );
+            e.std_set(&mut ctx.phv, std.egress_global_timestamp, now as u128);
+            e.std_set(&mut ctx.phv, std.qid, ctx.arch.qid as u128);
+            ctx.clone = None;
+            ctx.recirculate = None;
+            ctx.truncate = ctx.truncate.take();
+        }
+        e.run_control(
+            cs,
+            &self.externs,
+            Pipeline::Egress,
+            &mut batch,
+            &mut self.scratch,
+            now,
+        );
+        for mut ctx in batch.drain(..) {
+            // 1. E2E clone: current headers, metadata reset but the field list
+            if let Some((session, fl)) = ctx.clone
+                && let Some(ms) = cs.mirror.get(&(session & 0x7fff)).copied()
+            {
+                let mut c = self.alloc();
+                c.copy_from(&ctx);
+                c.zero_metadata(p);
+                let mut keep = std::mem::take(&mut c.arch.preserved);
+                self.preserve(e, &ctx, fl, &mut keep);
+                for (f, v) in &keep {
+                    c.phv.write_big(p.fields[*f as usize].loc, v);
+                }
+                keep.clear();
+                c.arch.preserved = keep;
+                c.clone = None;
+                c.truncate = None;
+                c.arch.instance_type = crate::worker::instance::EGRESS_CLONE;
+                e.std_set(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
+                self.send_to_session(e, cs, c, ms, now);
+            }
+            // 2. drop
+            let spec = e.std_read(&ctx.phv, std.egress_spec) as u32;
+            if spec == self.cfg.drop_port {
+                if self.cfg.trace {
+                    ctx.log.push("dropped in egress".into());
+                }
+                self.free(ctx);
+                continue;
+            }
+            // 3. deparse
+            e.deparse(&mut ctx, &mut self.scratch, cs);
+            if let Some(fl) = ctx.recirculate {
+                if ctx.arch.passes >= self.cfg.max_passes {
+                    self.errors.push(format!(
+                        "packet dropped after {} resubmit/recirculate passes (loop guard)",
+                        ctx.arch.passes
+                    ));
+                    self.free(ctx);
+                    continue;
+                }
+                let mut keep = std::mem::take(&mut ctx.arch.preserved);
+                self.preserve(e, &ctx, fl, &mut keep);
+                ctx.arch.preserved = keep;
+                ctx.arch.instance_type = crate::worker::instance::RECIRC;
+                ctx.arch.passes += 1;
+                ctx.arch.port = 0;
+                if self.cfg.trace {
+                    ctx.log.push("recirculated".into());
+                }
+                self.recirc.push_back(ctx);
+                continue;
+            }
+            // 4. transmit
+            let port = ctx.arch.port;
+            let data = ctx.pkt.data();
+            let n = match ctx.truncate {
+                Some(t) => (t as usize).min(data.len()),
+                None => data.len(),
+            };
+            if self.cfg.trace {
+                ctx.log
+                    .push(format!("transmitted on port {port} ({n} bytes)"));
+            }
+            tx(port, &ctx.pkt.data()[..n]);
+            self.port_mut(port).tx += 1;
+            self.free(ctx);
+        }
+        self.egress = batch;
+    }
+
+    fn learn(&mut self, e: &Engine, ctx: &PacketCtx, id: u32) {
+        let p = &*e.prog;
+        let Some(list) = p.learn_lists.iter().find(|l| l.id == id) else {
+            return;
+        };
+        let mut sample = vec![];
+        for f in &list.fields {
+            let Some((fid, v)) = field_value(e, ctx, f) else {
+                continue;
+            };
+            let w = p.fields[fid as usize].loc.width;
+            let nb = w.div_ceil(8) as usize;
+            let b = v.to_bytes_be();
+            let mut bytes = vec![0u8; nb.saturating_sub(b.len())];
+            bytes.extend_from_slice(&b[b.len().saturating_sub(nb)..]);
+            sample.extend(bytes);
+        }
+        if let Ok(mut d) = self.digests.lock() {
+            if !d.filter.insert((id, sample.clone())) {
+                return;
+            }
+            let msg = Digest {
+                list_id: id,
+                name: list.name.clone(),
+                sample,
+            };
+            d.history.push(msg.clone());
+            d.pending.push_back(msg);
+        }
+    }
+}

@@ -5,4 +5,6 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod cli;
 pub mod program;
+mod py;

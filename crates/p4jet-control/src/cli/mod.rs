@@ -1,0 +1,1796 @@
+//! The `simple_switch_CLI` command language.
+//!
+//! [`Cli`] holds the program description ([`Program`], read from the bmv2
+//! JSON like runtime_CLI.py does) and executes one command line at a time
+//! against a [`RuntimeApi`], returning what simple_switch_CLI would print on
+//! its standard output. A malformed command is rejected before any call that
+//! changes state is made.
+//!
+//! Differences from simple_switch_CLI, all deliberate:
+//! * Inputs on which the Python CLI crashes with a traceback (e.g. a bad
+//!   `mc_node_destroy` handle, `table_modify` without parameters, a value
+//!   that Thrift cannot encode) give an error message instead.
+//! * `pvs_add`/`pvs_remove`/`counter_write` send the fully qualified name
+//!   (the Python CLI sends the name as typed), and parser value set values
+//!   have `ceil(width / 8)` bytes (the Python 3 CLI sends one byte too many).
+//! * `table_indirect_add*` checks the number of key fields like `table_add`.
+//! * `mc_dump` prints each LAG's own ports.
+//! * Text the Python CLI writes to stderr (deprecation notices, "register
+//!   index omitted") is not returned; an empty line does not repeat the
+//!   previous command.
+
+mod help;
+mod values;
+
+use std::fmt::{self, Write as _};
+
+use serde_json::Value;
+
+pub use values::parse_value;
+
+use crate::api::{
+    ApiResult, BmActionEntry, BmAddEntryOptions, BmCounterValue, BmCrc16Config, BmCrc32Config,
+    BmMatchParam, BmMeterRateConfig, BmMtActProfGroup, BmMtActProfMember, BmMtEntry,
+    MirroringSessionConfig, RuntimeApi, ThriftException,
+};
+use crate::program::{Action, ActionProf, Program, ProgramError, Table, TableType};
+use crate::py;
+
+/// The prompt simple_switch_CLI shows.
+pub const PROMPT: &str = "RuntimeCmd: ";
+/// The banner simple_switch_CLI prints when it starts.
+pub const INTRO: &str = "Control utility for runtime P4 table manipulation";
+
+/// Why a command failed; [`fmt::Display`] gives the line simple_switch_CLI
+/// prints for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CliErrorKind {
+    /// A usage error (`Error: ...`).
+    Usage(String),
+    /// A bad match key (`Invalid match key: ...`).
+    MatchKey(String),
+    /// A bad action parameter (`Invalid runtime data: ...`).
+    RuntimeData(String),
+    /// The switch refused the call.
+    Api {
+        /// The printed message, e.g. `Invalid table operation (DUPLICATE_ENTRY)`.
+        message: String,
+        /// The IDL error code name (`DUPLICATE_ENTRY`); None for internal errors.
+        code: Option<&'static str>,
+    },
+    /// Not a command (`*** Unknown syntax: ...`).
+    UnknownSyntax(String),
+}
+
+impl fmt::Display for CliErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliErrorKind::Usage(m) => write!(f, "Error: {m}"),
+            CliErrorKind::MatchKey(m) => write!(f, "Invalid match key: {m}"),
+            CliErrorKind::RuntimeData(m) => write!(f, "Invalid runtime data: {m}"),
+            CliErrorKind::Api { message, .. } => f.write_str(message),
+            CliErrorKind::UnknownSyntax(line) => write!(f, "*** Unknown syntax: {line}"),
+        }
+    }
+}
+
+/// A failed command: what was printed before the failure, and the failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliError {
+    /// Output printed before the error (e.g. `table_add` echoes the entry
+    /// before calling the switch).
+    pub output: String,
+    /// The error.
+    pub kind: CliErrorKind,
+}
+
+impl CliError {
+    /// Everything simple_switch_CLI prints for this command: the partial
+    /// output, then the error line.
+    pub fn printed(&self) -> String {
+        format!("{}{}\n", self.output, self.kind)
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.kind.fmt(f)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// One failed line of a script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptError {
+    /// 1-based line number.
+    pub line: usize,
+    /// The command.
+    pub command: String,
+    /// The failure.
+    pub error: CliError,
+}
+
+impl fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}: {}", self.line, self.command, self.error)
+    }
+}
+
+/// Result of [`Cli::run_script`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScriptOutcome {
+    /// Everything the commands printed, errors included, in order.
+    pub output: String,
+    /// The lines that failed.
+    pub errors: Vec<ScriptError>,
+}
+
+impl ScriptOutcome {
+    /// Whether any line failed.
+    pub fn failed(&self) -> bool {
+        !self.errors.is_empty()
+    }
+}
+
+type R = Result<(), CliErrorKind>;
+
+macro_rules! outln {
+    ($out:expr) => {
+        $out.push('\n')
+    };
+    ($out:expr, $($arg:tt)*) => {{
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
+fn usage(msg: impl Into<String>) -> CliErrorKind {
+    CliErrorKind::Usage(msg.into())
+}
+
+fn exactly(args: &[&str], n: usize) -> R {
+    if args.len() != n {
+        return Err(usage(format!(
+            "Wrong number of args, expected {} but got {}",
+            n,
+            args.len()
+        )));
+    }
+    Ok(())
+}
+
+fn at_least(args: &[&str], n: usize) -> R {
+    if args.len() < n {
+        return Err(usage("Insufficient number of args"));
+    }
+    Ok(())
+}
+
+fn int_arg(arg: &str, what: &str) -> Result<i32, CliErrorKind> {
+    py::int10_i32(arg).ok_or_else(|| usage(format!("Bad format for {what}")))
+}
+
+/// sswitch_CLI's `parse_int`.
+fn parse_int(arg: &str, name: &str) -> Result<i32, CliErrorKind> {
+    py::int10_i32(arg).ok_or_else(|| usage(format!("Bad format for {name}, expected integer")))
+}
+
+fn call<T, E: ThriftException>(r: ApiResult<T, E>) -> Result<T, CliErrorKind> {
+    r.map_err(|e| match e {
+        crate::api::ApiError::Exception(e) => CliErrorKind::Api {
+            message: e.to_string(),
+            code: Some(e.code_name()),
+        },
+        crate::api::ApiError::Internal(m) => CliErrorKind::Api {
+            message: format!("Error: {m}"),
+            code: None,
+        },
+    })
+}
+
+fn key_str(t: &Table) -> String {
+    t.key
+        .iter()
+        .map(|k| format!("{}({}, {})", k.cli_name, k.match_kind.as_str(), k.bitwidth))
+        .collect::<Vec<_>>()
+        .join(",\t")
+}
+
+fn table_str(t: &Table) -> String {
+    let ap = t.action_prof.as_deref().unwrap_or("None");
+    format!(
+        "{} [implementation={}, mk={}]",
+        py::ljust(&t.name, 30),
+        ap,
+        key_str(t)
+    )
+}
+
+fn action_str(a: &Action) -> String {
+    let rd = a
+        .params
+        .iter()
+        .map(|(n, bw)| format!("{n}({bw})"))
+        .collect::<Vec<_>>()
+        .join(",\t");
+    format!("{} [{}]", py::ljust(&a.name, 30), rd)
+}
+
+fn action_data_str(data: &[Vec<u8>]) -> String {
+    data.iter()
+        .map(|d| py::hexstr(d))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn dump_action_entry(out: &mut String, e: &BmActionEntry) {
+    match e {
+        BmActionEntry::None => outln!(out, "EMPTY"),
+        BmActionEntry::ActionData {
+            action_name,
+            action_data,
+        } => outln!(
+            out,
+            "Action entry: {} - {}",
+            action_name,
+            action_data_str(action_data)
+        ),
+        BmActionEntry::MbrHandle(h) => outln!(out, "Index: member({h})"),
+        BmActionEntry::GrpHandle(h) => outln!(out, "Index: group({h})"),
+    }
+}
+
+fn dump_one_member(out: &mut String, m: &BmMtActProfMember) {
+    outln!(out, "Dumping member {}", m.mbr_handle);
+    outln!(
+        out,
+        "Action entry: {} - {}",
+        m.action_name,
+        action_data_str(&m.action_data)
+    );
+}
+
+fn dump_one_group(out: &mut String, g: &BmMtActProfGroup) {
+    outln!(out, "Dumping group {}", g.grp_handle);
+    let members: Vec<String> = g.mbr_handles.iter().map(i32::to_string).collect();
+    outln!(out, "Members: [{}]", members.join(", "));
+}
+
+fn dump_one_entry(out: &mut String, table: &Table, e: &BmMtEntry) {
+    let w = table
+        .key
+        .iter()
+        .map(|k| k.cli_name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(20);
+    outln!(out, "Dumping entry {}", py::hex(i64::from(e.entry_handle)));
+    outln!(out, "Match key:");
+    for (p, k) in e.match_key.iter().zip(&table.key) {
+        let t = p.param_type().name();
+        outln!(
+            out,
+            "* {}: {}{}",
+            py::ljust(&k.cli_name, w),
+            py::ljust(t, 10),
+            values::match_param_dump(p)
+        );
+    }
+    if let Some(p) = e.options.priority.filter(|p| *p >= 0) {
+        outln!(out, "Priority: {p}");
+    }
+    dump_action_entry(out, &e.action_entry);
+    if let Some(life) = e.life {
+        outln!(
+            out,
+            "Life: {}ms since hit, timeout is {}ms",
+            life.time_since_hit_ms,
+            life.timeout_ms
+        );
+    }
+}
+
+/// The simple_switch_CLI command interpreter.
+#[derive(Debug, Clone)]
+pub struct Cli {
+    program: Program,
+}
+
+impl Cli {
+    /// A CLI for the program described by this bmv2 JSON.
+    pub fn new(json: &str) -> Result<Cli, ProgramError> {
+        Ok(Cli {
+            program: Program::from_json_str(json)?,
+        })
+    }
+
+    /// A CLI for an already loaded program.
+    pub fn from_program(program: Program) -> Cli {
+        Cli { program }
+    }
+
+    /// A CLI for the program the switch runs (like simple_switch_CLI
+    /// without `--json`: the JSON comes from `bm_get_config`).
+    pub fn from_switch(api: &mut dyn RuntimeApi) -> Result<Cli, ProgramError> {
+        let json = api
+            .bm_get_config()
+            .map_err(|e| ProgramError(format!("cannot get the JSON from the switch: {e}")))?;
+        Cli::new(&json)
+    }
+
+    /// The program description.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// Replaces the program description (after a configuration swap).
+    pub fn set_program(&mut self, program: Program) {
+        self.program = program;
+    }
+
+    /// Whether `name` is a simple_switch_CLI command.
+    pub fn is_command(name: &str) -> bool {
+        help::doc(name).is_some()
+    }
+
+    /// Names of all simple_switch_CLI commands, sorted.
+    pub fn command_names() -> Vec<&'static str> {
+        help::names()
+    }
+
+    /// Runs one command line and returns what simple_switch_CLI prints on
+    /// stdout (every line ends with a newline; silent commands print
+    /// nothing). Blank lines do nothing. On failure, nothing that changes
+    /// the switch state has been called unless the switch itself refused
+    /// the call ([`CliErrorKind::Api`]).
+    pub fn execute(&mut self, api: &mut dyn RuntimeApi, line: &str) -> Result<String, CliError> {
+        let mut line = line.trim().to_string();
+        if line.is_empty() {
+            return Ok(String::new());
+        }
+        if let Some(rest) = line.strip_prefix('?') {
+            line = format!("help {rest}");
+        } else if let Some(rest) = line.strip_prefix('!') {
+            line = format!("shell {rest}");
+        }
+        let split = line
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(line.len());
+        let (cmd, rest) = line.split_at(split);
+        let rest = rest.trim();
+        let mut out = String::new();
+        let result = if cmd.is_empty() || !Cli::is_command(cmd) {
+            Err(CliErrorKind::UnknownSyntax(line.clone()))
+        } else {
+            self.dispatch(api, cmd, rest, &mut out)
+        };
+        match result {
+            Ok(()) => Ok(out),
+            Err(kind) => Err(CliError { output: out, kind }),
+        }
+    }
+
+    /// Runs a command file (`--commands FILE`): one command per line, blank
+    /// lines and `#` comments skipped, every line run even after a failure
+    /// (like piping the file into simple_switch_CLI).
+    pub fn run_script(&mut self, api: &mut dyn RuntimeApi, text: &str) -> ScriptOutcome {
+        let mut outcome = ScriptOutcome::default();
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            match self.execute(api, line) {
+                Ok(out) => outcome.output.push_str(&out),
+                Err(error) => {
+                    outcome.output.push_str(&error.printed());
+                    outcome.errors.push(ScriptError {
+                        line: i + 1,
+                        command: line.to_string(),
+                        error,
+                    });
+                }
+            }
+        }
+        outcome
+    }
+
+    fn dispatch(&mut self, api: &mut dyn RuntimeApi, cmd: &str, rest: &str, out: &mut String) -> R {
+        let args: Vec<&str> = rest.split_whitespace().collect();
+        let a = &args[..];
+        match cmd {
+            "help" => {
+                help::help(out, rest);
+                Ok(())
+            }
+            "EOF" => {
+                outln!(out);
+                Ok(())
+            }
+            "greet" => {
+                outln!(out, "hello");
+                Ok(())
+            }
+            "shell" => self.shell(rest, out),
+            "show_tables" => self.show_tables(a, out),
+            "show_actions" => self.show_actions(a, out),
+            "table_show_actions" => self.table_show_actions(a, out),
+            "table_info" => self.table_info(a, out),
+            "table_set_default" => self.table_set_default(api, a, out),
+            "table_reset_default" => self.table_reset_default(api, a),
+            "table_num_entries" => self.table_num_entries(api, a, out),
+            "table_clear" => self.table_clear(api, a),
+            "table_add" => self.table_add(api, a, out),
+            "table_set_timeout" => self.table_set_timeout(api, a, out),
+            "table_modify" => self.table_modify(api, a, out),
+            "table_delete" => self.table_delete(api, a, out),
+            "act_prof_create_member" => self.act_prof_create_member(api, a, out),
+            "act_prof_delete_member" => self.act_prof_delete_member(api, a),
+            "act_prof_modify_member" => self.act_prof_modify_member(api, a),
+            "table_indirect_add" => self.table_indirect_add(api, a, out, false),
+            "table_indirect_add_with_group" => self.table_indirect_add(api, a, out, true),
+            "table_indirect_delete" => self.table_indirect_delete(api, a, out),
+            "table_indirect_set_default" => self.table_indirect_set_default(api, a, false),
+            "table_indirect_set_default_with_group" => {
+                self.table_indirect_set_default(api, a, true)
+            }
+            "table_indirect_reset_default" => self.table_indirect_reset_default(api, a),
+            "act_prof_create_group" => self.act_prof_create_group(api, a, out),
+            "act_prof_delete_group" => self.act_prof_delete_group(api, a),
+            "act_prof_add_member_to_group" => self.act_prof_member_group(api, a, true),
+            "act_prof_remove_member_from_group" => self.act_prof_member_group(api, a, false),
+            "table_indirect_create_member" => {
+                self.legacy(api, a, out, "act_prof_create_member", false, true)
+            }
+            "table_indirect_delete_member" => {
+                self.legacy(api, a, out, "act_prof_delete_member", false, true)
+            }
+            "table_indirect_modify_member" => {
+                self.legacy(api, a, out, "act_prof_modify_member", false, true)
+            }
+            "table_indirect_create_group" => {
+                self.legacy(api, a, out, "act_prof_create_group", true, true)
+            }
+            "table_indirect_delete_group" => {
+                self.legacy(api, a, out, "act_prof_delete_group", true, true)
+            }
+            "table_indirect_add_member_to_group" => {
+                self.legacy(api, a, out, "act_prof_add_member_to_group", true, true)
+            }
+            "table_indirect_remove_member_from_group" => {
+                self.legacy(api, a, out, "act_prof_remove_member_from_group", true, true)
+            }
+            "table_dump_member" => self.legacy(api, a, out, "act_prof_dump_member", false, false),
+            "table_dump_group" => self.legacy(api, a, out, "act_prof_dump_group", false, false),
+            "mc_mgrp_create" => self.mc_mgrp(api, a, out, true),
+            "mc_mgrp_destroy" => self.mc_mgrp(api, a, out, false),
+            "mc_node_create" => self.mc_node_create(api, a, out),
+            "mc_node_update" => self.mc_node_update(api, a, out),
+            "mc_node_associate" => self.mc_node_associate(api, a, out, true),
+            "mc_node_dissociate" => self.mc_node_associate(api, a, out, false),
+            "mc_node_destroy" => self.mc_node_destroy(api, a, out),
+            "mc_set_lag_membership" => self.mc_set_lag_membership(api, a, out),
+            "mc_dump" => self.mc_dump(api, out),
+            "load_new_config_file" => self.load_new_config_file(api, a, out),
+            "swap_configs" => {
+                outln!(out, "Swapping configs");
+                call(api.bm_swap_configs())
+            }
+            "meter_array_set_rates" => self.meter_array_set_rates(api, a),
+            "meter_set_rates" => self.meter_set_rates(api, a),
+            "meter_get_rates" => self.meter_get_rates(api, a, out),
+            "counter_read" => self.counter_read(api, a, out),
+            "counter_write" => self.counter_write(api, a, out),
+            "counter_reset" => self.counter_reset(api, a, out),
+            "register_read" => self.register_read(api, a, out),
+            "register_write" => self.register_write(api, a),
+            "register_reset" => self.register_reset(api, a),
+            "table_dump_entry" => self.table_dump_entry(api, a, out),
+            "act_prof_dump_member" => self.act_prof_dump_member(api, a, out),
+            "act_prof_dump_group" => self.act_prof_dump_group(api, a, out),
+            "act_prof_dump" => self.act_prof_dump(api, a, out),
+            "table_dump" => self.table_dump(api, a, out),
+            "table_dump_entry_from_key" => self.table_dump_entry_from_key(api, a, out),
+            "show_pvs" => self.show_pvs(a, out),
+            "pvs_add" => self.pvs_add_remove(api, a, true),
+            "pvs_remove" => self.pvs_add_remove(api, a, false),
+            "pvs_get" => self.pvs_get(api, a, out),
+            "pvs_clear" => self.pvs_clear(api, a),
+            "port_add" => self.port_add(api, a),
+            "port_remove" => self.port_remove(api, a),
+            "show_ports" => self.show_ports(api, a, out),
+            "switch_info" => self.switch_info(api, a, out),
+            "reset_state" => {
+                exactly(a, 0)?;
+                call(api.bm_reset_state())
+            }
+            "write_config_to_file" => self.write_config_to_file(api, a),
+            "serialize_state" => self.serialize_state(api, a),
+            "set_crc16_parameters" => self.set_crc_parameters(api, a, 16),
+            "set_crc32_parameters" => self.set_crc_parameters(api, a, 32),
+            "set_toeplitz_hash_key" => self.set_toeplitz_hash_key(api, a),
+            "set_queue_depth" => self.set_queue(api, a, true),
+            "set_queue_rate" => self.set_queue(api, a, false),
+            "mirroring_add" => self.mirroring_add(api, a, false),
+            "mirroring_add_mc" => self.mirroring_add(api, a, true),
+            "mirroring_delete" => {
+                exactly(a, 1)?;
+                let id = parse_int(a[0], "mirror_id")?;
+                call(api.mirroring_session_delete(id))
+            }
+            "mirroring_get" => {
+                exactly(a, 1)?;
+                let id = parse_int(a[0], "mirror_id")?;
+                let config = call(api.mirroring_session_get(id))?;
+                outln!(out, "{config}");
+                Ok(())
+            }
+            "get_time_elapsed" => {
+                let t = call(api.get_time_elapsed_us())?;
+                outln!(out, "{t}");
+                Ok(())
+            }
+            "get_time_since_epoch" => {
+                let t = call(api.get_time_since_epoch_us())?;
+                outln!(out, "{t}");
+                Ok(())
+            }
+            _ => Err(CliErrorKind::UnknownSyntax(
+                format!("{cmd} {rest}").trim().to_string(),
+            )),
+        }
+    }
+
+    // ---------------------------------------------------------------------
+    // lookups
+
+    fn table(&self, name: &str) -> Result<Table, CliErrorKind> {
+        self.program
+            .table(name)
+            .cloned()
+            .ok_or_else(|| usage(format!("Invalid table name ({name})")))
+    }
+
+    fn act_prof(&self, name: &str) -> Result<ActionProf, CliErrorKind> {
+        self.program
+            .action_prof(name)
+            .cloned()
+            .ok_or_else(|| usage(format!("Invalid action profile name ({name})")))
+    }
+
+    /// runtime_CLI's `get_action`: a unique suffix among all actions, which
+    /// must belong to `actions`.
+    fn action_in(&self, name: &str, allowed: impl Fn(&str) -> bool) -> Option<Action> {
+        self.program
+            .action(name)
+            .filter(|a| allowed(&a.name))
+            .cloned()
+    }
+
+    fn table_action(
+        &self,
+        table: &Table,
+        table_name: &str,
+        action_name: &str,
+    ) -> Result<Action, CliErrorKind> {
+        self.action_in(action_name, |a| table.has_action(a))
+            .ok_or_else(|| usage(format!("Table {table_name} has no action {action_name}")))
+    }
+
+    fn runtime_data(&self, action: &Action, params: &[&str]) -> Result<Vec<Vec<u8>>, CliErrorKind> {
+        if params.len() != action.params.len() {
+            return Err(usage(format!(
+                "Action {} needs {} parameters",
+                action.name,
+                action.params.len()
+            )));
+        }
+        values::parse_runtime_data(action, params)
+    }
+
+    // ---------------------------------------------------------------------
+    // program information
+
+    fn shell(&self, rest: &str, out: &mut String) -> R {
+        let result = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(rest)
+            .output();
+        match result {
+            Ok(o) => {
+                outln!(out, "{}", String::from_utf8_lossy(&o.stdout));
+                Ok(())
+            }
+            Err(e) => Err(usage(format!("cannot run shell command: {e}"))),
+        }
+    }
+
+    fn show_tables(&self, a: &[&str], out: &mut String) -> R {
+        exactly(a, 0)?;
+        for t in self.program.tables.values() {
+            outln!(out, "{}", table_str(t));
+        }
+        Ok(())
+    }
+
+    fn show_actions(&self, a: &[&str], out: &mut String) -> R {
+        exactly(a, 0)?;
+        for act in self.program.actions.values() {
+            outln!(out, "{}", action_str(act));
+        }
+        Ok(())
+    }
+
+    fn print_table_actions(&self, t: &Table, out: &mut String) {
+        let mut names: Vec<&String> = t.actions.iter().collect();
+        names.sort();
+        names.dedup();
+        for n in names {
+            if let Some(act) = self.program.actions.get(n) {
+                outln!(out, "{}", action_str(act));
+            }
+        }
+    }
+
+    fn table_show_actions(&self, a: &[&str], out: &mut String) -> R {
+        exactly(a, 1)?;
+        let t = self.table(a[0])?;
+        self.print_table_actions(&t, out);
+        Ok(())
+    }
+
+    fn table_info(&self, a: &[&str], out: &mut String) -> R {
+        exactly(a, 1)?;
+        let t = self.table(a[0])?;
+        outln!(out, "{}", table_str(&t));
+        outln!(out, "{}", "*".repeat(80));
+        self.print_table_actions(&t, out);
+        Ok(())
+    }
+
+    fn show_pvs(&self, a: &[&str], out: &mut String) -> R {
+        exactly(a, 0)?;
+        for v in self.program.parse_vsets.values() {
+            outln!(
+                out,
+                "{} [compressed bitwidth:{}]",
+                py::ljust(&v.name, 30),
+                v.bitwidth
+            );
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------
+    // direct tables
+
+    fn table_set_default(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        at_least(a, 2)?;
+        let (table_name, action_name) = (a[0], a[1]);
+        let table = self.table(table_name)?;
+        let action = self.table_action(&table, table_name, action_name)?;
+        if a.len() - 2 != action.params.len() {
+            return Err(usage(format!(
+                "Action {} needs {} parameters",
+                action_name,
+                action.params.len()
+            )));
+        }
+        let data = values::parse_runtime_data(&action, &a[2..])?;
+        outln!(out, "Setting default action of {table_name}");
+        outln!(out, "{} {}", py::ljust("action:", 20), action_name);
+        outln!(
+            out,
+            "{} {}",
+            py::ljust("runtime data:", 20),
+            data.iter()
+                .map(|d| py::printable_bytes(d))
+                .collect::<Vec<_>>()
+                .join("\t")
+        );
+        call(api.bm_mt_set_default_action(&table.name, &action.name, &data))
+    }
+
+    fn table_reset_default(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        exactly(a, 1)?;
+        let table = self.table(a[0])?;
+        call(api.bm_mt_reset_default_entry(&table.name))
+    }
+
+    fn table_num_entries(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 1)?;
+        let table = self.table(a[0])?;
+        let n = call(api.bm_mt_get_num_entries(&table.name))?;
+        outln!(out, "{n}");
+        Ok(())
+    }
+
+    fn table_clear(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        exactly(a, 1)?;
+        let table = self.table(a[0])?;
+        call(api.bm_mt_clear_entries(&table.name, false))
+    }
+
+    /// Pops the priority of ternary/range tables (0 for the others).
+    fn pop_priority(table: &Table, args: &mut Vec<&str>) -> Result<i32, CliErrorKind> {
+        if !table.match_kind.needs_priority() {
+            return Ok(0);
+        }
+        args.pop().and_then(py::int10_i32).ok_or_else(|| {
+            usage("Table is ternary, but could not extract a valid priority from args")
+        })
+    }
+
+    fn table_add(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        at_least(a, 3)?;
+        let (table_name, action_name) = (a[0], a[1]);
+        let table = self.table(table_name)?;
+        let action = self.table_action(&table, table_name, action_name)?;
+        let mut args = a.to_vec();
+        let priority = Self::pop_priority(&table, &mut args)?;
+        // Like runtime_CLI: without "=>", the last argument is dropped.
+        let rest = &args[2..];
+        let (keys, params): (&[&str], &[&str]) = match rest.iter().position(|x| *x == "=>") {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (&rest[..rest.len().saturating_sub(1)], &[]),
+        };
+        if keys.len() != table.key.len() {
+            return Err(usage(format!(
+                "Table {} needs {} key fields",
+                table_name,
+                table.key.len()
+            )));
+        }
+        let data = self.runtime_data(&action, params)?;
+        let key = values::parse_match_key(&table, keys)?;
+        outln!(
+            out,
+            "Adding entry to {} match table {}",
+            table.match_kind.as_str(),
+            table_name
+        );
+        outln!(
+            out,
+            "{} {}",
+            py::ljust("match key:", 20),
+            key.iter()
+                .map(values::match_param_to_str)
+                .collect::<Vec<_>>()
+                .join("\t")
+        );
+        outln!(out, "{} {}", py::ljust("action:", 20), action_name);
+        outln!(
+            out,
+            "{} {}",
+            py::ljust("runtime data:", 20),
+            data.iter()
+                .map(|d| py::printable_bytes(d))
+                .collect::<Vec<_>>()
+                .join("\t")
+        );
+        let options = BmAddEntryOptions {
+            priority: Some(priority),
+        };
+        let handle = call(api.bm_mt_add_entry(&table.name, &key, &action.name, &data, options))?;
+        outln!(out, "Entry has been added with handle {handle}");
+        Ok(())
+    }
+
+    fn table_set_timeout(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 3)?;
+        let table = self.table(a[0])?;
+        if !table.support_timeout {
+            return Err(usage(format!(
+                "Table {} does not support entry timeouts",
+                a[0]
+            )));
+        }
+        let handle = int_arg(a[1], "entry handle")?;
+        let timeout = int_arg(a[2], "timeout")?;
+        outln!(out, "Setting a {timeout} ms timeout for entry {handle}");
+        call(api.bm_mt_set_entry_ttl(&table.name, handle, timeout))
+    }
+
+    fn table_modify(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        at_least(a, 3)?;
+        let (table_name, action_name) = (a[0], a[1]);
+        let table = self.table(table_name)?;
+        let action = self.table_action(&table, table_name, action_name)?;
+        let handle = int_arg(a[2], "entry handle")?;
+        let params = if a.get(3) == Some(&"=>") {
+            &a[4..]
+        } else {
+            &a[3..]
+        };
+        let data = self.runtime_data(&action, params)?;
+        outln!(
+            out,
+            "Modifying entry {} for {} match table {}",
+            handle,
+            table.match_kind.as_str(),
+            table_name
+        );
+        call(api.bm_mt_modify_entry(&table.name, handle, &action.name, &data))
+    }
+
+    fn table_delete(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 2)?;
+        let table = self.table(a[0])?;
+        let handle = int_arg(a[1], "entry handle")?;
+        outln!(out, "Deleting entry {} from {}", handle, a[0]);
+        call(api.bm_mt_delete_entry(&table.name, handle))
+    }
+
+    // ---------------------------------------------------------------------
+    // action profiles and indirect tables
+
+    fn check_indirect(table: &Table) -> R {
+        if table.table_type == TableType::Simple {
+            return Err(usage("Cannot run this command on non-indirect table"));
+        }
+        Ok(())
+    }
+
+    fn check_indirect_ws(table: &Table) -> R {
+        if table.table_type != TableType::IndirectWs {
+            return Err(usage(
+                "Cannot run this command on non-indirect table, or on indirect table with no selector",
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_act_prof_ws(ap: &ActionProf) -> R {
+        if !ap.with_selection {
+            return Err(usage(
+                "Cannot run this command on an action profile without selector",
+            ));
+        }
+        Ok(())
+    }
+
+    fn act_prof_action(
+        &self,
+        ap: &ActionProf,
+        ap_name: &str,
+        action_name: &str,
+    ) -> Result<Action, CliErrorKind> {
+        self.action_in(action_name, |a| ap.actions.contains(a))
+            .ok_or_else(|| {
+                usage(format!(
+                    "Action profile '{ap_name}' has no action '{action_name}'"
+                ))
+            })
+    }
+
+    fn act_prof_create_member(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        at_least(a, 2)?;
+        let ap = self.act_prof(a[0])?;
+        let action = self.act_prof_action(&ap, a[0], a[1])?;
+        let data = self.runtime_data(&action, &a[2..])?;
+        let h = call(api.bm_mt_act_prof_add_member(&ap.name, &action.name, &data))?;
+        outln!(out, "Member has been created with handle {h}");
+        Ok(())
+    }
+
+    fn act_prof_delete_member(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        exactly(a, 2)?;
+        let ap = self.act_prof(a[0])?;
+        let mbr = int_arg(a[1], "member handle")?;
+        call(api.bm_mt_act_prof_delete_member(&ap.name, mbr))
+    }
+
+    fn act_prof_modify_member(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        at_least(a, 3)?;
+        let ap = self.act_prof(a[0])?;
+        let action = self.act_prof_action(&ap, a[0], a[1])?;
+        let mbr = int_arg(a[2], "member handle")?;
+        let params = if a.get(3) == Some(&"=>") {
+            &a[4..]
+        } else {
+            &a[3..]
+        };
+        let data = self.runtime_data(&action, params)?;
+        call(api.bm_mt_act_prof_modify_member(&ap.name, mbr, &action.name, &data))
+    }
+
+    fn table_indirect_add(
+        &self,
+        api: &mut dyn RuntimeApi,
+        a: &[&str],
+        out: &mut String,
+        ws: bool,
+    ) -> R {
+        at_least(a, 2)?;
+        let table = self.table(a[0])?;
+        if ws {
+            Self::check_indirect_ws(&table)?;
+        } else {
+            Self::check_indirect(&table)?;
+        }
+        let mut args = a.to_vec();
+        let priority = Self::pop_priority(&table, &mut args)?;
+        let Some(i) = args.iter().skip(1).position(|x| *x == "=>").map(|i| i + 1) else {
+            return Err(usage("Invalid arguments, could not find handle"));
+        };
+        if args.len() != i + 2 {
+            return Err(usage("Invalid arguments, could not find handle"));
+        }
+        let keys = &args[1..i];
+        let handle = int_arg(args[i + 1], "handle")?;
+        if keys.len() != table.key.len() {
+            return Err(usage(format!(
+                "Table {} needs {} key fields",
+                a[0],
+                table.key.len()
+            )));
+        }
+        let key = values::parse_match_key(&table, keys)?;
+        outln!(out, "Adding entry to indirect match table {}", table.name);
+        let options = BmAddEntryOptions {
+            priority: Some(priority),
+        };
+        let h = if ws {
+            call(api.bm_mt_indirect_ws_add_entry(&table.name, &key, handle, options))?
+        } else {
+            call(api.bm_mt_indirect_add_entry(&table.name, &key, handle, options))?
+        };
+        outln!(out, "Entry has been added with handle {h}");
+        Ok(())
+    }
+
+    fn table_indirect_delete(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 2)?;
+        let table = self.table(a[0])?;
+        Self::check_indirect(&table)?;
+        let handle = int_arg(a[1], "entry handle")?;
+        outln!(out, "Deleting entry {} from {}", handle, a[0]);
+        call(api.bm_mt_indirect_delete_entry(&table.name, handle))
+    }
+
+    fn table_indirect_set_default(&self, api: &mut dyn RuntimeApi, a: &[&str], ws: bool) -> R {
+        exactly(a, 2)?;
+        let table = self.table(a[0])?;
+        if ws {
+            Self::check_indirect_ws(&table)?;
+        } else {
+            Self::check_indirect(&table)?;
+        }
+        let handle = int_arg(a[1], "handle")?;
+        if ws {
+            call(api.bm_mt_indirect_ws_set_default_group(&table.name, handle))
+        } else {
+            call(api.bm_mt_indirect_set_default_member(&table.name, handle))
+        }
+    }
+
+    fn table_indirect_reset_default(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        exactly(a, 1)?;
+        let table = self.table(a[0])?;
+        call(api.bm_mt_indirect_reset_default_entry(&table.name))
+    }
+
+    fn act_prof_create_group(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 1)?;
+        let ap = self.act_prof(a[0])?;
+        Self::check_act_prof_ws(&ap)?;
+        let h = call(api.bm_mt_act_prof_create_group(&ap.name))?;
+        outln!(out, "Group has been created with handle {h}");
+        Ok(())
+    }
+
+    fn act_prof_delete_group(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        exactly(a, 2)?;
+        let ap = self.act_prof(a[0])?;
+        Self::check_act_prof_ws(&ap)?;
+        let grp = int_arg(a[1], "group handle")?;
+        call(api.bm_mt_act_prof_delete_group(&ap.name, grp))
+    }
+
+    fn act_prof_member_group(&self, api: &mut dyn RuntimeApi, a: &[&str], add: bool) -> R {
+        exactly(a, 3)?;
+        let ap = self.act_prof(a[0])?;
+        Self::check_act_prof_ws(&ap)?;
+        let mbr = int_arg(a[1], "member handle")?;
+        let grp = int_arg(a[2], "group handle")?;
+        if add {
+            call(api.bm_mt_act_prof_add_member_to_group(&ap.name, mbr, grp))
+        } else {
+            call(api.bm_mt_act_prof_remove_member_from_group(&ap.name, mbr, grp))
+        }
+    }
+
+    /// The legacy `table_indirect_*` / `table_dump_member|group` commands:
+    /// the table's action profile replaces the table name.
+    fn legacy(
+        &mut self,
+        api: &mut dyn RuntimeApi,
+        a: &[&str],
+        out: &mut String,
+        substitute: &str,
+        with_selection: bool,
+        strict: bool,
+    ) -> R {
+        at_least(a, 1)?;
+        let table = self.table(a[0])?;
+        if with_selection {
+            Self::check_indirect_ws(&table)?;
+        } else {
+            Self::check_indirect(&table)?;
+        }
+        let Some(ap_name) = table.action_prof.clone() else {
+            return Err(usage("Cannot run this command on non-indirect table"));
+        };
+        let ref_cnt = self
+            .program
+            .action_profs
+            .get(&ap_name)
+            .map_or(0, |ap| ap.ref_cnt);
+        if strict && ref_cnt > 1 {
+            return Err(usage(
+                "Legacy command does not work with shared action profiles",
+            ));
+        }
+        let mut args = a.to_vec();
+        args[0] = &ap_name;
+        self.dispatch(api, substitute, &args.join(" "), out)
+    }
+
+    fn act_prof_dump_member(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 2)?;
+        let ap = self.act_prof(a[0])?;
+        let mbr = int_arg(a[1], "member handle")?;
+        let m = call(api.bm_mt_act_prof_get_member(&ap.name, mbr))?;
+        dump_one_member(out, &m);
+        Ok(())
+    }
+
+    fn act_prof_dump_group(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 2)?;
+        let ap = self.act_prof(a[0])?;
+        let grp = int_arg(a[1], "group handle")?;
+        let g = call(api.bm_mt_act_prof_get_group(&ap.name, grp))?;
+        dump_one_group(out, &g);
+        Ok(())
+    }
+
+    fn dump_act_prof(api: &mut dyn RuntimeApi, ap: &ActionProf, out: &mut String) -> R {
+        let members = call(api.bm_mt_act_prof_get_members(&ap.name))?;
+        outln!(out, "==========");
+        outln!(out, "MEMBERS");
+        for m in &members {
+            outln!(out, "**********");
+            dump_one_member(out, m);
+        }
+        if ap.with_selection {
+            let groups = call(api.bm_mt_act_prof_get_groups(&ap.name))?;
+            outln!(out, "==========");
+            outln!(out, "GROUPS");
+            for g in &groups {
+                outln!(out, "**********");
+                dump_one_group(out, g);
+            }
+        }
+        Ok(())
+    }
+
+    fn act_prof_dump(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 1)?;
+        let ap = self.act_prof(a[0])?;
+        Self::dump_act_prof(api, &ap, out)
+    }
+
+    // ---------------------------------------------------------------------
+    // dumps
+
+    fn table_dump_entry(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 2)?;
+        let table = self.table(a[0])?;
+        let handle = int_arg(a[1], "entry handle")?;
+        let e = call(api.bm_mt_get_entry(&table.name, handle))?;
+        dump_one_entry(out, &table, &e);
+        Ok(())
+    }
+
+    fn table_dump(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 1)?;
+        let table = self.table(a[0])?;
+        let entries = call(api.bm_mt_get_entries(&table.name))?;
+        outln!(out, "==========");
+        outln!(out, "TABLE ENTRIES");
+        for e in &entries {
+            outln!(out, "**********");
+            dump_one_entry(out, &table, e);
+        }
+        let ap = table
+            .action_prof
+            .as_ref()
+            .and_then(|n| self.program.action_profs.get(n));
+        if let (TableType::Indirect | TableType::IndirectWs, Some(ap)) = (table.table_type, ap) {
+            Self::dump_act_prof(api, ap, out)?;
+        }
+        let default = call(api.bm_mt_get_default_entry(&table.name))?;
+        outln!(out, "==========");
+        outln!(out, "Dumping default entry");
+        dump_action_entry(out, &default);
+        outln!(out, "==========");
+        Ok(())
+    }
+
+    fn table_dump_entry_from_key(
+        &self,
+        api: &mut dyn RuntimeApi,
+        a: &[&str],
+        out: &mut String,
+    ) -> R {
+        at_least(a, 1)?;
+        let table = self.table(a[0])?;
+        let mut args = a.to_vec();
+        let priority = Self::pop_priority(&table, &mut args)?;
+        let keys = &args[1..];
+        if keys.len() != table.key.len() {
+            return Err(usage(format!(
+                "Table {} needs {} key fields",
+                a[0],
+                table.key.len()
+            )));
+        }
+        let key = values::parse_match_key(&table, keys)?;
+        let options = BmAddEntryOptions {
+            priority: Some(priority),
+        };
+        let e = call(api.bm_mt_get_entry_from_key(&table.name, &key, options))?;
+        dump_one_entry(out, &table, &e);
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------
+    // multicast
+
+    fn mgrp(s: &str) -> Result<i32, CliErrorKind> {
+        py::int10_i32(s).ok_or_else(|| usage("Bad format for multicast group id"))
+    }
+
+    fn node_handle(s: &str) -> Result<i32, CliErrorKind> {
+        py::int10_i32(s).ok_or_else(|| usage("Bad format for node handle"))
+    }
+
+    fn ports_to_port_map(ports: &[&str], description: &str) -> Result<String, CliErrorKind> {
+        let mut nums = Vec::with_capacity(ports.len());
+        for p in ports {
+            match py::int10_i64(p) {
+                Some(n) if (0..=i64::from(u16::MAX) * 16).contains(&n) => nums.push(n as u32),
+                _ => return Err(usage(format!("'{p}' is not a valid {description} number"))),
+            }
+        }
+        nums.sort_unstable();
+        if let Some(w) = nums.windows(2).find(|w| w[0] == w[1]) {
+            return Err(usage(format!(
+                "Found duplicate {} number '{}'",
+                description, w[0]
+            )));
+        }
+        Ok(crate::api::ports_to_port_map(&nums))
+    }
+
+    fn ports_and_lags(args: &[&str]) -> Result<(String, String), CliErrorKind> {
+        // args[0] is the rid or node handle; ports run up to an optional "|".
+        let bar = args
+            .iter()
+            .skip(1)
+            .position(|x| *x == "|")
+            .map_or(args.len(), |i| i + 1);
+        let ports = args.get(1..bar).unwrap_or(&[]);
+        let lags = args.get(bar + 1..).unwrap_or(&[]);
+        Ok((
+            Self::ports_to_port_map(ports, "port")?,
+            Self::ports_to_port_map(lags, "lag")?,
+        ))
+    }
+
+    fn mc_mgrp(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String, create: bool) -> R {
+        exactly(a, 1)?;
+        let mgrp = Self::mgrp(a[0])?;
+        if create {
+            outln!(out, "Creating multicast group {mgrp}");
+            call(api.bm_mc_mgrp_create(mgrp)).map(|_| ())
+        } else {
+            outln!(out, "Destroying multicast group {mgrp}");
+            call(api.bm_mc_mgrp_destroy(mgrp))
+        }
+    }
+
+    fn mc_node_create(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        at_least(a, 1)?;
+        let rid = py::int10_i32(a[0]).ok_or_else(|| usage("Bad format for rid"))?;
+        let (ports, lags) = Self::ports_and_lags(a)?;
+        outln!(
+            out,
+            "Creating node with rid {rid} , port map {ports} and lag map {lags}"
+        );
+        let h = call(api.bm_mc_node_create(rid, &ports, &lags))?;
+        outln!(out, "node was created with handle {h}");
+        Ok(())
+    }
+
+    fn mc_node_update(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        at_least(a, 2)?;
+        let h = Self::node_handle(a[0])?;
+        let (ports, lags) = Self::ports_and_lags(a)?;
+        outln!(
+            out,
+            "Updating node {h} with port map {ports} and lag map {lags}"
+        );
+        call(api.bm_mc_node_update(h, &ports, &lags))
+    }
+
+    fn mc_node_associate(
+        &self,
+        api: &mut dyn RuntimeApi,
+        a: &[&str],
+        out: &mut String,
+        assoc: bool,
+    ) -> R {
+        exactly(a, 2)?;
+        let mgrp = Self::mgrp(a[0])?;
+        let h = Self::node_handle(a[1])?;
+        if assoc {
+            outln!(out, "Associating node {h} to multicast group {mgrp}");
+            call(api.bm_mc_node_associate(mgrp, h))
+        } else {
+            outln!(out, "Dissociating node {h} from multicast group {mgrp}");
+            call(api.bm_mc_node_dissociate(mgrp, h))
+        }
+    }
+
+    fn mc_node_destroy(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 1)?;
+        let h = Self::node_handle(a[0])?;
+        outln!(out, "Destroying node {h}");
+        call(api.bm_mc_node_destroy(h))
+    }
+
+    fn mc_set_lag_membership(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        at_least(a, 2)?;
+        let lag = py::int10_i64(a[0])
+            .and_then(|v| i16::try_from(v).ok())
+            .ok_or_else(|| usage("Bad format for lag index"))?;
+        let ports = Self::ports_to_port_map(&a[1..], "lag")?;
+        outln!(out, "Setting lag membership: {lag} <- {ports}");
+        call(api.bm_mc_set_lag_membership(lag, &ports))
+    }
+
+    fn mc_dump(&self, api: &mut dyn RuntimeApi, out: &mut String) -> R {
+        let text = call(api.bm_mc_get_entries())?;
+        let Ok(json) = serde_json::from_str::<Value>(&text) else {
+            outln!(out, "Exception when retrieving MC entries");
+            return Ok(());
+        };
+        let list = |v: &Value, k: &str| -> Vec<Value> {
+            v.get(k)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let join = |v: &Value| -> String {
+            v.as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default()
+        };
+        let l1: Vec<Value> = list(&json, "l1_handles");
+        let l2: Vec<Value> = list(&json, "l2_handles");
+        outln!(out, "==========");
+        outln!(out, "MC ENTRIES");
+        for mgrp in list(&json, "mgrps") {
+            outln!(out, "**********");
+            outln!(
+                out,
+                "mgrp({})",
+                mgrp.get("id").map(Value::to_string).unwrap_or_default()
+            );
+            for h in list(&mgrp, "l1_handles") {
+                let node = l1.iter().find(|n| n.get("handle") == Some(&h));
+                let rid = node
+                    .and_then(|n| n.get("rid"))
+                    .map(Value::to_string)
+                    .unwrap_or_default();
+                let l2h = node.and_then(|n| n.get("l2_handle"));
+                let l2e = l2.iter().find(|n| l2h.is_some() && n.get("handle") == l2h);
+                let ports = l2e
+                    .and_then(|e| e.get("ports"))
+                    .map(join)
+                    .unwrap_or_default();
+                let lags = l2e
+                    .and_then(|e| e.get("lags"))
+                    .map(join)
+                    .unwrap_or_default();
+                outln!(
+                    out,
+                    "  -> (L1h={h}, rid={rid}) -> (ports=[{ports}], lags=[{lags}])"
+                );
+            }
+        }
+        outln!(out, "==========");
+        outln!(out, "LAGS");
+        if json.get("lags").is_some() {
+            for lag in list(&json, "lags") {
+                let id = lag.get("id").map(Value::to_string).unwrap_or_default();
+                let ports = lag.get("ports").map(join).unwrap_or_default();
+                outln!(out, "lag({id}) -> ports=[{ports}]");
+            }
+        } else {
+            outln!(out, "None for this PRE type");
+        }
+        outln!(out, "==========");
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------
+    // configuration
+
+    fn load_new_config_file(
+        &mut self,
+        api: &mut dyn RuntimeApi,
+        a: &[&str],
+        out: &mut String,
+    ) -> R {
+        exactly(a, 1)?;
+        let path = std::path::Path::new(a[0]);
+        if !path.is_file() {
+            return Err(usage("Not a valid filename"));
+        }
+        outln!(out, "Loading new Json config");
+        let text = std::fs::read_to_string(path).map_err(|_| usage("Not a valid filename"))?;
+        if serde_json::from_str::<Value>(&text).is_err() {
+            return Err(usage("Not a valid JSON file"));
+        }
+        let program = Program::from_json_str(&text).map_err(|e| usage(e.to_string()))?;
+        call(api.bm_load_new_config(&text))?;
+        // Like simple_switch_CLI, the CLI switches to the new program at once.
+        self.program = program;
+        Ok(())
+    }
+
+    fn write_config_to_file(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        exactly(a, 1)?;
+        let json = call(api.bm_get_config())?;
+        std::fs::write(a[0], json).map_err(|e| usage(format!("cannot write {}: {}", a[0], e)))
+    }
+
+    fn serialize_state(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        exactly(a, 1)?;
+        let state = call(api.bm_serialize_state())?;
+        std::fs::write(a[0], state).map_err(|e| usage(format!("cannot write {}: {}", a[0], e)))
+    }
+
+    fn switch_info(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 0)?;
+        let info = call(api.bm_mgmt_get_info())?;
+        let opt = |s: &Option<String>| s.clone().unwrap_or_else(|| "None".to_string());
+        let rows = [
+            ("device_id", info.device_id.to_string()),
+            ("thrift_port", info.thrift_port.to_string()),
+            ("notifications_socket", opt(&info.notifications_socket)),
+            ("elogger_socket", opt(&info.elogger_socket)),
+            ("debugger_socket", opt(&info.debugger_socket)),
+        ];
+        let w = 5 + rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+        for (n, v) in rows {
+            outln!(out, "{}: {}", py::ljust(n, w), v);
+        }
+        Ok(())
+    }
+
+    fn port_add(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        at_least(a, 2)?;
+        let port = py::int10_i32(a[1])
+            .ok_or_else(|| usage("Bad format for port_num, must be an integer"))?;
+        let pcap = a.get(2).copied().unwrap_or("");
+        call(api.bm_dev_mgr_add_port(a[0], port, pcap))
+    }
+
+    fn port_remove(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        exactly(a, 1)?;
+        let port = py::int10_i32(a[0])
+            .ok_or_else(|| usage("Bad format for port_num, must be an integer"))?;
+        call(api.bm_dev_mgr_remove_port(port))
+    }
+
+    fn show_ports(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 0)?;
+        let ports = call(api.bm_dev_mgr_show_ports())?;
+        outln!(
+            out,
+            "{}{}{}extra info",
+            py::center("port #", 10),
+            py::center("iface name", 20),
+            py::center("status", 10)
+        );
+        outln!(out, "{}", "=".repeat(50));
+        for p in ports {
+            let status = if p.is_up { "UP" } else { "DOWN" };
+            let extra = p
+                .extra
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            outln!(
+                out,
+                "{}{}{}{}",
+                py::center(&p.port_num.to_string(), 10),
+                py::center(&p.iface_name, 20),
+                py::center(status, 10),
+                extra
+            );
+        }
+        Ok(())
+    }
+
+    fn set_crc_parameters(&self, api: &mut dyn RuntimeApi, a: &[&str], width: u32) -> R {
+        exactly(a, 6)?;
+        let name = a[0];
+        if self.program.custom_crc_calcs.get(name) != Some(&width) {
+            return Err(usage(format!("Invalid crc{width}_custom name ({name})")));
+        }
+        // runtime_CLI's hex_to_i16 / hex_to_i32: int(x, 0), at most `width`
+        // bits; the bit pattern is what matters.
+        let num = |s: &str| -> Result<u32, CliErrorKind> {
+            let v = py::parse_int0(s)
+                .and_then(|v| v.to_i64())
+                .ok_or_else(|| usage(format!("Bad format for {s}, expected integer")))?;
+            let max = (1i64 << width) - 1;
+            if v > max {
+                return Err(usage(format!("Integer cannot fit within {width} bits")));
+            }
+            if v < -(1i64 << (width - 1)) {
+                return Err(usage(format!("Integer cannot fit within {width} bits")));
+            }
+            Ok((v & max) as u32)
+        };
+        let flag = |s: &str| -> Result<bool, CliErrorKind> {
+            match s {
+                "true" | "True" => Ok(true),
+                "false" | "False" => Ok(false),
+                _ => py::parse_int0(s)
+                    .map(|v| !v.is_zero())
+                    .ok_or_else(|| usage("Invalid bool parameter")),
+            }
+        };
+        let (poly, init, xor) = (num(a[1])?, num(a[2])?, num(a[3])?);
+        let (refl_data, refl_rem) = (flag(a[4])?, flag(a[5])?);
+        if width == 16 {
+            let config = BmCrc16Config {
+                polynomial: poly as u16,
+                initial_remainder: init as u16,
+                final_xor_value: xor as u16,
+                data_reflected: refl_data,
+                remainder_reflected: refl_rem,
+            };
+            call(api.bm_set_crc16_custom_parameters(name, config))
+        } else {
+            let config = BmCrc32Config {
+                polynomial: poly,
+                initial_remainder: init,
+                final_xor_value: xor,
+                data_reflected: refl_data,
+                remainder_reflected: refl_rem,
+            };
+            call(api.bm_set_crc32_custom_parameters(name, config))
+        }
+    }
+
+    fn set_toeplitz_hash_key(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        exactly(a, 2)?;
+        let s = a[1].as_bytes();
+        if !s.len().is_multiple_of(2) || !s.iter().all(u8::is_ascii_hexdigit) {
+            return Err(usage("Toeplitz hash key must be a hex string"));
+        }
+        let key: Vec<u8> = s
+            .chunks(2)
+            .map(|c| {
+                let hi = (c[0] as char).to_digit(16).unwrap_or(0);
+                let lo = (c[1] as char).to_digit(16).unwrap_or(0);
+                (hi * 16 + lo) as u8
+            })
+            .collect();
+        if !key.len().is_multiple_of(4) {
+            return Err(usage(
+                "Toeplitz hash key must be a multiple of 4 bytes in length",
+            ));
+        }
+        call(api.bm_set_toeplitz_hash_key(a[0], &key))
+    }
+
+    // ---------------------------------------------------------------------
+    // counters, meters, registers, value sets
+
+    fn meter_rates(
+        rates: &[&str],
+        rate_count: usize,
+    ) -> Result<Vec<BmMeterRateConfig>, CliErrorKind> {
+        if rates.len() != rate_count {
+            return Err(usage(format!(
+                "Invalid number of rates, expected {} but got {}",
+                rate_count,
+                rates.len()
+            )));
+        }
+        rates
+            .iter()
+            .map(|r| {
+                let parts: Vec<&str> = r.split(':').collect();
+                let [rate, burst] = parts[..] else {
+                    return Err(usage("Error while parsing rates"));
+                };
+                let units_per_micros =
+                    py::parse_float(rate).ok_or_else(|| usage("Error while parsing rates"))?;
+                let burst_size = py::int10_i64(burst)
+                    .and_then(|b| u32::try_from(b).ok())
+                    .ok_or_else(|| usage("Error while parsing rates"))?;
+                Ok(BmMeterRateConfig {
+                    units_per_micros,
+                    burst_size,
+                })
+            })
+            .collect()
+    }
+
+    fn meter(&self, name: &str) -> Result<crate::program::MeterArray, CliErrorKind> {
+        self.program
+            .meter_array(name)
+            .cloned()
+            .ok_or_else(|| usage(format!("Invalid meter name ({name})")))
+    }
+
+    fn meter_array_set_rates(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        at_least(a, 1)?;
+        let meter = self.meter(a[0])?;
+        let rates = Self::meter_rates(&a[1..], meter.rate_count)?;
+        call(api.bm_meter_array_set_rates(&meter.name, &rates))
+    }
+
+    fn meter_set_rates(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        at_least(a, 2)?;
+        let meter = self.meter(a[0])?;
+        let index = int_arg(a[1], "index")?;
+        let rates = Self::meter_rates(&a[2..], meter.rate_count)?;
+        match &meter.binding {
+            Some(table) => call(api.bm_mt_set_meter_rates(table, index, &rates)),
+            None => call(api.bm_meter_set_rates(&meter.name, index, &rates)),
+        }
+    }
+
+    fn meter_get_rates(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 2)?;
+        let meter = self.meter(a[0])?;
+        let index = int_arg(a[1], "index")?;
+        let rates = match &meter.binding {
+            Some(table) => call(api.bm_mt_get_meter_rates(table, index))?,
+            None => call(api.bm_meter_get_rates(&meter.name, index))?,
+        };
+        if rates.len() != meter.rate_count {
+            outln!(
+                out,
+                "WARNING: expected {} rates but only received {}",
+                meter.rate_count,
+                rates.len()
+            );
+        }
+        for (i, r) in rates.iter().enumerate() {
+            outln!(
+                out,
+                "{}: info rate = {}, burst size = {}",
+                i,
+                py::float_repr(r.units_per_micros),
+                r.burst_size
+            );
+        }
+        Ok(())
+    }
+
+    fn counter(&self, name: &str) -> Result<crate::program::CounterArray, CliErrorKind> {
+        self.program
+            .counter_array(name)
+            .cloned()
+            .ok_or_else(|| usage(format!("Invalid counter name ({name})")))
+    }
+
+    fn counter_read(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 2)?;
+        let counter = self.counter(a[0])?;
+        let index = int_arg(a[1], "index")?;
+        let value = match &counter.binding {
+            Some(table) => {
+                outln!(out, "this is the direct counter for table {table}");
+                call(api.bm_mt_read_counter(table, index))?
+            }
+            None => call(api.bm_counter_read(&counter.name, index))?,
+        };
+        outln!(
+            out,
+            "{}[{}]= ({} bytes, {} packets)",
+            a[0],
+            index,
+            value.bytes as i64,
+            value.packets as i64
+        );
+        Ok(())
+    }
+
+    fn counter_write(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 4)?;
+        let counter = self.counter(a[0])?;
+        let index = int_arg(a[1], "index")?;
+        let packets = py::int10_i64(a[2]).ok_or_else(|| usage("Bad format for packets"))?;
+        let bytes = py::int10_i64(a[3]).ok_or_else(|| usage("Bad format for bytes"))?;
+        // Thrift carries i64; bmv2 reads the bits as unsigned.
+        let value = BmCounterValue {
+            bytes: bytes as u64,
+            packets: packets as u64,
+        };
+        match &counter.binding {
+            Some(table) => {
+                outln!(out, "writing to direct counter for table {table}");
+                call(api.bm_mt_write_counter(table, index, value))?;
+            }
+            None => call(api.bm_counter_write(&counter.name, index, value))?,
+        }
+        outln!(out, "{}[{}] has been updated", a[0], index);
+        Ok(())
+    }
+
+    fn counter_reset(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 1)?;
+        let counter = self.counter(a[0])?;
+        match &counter.binding {
+            Some(table) => {
+                outln!(out, "this is the direct counter for table {table}");
+                call(api.bm_mt_reset_counters(table))
+            }
+            None => call(api.bm_counter_reset_all(&counter.name)),
+        }
+    }
+
+    fn register(&self, name: &str) -> Result<crate::program::RegisterArray, CliErrorKind> {
+        self.program
+            .register_array(name)
+            .cloned()
+            .ok_or_else(|| usage(format!("Invalid register name ({name})")))
+    }
+
+    fn register_read(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        at_least(a, 1)?;
+        let reg = self.register(a[0])?;
+        if a.len() > 1 {
+            exactly(a, 2)?;
+            let index = int_arg(a[1], "index")?;
+            let v = call(api.bm_register_read(&reg.name, index))?;
+            outln!(out, "{}[{}]= {}", a[0], index, v);
+        } else {
+            let values = call(api.bm_register_read_all(&reg.name))?;
+            let values: Vec<String> = values.iter().map(i64::to_string).collect();
+            outln!(out, "{}= {}", a[0], values.join(", "));
+        }
+        Ok(())
+    }
+
+    fn register_write(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        exactly(a, 3)?;
+        let reg = self.register(a[0])?;
+        let index = int_arg(a[1], "index")?;
+        let value =
+            py::int10_i64(a[2]).ok_or_else(|| usage("Bad format for value, must be an integer"))?;
+        call(api.bm_register_write(&reg.name, index, value))
+    }
+
+    fn register_reset(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        exactly(a, 1)?;
+        let reg = self.register(a[0])?;
+        call(api.bm_register_reset(&reg.name))
+    }
+
+    fn pvs(&self, name: &str) -> Result<crate::program::ParseVSet, CliErrorKind> {
+        self.program
+            .parse_vset(name)
+            .cloned()
+            .ok_or_else(|| usage(format!("Invalid parser value set name ({name})")))
+    }
+
+    fn pvs_add_remove(&self, api: &mut dyn RuntimeApi, a: &[&str], add: bool) -> R {
+        exactly(a, 2)?;
+        let pvs = self.pvs(a[0])?;
+        let v = values::parse_pvs_value(a[1], pvs.bitwidth).map_err(usage)?;
+        if add {
+            call(api.bm_parse_vset_add(&pvs.name, &v))
+        } else {
+            call(api.bm_parse_vset_remove(&pvs.name, &v))
+        }
+    }
+
+    fn pvs_get(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        exactly(a, 1)?;
+        let pvs = self.pvs(a[0])?;
+        for v in call(api.bm_parse_vset_get(&pvs.name))? {
+            outln!(out, "{}", py::hexstr(&v));
+        }
+        Ok(())
+    }
+
+    fn pvs_clear(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        exactly(a, 1)?;
+        let pvs = self.pvs(a[0])?;
+        call(api.bm_parse_vset_clear(&pvs.name))
+    }
+
+    // ---------------------------------------------------------------------
+    // simple_switch
+
+    fn set_queue(&self, api: &mut dyn RuntimeApi, a: &[&str], depth: bool) -> R {
+        at_least(a, 1)?;
+        let what = if depth { "nb_pkts" } else { "rate_pps" };
+        let v = parse_int(a[0], what)?;
+        match a.len() {
+            1 => {
+                if depth {
+                    call(api.set_all_egress_queue_depths(v))?;
+                } else {
+                    call(api.set_all_egress_queue_rates(i64::from(v)))?;
+                }
+            }
+            2 => {
+                let port = parse_int(a[1], "egress_port")?;
+                if depth {
+                    call(api.set_egress_queue_depth(port, v))?;
+                } else {
+                    call(api.set_egress_queue_rate(port, i64::from(v)))?;
+                }
+            }
+            _ => {
+                let port = parse_int(a[1], "egress_port")?;
+                let prio = parse_int(a[2], "priority")?;
+                if depth {
+                    call(api.set_egress_priority_queue_depth(port, prio, v))?;
+                } else {
+                    call(api.set_egress_priority_queue_rate(port, prio, i64::from(v)))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn mirroring_add(&self, api: &mut dyn RuntimeApi, a: &[&str], mc: bool) -> R {
+        exactly(a, 2)?;
+        let id = parse_int(a[0], "mirror_id")?;
+        let config = if mc {
+            MirroringSessionConfig {
+                port: None,
+                mgid: Some(parse_int(a[1], "mgrp")?),
+            }
+        } else {
+            MirroringSessionConfig {
+                port: Some(parse_int(a[1], "egress_port")?),
+                mgid: None,
+            }
+        };
+        call(api.mirroring_session_add(id, config))
+    }
+}
+
+/// Parses a match key for `table` from simple_switch_CLI key syntax
+/// (`v`, `v/len`, `v&&&mask`, `lo->hi`, `0|1`), one string per key field.
+pub fn parse_match_key(table: &Table, fields: &[&str]) -> Result<Vec<BmMatchParam>, CliErrorKind> {
+    if fields.len() != table.key.len() {
+        return Err(usage(format!(
+            "Table {} needs {} key fields",
+            table.name,
+            table.key.len()
+        )));
+    }
+    values::parse_match_key(table, fields)
+}

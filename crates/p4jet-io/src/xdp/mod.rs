@@ -731,7 +731,9 @@ impl Port for AfXdpPort {
         let Some(xsk) = self.xsks.first_mut() else {
             return Ok(0);
         };
-        xsk.reclaim();
+        if xsk.tx_free.len() < frames.len() {
+            xsk.reclaim();
+        }
         let mut kicked = false;
         for (i, fr) in frames.iter().enumerate() {
             if fr.is_empty() || fr.len() > self.max_tx {

@@ -180,10 +180,11 @@ enum Index {
     Tss(Tss),
 }
 
+/// The per-entry data a lookup touches (kept apart from the cold match keys).
 #[derive(Clone)]
 struct Slot<V> {
     version: u8,
-    entry: Option<(MatchKey, V)>,
+    value: Option<V>,
 }
 
 /// A match table (see the crate docs).
@@ -195,6 +196,8 @@ pub struct Table<V> {
     kind: TableKind,
     max_size: usize,
     slots: Vec<Slot<V>>,
+    /// normalised match keys, parallel to `slots`
+    keys: Vec<Option<MatchKey>>,
     free: BTreeSet<u32>,
     len: usize,
     index: Index,
@@ -309,6 +312,7 @@ impl<V: Clone> Table<V> {
             kind,
             max_size: max_size.min(MAX_TABLE_SIZE),
             slots: Vec::new(),
+            keys: Vec::new(),
             free: BTreeSet::new(),
             len: 0,
             index,
@@ -509,7 +513,7 @@ impl<V: Clone> Table<V> {
                         Some(bm) => bm,
                         None => {
                             check = true;
-                            vec![0u8; f.nbytes]
+                            range_common_prefix_mask(low, high, &wm)
                         }
                     }
                 }
@@ -547,10 +551,7 @@ impl<V: Clone> Table<V> {
             Index::Tss(t) => {
                 let tk = self.tss_key(nk);
                 t.find(&tk, |e| {
-                    self.slots[e as usize]
-                        .entry
-                        .as_ref()
-                        .is_some_and(|(k, _)| k == nk)
+                    self.keys[e as usize].as_ref().is_some_and(|k| k == nk)
                 })
             }
         }
@@ -576,8 +577,9 @@ impl<V: Clone> Table<V> {
             None => {
                 self.slots.push(Slot {
                     version: 0,
-                    entry: None,
+                    value: None,
                 });
+                self.keys.push(None);
                 (self.slots.len() - 1) as u32
             }
         };
@@ -607,7 +609,8 @@ impl<V: Clone> Table<V> {
                 }
             }
         }
-        self.slots[idx as usize].entry = Some((nk, value));
+        self.slots[idx as usize].value = Some(value);
+        self.keys[idx as usize] = Some(nk);
         self.len += 1;
         Ok(self.handle_of(idx))
     }
@@ -615,7 +618,7 @@ impl<V: Clone> Table<V> {
     fn check_handle(&self, h: EntryHandle) -> Result<u32, TableError> {
         let idx = h & HANDLE_INDEX_MASK;
         match self.slots.get(idx as usize) {
-            Some(s) if s.entry.is_some() => {
+            Some(s) if s.value.is_some() => {
                 if u32::from(s.version) == h >> 24 {
                     Ok(idx)
                 } else {
@@ -629,9 +632,7 @@ impl<V: Clone> Table<V> {
     /// Replace the value of an entry.
     pub fn modify(&mut self, h: EntryHandle, value: V) -> Result<(), TableError> {
         let idx = self.check_handle(h)?;
-        if let Some((_, v)) = &mut self.slots[idx as usize].entry {
-            *v = value;
-        }
+        self.slots[idx as usize].value = Some(value);
         Ok(())
     }
 
@@ -640,10 +641,11 @@ impl<V: Clone> Table<V> {
     pub fn delete(&mut self, h: EntryHandle) -> Result<(), TableError> {
         let idx = self.check_handle(h)?;
         let slot = &mut self.slots[idx as usize];
-        let Some((nk, _)) = slot.entry.take() else {
+        slot.value = None;
+        slot.version = slot.version.wrapping_add(1);
+        let Some(nk) = self.keys[idx as usize].take() else {
             return Err(TableError::InvalidHandle);
         };
-        slot.version = slot.version.wrapping_add(1);
         match &mut self.index {
             Index::Exact(x) => x.remove(idx),
             Index::Dir(d) => {
@@ -663,6 +665,7 @@ impl<V: Clone> Table<V> {
     /// `table_clear` / `reset_state`).
     pub fn clear(&mut self) {
         self.slots = Vec::new();
+        self.keys = Vec::new();
         self.free.clear();
         self.len = 0;
         match &mut self.index {
@@ -676,7 +679,9 @@ impl<V: Clone> Table<V> {
     /// The entry (normalised key as bmv2 reports it, and value).
     pub fn get(&self, h: EntryHandle) -> Option<(&MatchKey, &V)> {
         let idx = self.check_handle(h).ok()?;
-        self.slots[idx as usize].entry.as_ref().map(|(k, v)| (k, v))
+        let k = self.keys[idx as usize].as_ref()?;
+        let v = self.slots[idx as usize].value.as_ref()?;
+        Some((k, v))
     }
 
     /// Handle of the entry with the same match key (after normalisation; and
@@ -688,18 +693,21 @@ impl<V: Clone> Table<V> {
 
     /// All entries in ascending handle-index order.
     pub fn iter(&self) -> impl Iterator<Item = (EntryHandle, &MatchKey, &V)> {
-        self.slots.iter().enumerate().filter_map(|(i, s)| {
-            s.entry
-                .as_ref()
-                .map(|(k, v)| ((u32::from(s.version) << 24) | i as u32, k, v))
-        })
+        self.slots
+            .iter()
+            .zip(&self.keys)
+            .enumerate()
+            .filter_map(|(i, (s, k))| {
+                let (k, v) = (k.as_ref()?, s.value.as_ref()?);
+                Some(((u32::from(s.version) << 24) | i as u32, k, v))
+            })
     }
 
     #[inline(always)]
     fn resolve(&self, idx: Option<u32>) -> Option<(EntryHandle, &V)> {
         let idx = idx?;
         let s = &self.slots[idx as usize];
-        let (_, v) = s.entry.as_ref()?;
+        let v = s.value.as_ref()?;
         Some(((u32::from(s.version) << 24) | idx, v))
     }
 
@@ -758,10 +766,10 @@ impl<V: Clone> Table<V> {
     /// Approximate heap + inline memory used by the table, in bytes.
     pub fn memory_bytes(&self) -> usize {
         let key_heap: usize = self
-            .slots
+            .keys
             .iter()
-            .filter_map(|s| s.entry.as_ref())
-            .map(|(k, _)| {
+            .flatten()
+            .map(|k| {
                 k.fields.capacity() * std::mem::size_of::<FieldMatch>()
                     + k.fields
                         .iter()
@@ -784,6 +792,7 @@ impl<V: Clone> Table<V> {
         };
         std::mem::size_of::<Self>()
             + self.slots.capacity() * std::mem::size_of::<Slot<V>>()
+            + self.keys.capacity() * std::mem::size_of::<Option<MatchKey>>()
             + self.free.len() * 8
             + key_heap
             + index
@@ -811,6 +820,25 @@ fn pack_lpm_free(k: &MatchKey) -> (Vec<u8>, u32) {
         }
     }
     (p, len)
+}
+
+/// Mask of the leading bits shared by every value of `[low, min(high, wm)]`
+/// (their common prefix): hashed, so that checked range entries are spread
+/// over chains by that prefix instead of all sharing one chain.
+fn range_common_prefix_mask(low: &[u8], high: &[u8], wm: &[u8]) -> Vec<u8> {
+    let mut m = vec![0u8; low.len()];
+    let above = high > wm;
+    for i in 0..low.len() {
+        let h = if above { wm[i] } else { high[i] };
+        let diff = low[i] ^ h;
+        if diff == 0 {
+            m[i] = 0xff & wm[i];
+            continue;
+        }
+        m[i] = !(0xffu8 >> diff.leading_zeros()) & wm[i];
+        break;
+    }
+    m
 }
 
 /// If the range `[low, high]` (container bytes; keys never exceed the

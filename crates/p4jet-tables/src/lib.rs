@@ -832,7 +832,7 @@ fn range_common_prefix_mask(low: &[u8], high: &[u8], wm: &[u8]) -> Vec<u8> {
         let h = if above { wm[i] } else { high[i] };
         let diff = low[i] ^ h;
         if diff == 0 {
-            m[i] = 0xff & wm[i];
+            m[i] = wm[i];
             continue;
         }
         m[i] = !(0xffu8 >> diff.leading_zeros()) & wm[i];

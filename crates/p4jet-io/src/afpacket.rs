@@ -107,12 +107,19 @@ pub struct AfPacketPort {
     tx_frame_size: usize,
     tx_frame_count: usize,
     tx_data_off: usize,
+    mtu: usize,
     tx_next: usize,
     tx_queued: usize,
     vlan_scratch: Vec<u8>,
     stats: PortStats,
     kernel_drops: std::cell::Cell<u64>,
     description: String,
+}
+
+/// Whether the frame carries an 802.1Q / 802.1ad tag (the kernel allows 4
+/// bytes over MTU + 14 for those).
+pub(crate) fn is_vlan_tagged(fr: &[u8]) -> bool {
+    fr.len() >= 18 && matches!([fr[12], fr[13]], [0x81, 0x00] | [0x88, 0xa8])
 }
 
 fn read_u32(p: *const u8, off: usize) -> u32 {
@@ -158,6 +165,10 @@ impl AfPacketPort {
         // PACKET_HDRLEN gives sizeof(struct tpacket3_hdr); the kernel sends
         // from TPACKET_ALIGN(that) (its tp_hdrlen minus a sockaddr_ll).
         let tx_data_off = (hdrlen as usize).next_multiple_of(libc::TPACKET_ALIGNMENT);
+        // Without PACKET_LOSS a frame the kernel rejects stays at the ring
+        // head as WRONG_FORMAT and nothing after it is ever sent.
+        setsockopt(raw, libc::SOL_PACKET, libc::PACKET_LOSS, &1 as &libc::c_int)
+            .map_err(|e| ctx(e, "PACKET_LOSS"))?;
         if opts.qdisc_bypass {
             setsockopt(
                 raw,
@@ -307,6 +318,7 @@ impl AfPacketPort {
             tx_frame_size: tx_frame_size as usize,
             tx_frame_count: tx_req.tp_frame_nr as usize,
             tx_data_off,
+            mtu: mtu as usize,
             tx_next: 0,
             tx_queued: 0,
             vlan_scratch: Vec::with_capacity(tx_frame_size as usize + 8),
@@ -321,9 +333,10 @@ impl AfPacketPort {
         &self.description
     }
 
-    /// Largest frame `send_batch` accepts.
+    /// Largest frame `send_batch` accepts: MTU + Ethernet header + one VLAN
+    /// tag (an untagged frame may be 4 bytes shorter), within a TX slot.
     pub fn max_tx_frame(&self) -> usize {
-        self.tx_frame_size - self.tx_data_off
+        (self.tx_frame_size - self.tx_data_off).min(self.mtu + 18)
     }
 
     fn block_ptr(&self, i: usize) -> *mut u8 {
@@ -452,7 +465,7 @@ impl Port for AfPacketPort {
         let max_len = self.max_tx_frame();
         let mut kicked = false;
         for (i, fr) in frames.iter().enumerate() {
-            if fr.len() > max_len || fr.is_empty() {
+            if fr.len() > max_len - 4 * usize::from(!is_vlan_tagged(fr)) || fr.len() < 14 {
                 self.stats.tx_dropped += 1;
                 continue;
             }

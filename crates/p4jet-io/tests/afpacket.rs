@@ -96,6 +96,7 @@ fn afpacket_both_directions_byte_for_byte() {
     let huge = vec![0u8; port.max_tx_frame() + 1];
     assert_eq!(port.send_batch(&[&huge]).unwrap(), 1);
     assert_eq!(port.stats().tx_dropped, 1);
+    check_oversize_in_batch(&mut port, &peer, 1500);
 }
 
 #[test]

@@ -631,7 +631,7 @@ impl AfXdpPort {
                 ""
             },
         );
-        let max_tx = (frame_size as usize).min(mtu as usize + 14 + 4);
+        let max_tx = (frame_size as usize).min(mtu as usize + 18);
         Ok(AfXdpPort {
             name: iface.to_string(),
             xsks,
@@ -736,7 +736,8 @@ impl Port for AfXdpPort {
         }
         let mut kicked = false;
         for (i, fr) in frames.iter().enumerate() {
-            if fr.is_empty() || fr.len() > self.max_tx {
+            let max = self.max_tx - 4 * usize::from(!crate::afpacket::is_vlan_tagged(fr));
+            if fr.len() < 14 || fr.len() > max {
                 self.stats.tx_dropped += 1;
                 continue;
             }

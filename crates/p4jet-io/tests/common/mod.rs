@@ -402,3 +402,21 @@ pub fn assert_frames_eq(got: &[Vec<u8>], want: &[Vec<u8>], what: &str) {
         }
     }
 }
+
+/// Sends `[ok, untagged MTU+15 bytes, ok2, tagged MTU+18]` through `port` and
+/// checks that the too-long untagged frame is dropped (counted) while the
+/// others (including the tagged MTU+18 one) reach `peer`.
+pub fn check_oversize_in_batch(port: &mut dyn p4jet_io::Port, peer: &RawSock, mtu: usize) {
+    let m = marker();
+    let ok = test_frame(m, 1, 100);
+    let bad = test_frame(m, 2, mtu + 15);
+    let ok2 = test_frame(m, 3, 200);
+    let tagged_max = test_frame_vlan(m, 4, mtu + 14, 5);
+    assert_eq!(tagged_max.len(), mtu + 18);
+    let before = port.stats().tx_dropped;
+    assert_eq!(port.send_batch(&[&ok, &bad, &ok2, &tagged_max]).unwrap(), 4);
+    port.flush().unwrap();
+    assert_eq!(port.stats().tx_dropped, before + 1);
+    let got = peer.recv_until(3, Duration::from_secs(2), |f| has_marker(f, m));
+    assert_frames_eq(&got, &[ok, ok2, tagged_max], "batch with an oversize frame");
+}

@@ -19,7 +19,7 @@ use std::time::Instant;
 use p4jet_engine::{ControlState, Engine, EngineConfig, Externs, Op, OpResult};
 
 pub use tm::QueueConfig;
-pub use worker::{PortCounters, Worker};
+pub use worker::{Core, PortCounters, STAGES, Worker};
 
 /// Where time comes from.
 #[derive(Debug, Clone)]

@@ -66,6 +66,24 @@ pub struct Core {
     /// Run-time problems reported (bad register index, loops...).
     pub errors: Vec<String>,
     seq: u64,
+    /// Measure time per stage (for `p4jet bench`).
+    pub timing: bool,
+    /// Nanoseconds spent per stage: parse, ingress, traffic manager, egress, deparse+tx.
+    pub stage_ns: [u64; 5],
+}
+
+/// Names of the stages of [`Core::stage_ns`].
+pub const STAGES: [&str; 5] = ["parse", "ingress", "tm", "egress", "deparse+tx"];
+
+#[inline]
+fn lap(on: bool, t: &mut Option<std::time::Instant>, acc: &mut u64) {
+    if on {
+        let now = std::time::Instant::now();
+        if let Some(t0) = t {
+            *acc += now.duration_since(*t0).as_nanos() as u64;
+        }
+        *t = Some(now);
+    }
 }
 
 fn field_value(e: &Engine, ctx: &PacketCtx, f: &FieldRef) -> Option<(u32, BigUint)> {
@@ -110,6 +128,8 @@ impl Worker {
                 trace_out: Vec::new(),
                 errors: Vec::new(),
                 seq: 0,
+                timing: false,
+                stage_ns: [0; 5],
             },
         }
     }
@@ -456,16 +476,12 @@ impl Core {
             e.std_set(&mut ctx.phv, std.qid, ctx.arch.qid as u128);
             ctx.clone = None;
             ctx.recirculate = None;
-            ctx.truncate = ctx.truncate.take();
         }
-        e.run_control(
-            cs,
-            &self.externs,
-            Pipeline::Egress,
-            &mut batch,
-            &mut self.scratch,
-            now,
-        );
+        let mut t = None;
+        let on = self.timing;
+        lap(on, &mut t, &mut 0);
+        e.run_control(cs, &self.externs, Pipeline::Egress, &mut batch, &mut self.scratch, now);
+        lap(on, &mut t, &mut self.stage_ns[3]);
         for mut ctx in batch.drain(..) {
             // 1. E2E clone: current headers, metadata reset but the field list
             if let Some((session, fl)) = ctx.clone
@@ -534,6 +550,7 @@ impl Core {
             self.port_mut(port).tx += 1;
             self.free(ctx);
         }
+        lap(on, &mut t, &mut self.stage_ns[4]);
         self.egress = batch;
     }
 

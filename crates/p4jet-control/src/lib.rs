@@ -8,3 +8,4 @@ pub mod api;
 pub mod cli;
 pub mod program;
 mod py;
+pub mod stf;

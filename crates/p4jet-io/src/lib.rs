@@ -38,18 +38,24 @@
 //!   file, all writers gone on a FIFO) and every frame was delivered. Live
 //!   ports never exhaust.
 //!
-//! Port types:
+//! Port types and their extra methods:
 //!
 //! | type | module | for |
 //! |---|---|---|
-//! | [`PcapFilePort`] | [`pcap`] | simple_switch `--use-files`: `NAME_in.pcap` in, `NAME_out.pcap` out; FIFOs |
+//! | [`PcapFilePort`] | [`pcap`] | simple_switch `--use-files`: `NAME_in.pcap` in, `NAME_out.pcap` out; FIFOs opened in call order; `peek()` gives the next timestamp (merge inputs like bmv2) |
 //! | [`PcapRecorder`] | [`pcap`] | `--pcap DIR`: wraps any port and records its rx/tx |
-//! | [`AfPacketPort`] | [`afpacket`] | TPACKET_V3 rx ring, V3 tx ring, fanout, qdisc bypass |
-//! | [`AfXdpPort`] | [`xdp`] | AF_XDP sockets with a built-in XSKMAP redirect program |
+//! | [`AfPacketPort`] | [`afpacket`] | TPACKET_V3 rx ring, V3 tx ring, fanout, qdisc bypass; `description()`, `max_tx_frame()` |
+//! | [`AfXdpPort`] | [`xdp`] | AF_XDP sockets with a built-in XSKMAP redirect program; `description()`, `is_native()`, `is_zero_copy()`, `queues()` |
 //! | [`TapPort`] | [`tap`] | a TAP device (`/dev/net/tun`, `IFF_TAP | IFF_NO_PI`) |
 //!
-//! [`open_port`] opens `-i PORT@IFACE` style ports: AF_XDP when it can, else
-//! AF_PACKET, and says why.
+//! [`open_port`]`(spec, &OpenOptions)` opens `-i PORT@IFACE` style ports
+//! ([`Backend::Auto`]: AF_XDP when it can, else AF_PACKET; or forced; or pcap
+//! files; optional recording) and returns an [`OpenedPort`] with the port
+//! number, the boxed port and a one-line reason to print at start-up.
+//!
+//! Threading: a port is `Send`, not shared: one worker owns it. For several
+//! workers on one interface, open one port each: AF_PACKET with the same
+//! [`Fanout`] group, or AF_XDP with one queue each ([`AfXdpOptions::queue`]).
 //!
 //! Errors are `std::io::Error`s whose message names the file or interface
 //! concerned; malformed pcap input gives `ErrorKind::InvalidData` carrying a

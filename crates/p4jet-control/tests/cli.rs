@@ -1436,3 +1436,184 @@ fn value_literals() {
         "Parameter is too large"
     );
 }
+
+#[test]
+fn remaining_commands() {
+    // A table with support_timeout (none in the corpus: patch basic_l2).
+    let json = corpus_json("basic_l2")
+        .replace("\"support_timeout\" : false", "\"support_timeout\" : true");
+    let mut c = Cli::new(&json).unwrap();
+    let mut api = MockApi::new();
+    assert_eq!(
+        ok(&mut c, &mut api, "table_set_timeout dmac 2 500"),
+        "Setting a 500 ms timeout for entry 2\n"
+    );
+    assert_eq!(
+        api.take(),
+        vec![call("bm_mt_set_entry_ttl", ("IngressImpl.dmac", 2, 500))]
+    );
+    api.entries = vec![BmMtEntry {
+        match_key: vec![exact(&[0, 0, 0, 0, 0, 1])],
+        options: BmAddEntryOptions { priority: None },
+        entry_handle: 2,
+        action_entry: BmActionEntry::MbrHandle(4),
+        life: Some(BmMtEntryLife {
+            timeout_ms: 500,
+            time_since_hit_ms: 20,
+        }),
+    }];
+    assert_eq!(
+        ok(&mut c, &mut api, "table_dump_entry dmac 2"),
+        "Dumping entry 0x2\nMatch key:\n* ethernet.dst_addr   : EXACT     000000000001\nIndex: member(4)\nLife: 20ms since hit, timeout is 500ms\n"
+    );
+    assert_eq!(ok(&mut c, &mut api, "EOF"), "\n");
+    assert_eq!(ok(&mut c, &mut api, "shell echo hi"), "hi\n\n");
+    assert_eq!(ok(&mut c, &mut api, "!echo hi"), "hi\n\n");
+
+    // Files written by the CLI.
+    let dir = std::env::temp_dir().join(format!("p4jet-control-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    api.config = "{\"x\": 1}".into();
+    let cfg = dir.join("cfg.json");
+    ok(
+        &mut c,
+        &mut api,
+        &format!("write_config_to_file {}", cfg.display()),
+    );
+    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), "{\"x\": 1}");
+    ok(
+        &mut c,
+        &mut api,
+        &format!("serialize_state {}", dir.join("state").display()),
+    );
+    assert!(dir.join("state").is_file());
+    std::fs::remove_dir_all(&dir).unwrap();
+    api.take();
+
+    // Legacy aliases of the action profile commands.
+    let mut c = cli("ecmp");
+    api.members = vec![BmMtActProfMember {
+        mbr_handle: 1,
+        action_name: "EgressImpl.set_src_mac".into(),
+        action_data: vec![vec![0, 0xee, 0, 0, 0, 1]],
+    }];
+    assert_eq!(
+        ok(&mut c, &mut api, "table_dump_member port_smac 1"),
+        "Dumping member 1\nAction entry: EgressImpl.set_src_mac - 00ee00000001\n"
+    );
+    assert_eq!(
+        ok(&mut c, &mut api, "act_prof_dump_member smac_profile 1"),
+        "Dumping member 1\nAction entry: EgressImpl.set_src_mac - 00ee00000001\n"
+    );
+    ok(
+        &mut c,
+        &mut api,
+        "table_indirect_modify_member port_smac set_src_mac 1 00:ee:00:00:00:02",
+    );
+    ok(&mut c, &mut api, "table_indirect_delete_member port_smac 1");
+    assert_eq!(
+        ok(&mut c, &mut api, "table_indirect_create_group ecmp_route"),
+        "Group has been created with handle 0\n"
+    );
+    ok(
+        &mut c,
+        &mut api,
+        "table_indirect_add_member_to_group ecmp_route 1 0",
+    );
+    ok(
+        &mut c,
+        &mut api,
+        "table_indirect_remove_member_from_group ecmp_route 1 0",
+    );
+    ok(&mut c, &mut api, "table_indirect_delete_group ecmp_route 0");
+    assert_eq!(
+        api.take(),
+        vec![
+            call("bm_mt_act_prof_get_member", ("EgressImpl.smac_profile", 1)),
+            call("bm_mt_act_prof_get_member", ("EgressImpl.smac_profile", 1)),
+            call(
+                "bm_mt_act_prof_modify_member",
+                (
+                    "EgressImpl.smac_profile",
+                    1,
+                    "EgressImpl.set_src_mac",
+                    &[vec![0u8, 0xee, 0, 0, 0, 2]][..]
+                )
+            ),
+            call(
+                "bm_mt_act_prof_delete_member",
+                ("EgressImpl.smac_profile", 1)
+            ),
+            call(
+                "bm_mt_act_prof_create_group",
+                ("IngressImpl.ecmp_selector",)
+            ),
+            call(
+                "bm_mt_act_prof_add_member_to_group",
+                ("IngressImpl.ecmp_selector", 1, 0)
+            ),
+            call(
+                "bm_mt_act_prof_remove_member_from_group",
+                ("IngressImpl.ecmp_selector", 1, 0)
+            ),
+            call(
+                "bm_mt_act_prof_delete_group",
+                ("IngressImpl.ecmp_selector", 0)
+            ),
+        ]
+    );
+
+    // Direct counter reset, meter warnings, register index errors from the switch.
+    let mut c = cli("acl_firewall");
+    assert_eq!(
+        ok(&mut c, &mut api, "counter_reset acl_counter"),
+        "this is the direct counter for table IngressImpl.acl\n"
+    );
+    assert_eq!(
+        api.take(),
+        vec![call("bm_mt_reset_counters", ("IngressImpl.acl",))]
+    );
+    let mut c = cli("stateful");
+    api.rates = vec![];
+    assert_eq!(
+        ok(&mut c, &mut api, "meter_get_rates flow_meter 0"),
+        "WARNING: expected 2 rates but only received 0\n"
+    );
+    let mut api = MockApi::new().fail("bm_register_read", 2);
+    let e = c
+        .execute(&mut api, "register_read flow_packets 99")
+        .unwrap_err();
+    assert_eq!(e.printed(), "Invalid register operation (INVALID_INDEX)\n");
+    let mut api = MockApi::new().fail("bm_meter_set_rates", 3);
+    let e = c
+        .execute(&mut api, "meter_set_rates flow_meter 0 0.2:1 0.1:1")
+        .unwrap_err();
+    assert_eq!(e.printed(), "Invalid meter operation (BAD_RATES_LIST)\n");
+    let mut api = MockApi::new().fail("bm_swap_configs", 1);
+    let e = c.execute(&mut api, "swap_configs").unwrap_err();
+    assert_eq!(
+        e.printed(),
+        "Swapping configs\nInvalid swap operation (CONFIG_SWAP_DISABLED)\n"
+    );
+    let mut api = MockApi::new().fail("bm_reset_state", 0);
+    let e = c.execute(&mut api, "reset_state").unwrap_err();
+    assert_eq!(e.printed(), "Error: bm_reset_state failed\n");
+    assert_eq!(
+        e.kind,
+        CliErrorKind::Api {
+            message: "Error: bm_reset_state failed".into(),
+            code: None
+        }
+    );
+}
+
+#[test]
+fn cli_from_switch_config() {
+    let mut api = MockApi::new();
+    api.config = corpus_json("basic_l2");
+    let c = Cli::from_switch(&mut api).unwrap();
+    assert!(c.program().table("dmac").is_some());
+    assert_eq!(api.take(), vec![call("bm_get_config", ())]);
+    assert!(Cli::is_command("table_add") && !Cli::is_command("table_addd"));
+    assert!(Cli::command_names().len() > 80);
+}

@@ -688,11 +688,16 @@ impl MeterCell {
             *t = (*t + dt * rate).min(*burst as f64);
         }
         let u = units as f64;
-        // peak (last rate) checked first: RED; then committed: YELLOW
+        // RFC 2698 generalised as bmv2 does: the highest rate (peak) is checked first; the
+        // first bucket short of tokens gives the color (index + 1) and only the buckets
+        // above it are charged.
         let n = self.rates.len();
         for i in (0..n).rev() {
             if self.tokens[i] < u {
-                return (n - i) as u32;
+                for t in &mut self.tokens[i + 1..] {
+                    *t -= u;
+                }
+                return (i + 1) as u32;
             }
         }
         for t in &mut self.tokens {

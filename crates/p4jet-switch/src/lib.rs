@@ -8,6 +8,7 @@
 //! simple_switch (see docs/v1model.md).
 #![forbid(unsafe_code)]
 
+pub mod runtime;
 mod tm;
 mod worker;
 
@@ -120,6 +121,8 @@ pub struct Switch {
     pub queues: Arc<Mutex<QueueConfig>>,
     /// The JSON text (served by `bm_get_config`).
     pub json: String,
+    /// Runtime-API state outside the control state (ports, learning buffers, ...).
+    pub rt: runtime::RuntimeState,
 }
 
 impl Switch {
@@ -164,6 +167,7 @@ impl Switch {
             worker,
             queues,
             json: json.to_string(),
+            rt: runtime::RuntimeState::default(),
         })
     }
 

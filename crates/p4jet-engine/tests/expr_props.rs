@@ -6,10 +6,17 @@ use num_bigint::{BigInt, Sign};
 use num_traits::{One, Signed, ToPrimitive, Zero};
 use p4jet_engine::{EngineConfig, PacketCtx};
 use proptest::prelude::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// Field widths of the test header `h` (f0..f5) and whether each is signed.
-const WIDTHS: [(u32, bool); 6] = [(8, false), (16, true), (48, false), (64, false), (128, false), (200, false)];
+const WIDTHS: [(u32, bool); 6] = [
+    (8, false),
+    (16, true),
+    (48, false),
+    (64, false),
+    (128, false),
+    (200, false),
+];
 
 fn pow2(n: u32) -> BigInt {
     BigInt::one() << n
@@ -20,7 +27,11 @@ fn field(i: usize) -> Value {
 }
 
 fn hex(v: &BigInt) -> Value {
-    let s = if v.is_negative() { format!("-0x{:x}", -v) } else { format!("0x{v:x}") };
+    let s = if v.is_negative() {
+        format!("-0x{:x}", -v)
+    } else {
+        format!("0x{v:x}")
+    };
     json!({"type": "hexstr", "value": s})
 }
 
@@ -60,7 +71,11 @@ fn arb_expr() -> impl Strategy<Value = Value> {
 
 /// The reference: bmv2's unbounded-integer semantics, straight from the JSON.
 fn reference(e: &Value, vals: &[BigInt]) -> BigInt {
-    let e = if e.get("type").and_then(Value::as_str) == Some("expression") { &e["value"] } else { e };
+    let e = if e.get("type").and_then(Value::as_str) == Some("expression") {
+        &e["value"]
+    } else {
+        e
+    };
     let b = |x: bool| if x { BigInt::one() } else { BigInt::zero() };
     if let Some(t) = e.get("type").and_then(Value::as_str) {
         return match t {
@@ -103,7 +118,11 @@ fn reference(e: &Value, vals: &[BigInt]) -> BigInt {
         "&" => l & r,
         "|" => l | r,
         "^" => l ^ r,
-        "<<" => r.to_u32().filter(|s| *s <= 1 << 16).map(|s| l.clone() << s).unwrap_or_default(),
+        "<<" => r
+            .to_u32()
+            .filter(|s| *s <= 1 << 16)
+            .map(|s| l.clone() << s)
+            .unwrap_or_default(),
         ">>" => l >> r.to_u32().unwrap_or(4096),
         "<" => b(l < r),
         "<=" => b(l <= r),
@@ -130,7 +149,11 @@ fn reference(e: &Value, vals: &[BigInt]) -> BigInt {
 }
 
 fn program(expr: &Value, dst: usize) -> String {
-    let fields: Vec<Value> = WIDTHS.iter().enumerate().map(|(i, (w, s))| json!([format!("f{i}"), w, s])).collect();
+    let fields: Vec<Value> = WIDTHS
+        .iter()
+        .enumerate()
+        .map(|(i, (w, s))| json!([format!("f{i}"), w, s]))
+        .collect();
     let pad = (8 - WIDTHS.iter().map(|w| w.0).sum::<u32>() % 8) % 8;
     let mut fields = fields;
     if pad > 0 {
@@ -194,10 +217,18 @@ proptest! {
 #[test]
 fn typical_p4c_expressions_take_the_128_bit_path() {
     for e in [
-        op("&", op("+", field(0), hex(&BigInt::from(0xff))), hex(&BigInt::from(0xff))),
+        op(
+            "&",
+            op("+", field(0), hex(&BigInt::from(0xff))),
+            hex(&BigInt::from(0xff)),
+        ),
         op("&", op("<<", field(2), field(0)), hex(&(pow2(48) - 1))),
         op("b2d", Value::Null, op("<", field(4), hex(&BigInt::from(5)))),
-        op("two_comp_mod", op("-", field(1), field(0)), hex(&BigInt::from(16))),
+        op(
+            "two_comp_mod",
+            op("-", field(1), field(0)),
+            hex(&BigInt::from(16)),
+        ),
     ] {
         let text = program(&e, 3);
         let engine = p4jet_engine::load(&text, EngineConfig::default()).unwrap();

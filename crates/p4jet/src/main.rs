@@ -1,0 +1,68 @@
+//! `p4jet`: a programmable P4 software switch that runs p4c's bmv2 JSON with the
+//! behaviour of bmv2 `simple_switch`.
+#![forbid(unsafe_code)]
+
+mod bench;
+mod run;
+mod stf;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "p4jet",
+    version,
+    about = "P4 software switch: runs p4c bmv2 JSON like simple_switch, faster"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a program on ports (simple_switch's command line).
+    Run(run::RunArgs),
+    /// Run STF tests against a program.
+    Stf(stf::StfArgs),
+    /// Measure forwarding speed on an in-memory trace.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    // `simple_switch ...` (a symlink or copy named simple_switch) behaves like `p4jet run ...`
+    let mut args: Vec<String> = std::env::args().collect();
+    let argv0 = args
+        .first()
+        .map(|a| a.rsplit('/').next().unwrap_or(a).to_string())
+        .unwrap_or_default();
+    if argv0 == "simple_switch" {
+        args.insert(1, "run".into());
+    }
+    let (ours, target) = run::split_target_options(&args);
+    let cli = match Cli::try_parse_from(&ours) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let r = match cli.cmd {
+        Cmd::Run(a) => run::main(a, &target),
+        Cmd::Stf(a) => stf::main(a),
+        Cmd::Bench(a) => bench::main(a),
+    };
+    match r {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("p4jet: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

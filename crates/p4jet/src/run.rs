@@ -1,0 +1,400 @@
+//! `p4jet run`: simple_switch's command line.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use p4jet_control::cli::Cli;
+use p4jet_io::pcap::Peek;
+use p4jet_io::{PcapFilePort, PcapRecorder, Port};
+use p4jet_switch::{Switch, SwitchConfig};
+
+/// simple_switch options.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The bmv2 JSON program (p4c-bm2-ss output).
+    pub program: PathBuf,
+    /// `PORT@NAME`: attach port number PORT to interface (or pcap base name) NAME.
+    #[arg(short = 'i', long = "interface", value_name = "PORT@NAME")]
+    pub interfaces: Vec<String>,
+    /// Read `NAME_in.pcap`, write `NAME_out.pcap` for every `-i PORT@NAME`, after
+    /// waiting this many seconds (simple_switch --use-files).
+    #[arg(long = "use-files", value_name = "WAIT_S")]
+    pub use_files: Option<f64>,
+    /// Table commands (simple_switch_CLI syntax) applied before the first packet;
+    /// `-` reads them from standard input. May be repeated.
+    #[arg(long = "commands", value_name = "FILE")]
+    pub commands: Vec<PathBuf>,
+    /// Exit once every input is consumed and every packet has left (pcap files),
+    /// printing per-port counts.
+    #[arg(long = "exit-when-done")]
+    pub exit_when_done: bool,
+    /// Print a per-packet trace on standard output.
+    #[arg(long = "log-console")]
+    pub log_console: bool,
+    /// Write the per-packet trace to FILE.txt (simple_switch appends .txt).
+    #[arg(long = "log-file", value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+    /// Log level (trace, debug, info, warn, error, off): accepted for compatibility.
+    #[arg(short = 'L', long = "log-level", value_name = "LEVEL")]
+    pub log_level: Option<String>,
+    /// Flush the log after every line (accepted; p4jet always flushes per batch).
+    #[arg(long = "log-flush")]
+    pub log_flush: bool,
+    /// Record every port's traffic into DIR/<name>_in.pcap and _out.pcap.
+    #[arg(long = "pcap", value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
+    pub pcap: Option<PathBuf>,
+    /// Thrift runtime server port.
+    #[arg(long = "thrift-port", default_value_t = 9090)]
+    pub thrift_port: u16,
+    /// Address the Thrift server binds to.
+    #[arg(long = "thrift-ip", default_value = "127.0.0.1")]
+    pub thrift_ip: String,
+    /// Device id.
+    #[arg(long = "device-id", default_value_t = 0)]
+    pub device_id: u32,
+    /// nanomsg event logger address (accepted, not supported: ignored with a warning).
+    #[arg(long = "nanolog", value_name = "ADDR")]
+    pub nanolog: Option<String>,
+    /// nanomsg notifications address (accepted; digests are available through the CLI).
+    #[arg(long = "notifications-addr", value_name = "ADDR")]
+    pub notifications_addr: Option<String>,
+    /// Bytes of packet data dumped in the log (accepted for compatibility).
+    #[arg(long = "dump-packet-data", value_name = "N")]
+    pub dump_packet_data: Option<usize>,
+    /// Packets per ingress batch.
+    #[arg(long = "batch", default_value_t = 32)]
+    pub batch: usize,
+    /// Exit after this many seconds (live ports; 0 = run until SIGTERM).
+    #[arg(long = "duration", default_value_t = 0.0)]
+    pub duration: f64,
+}
+
+/// Options after `--` (simple_switch target options).
+#[derive(Debug, Default, Clone)]
+pub struct TargetOptions {
+    /// `--drop-port`
+    pub drop_port: Option<u32>,
+    /// `--priority-queues`
+    pub priority_queues: Option<u32>,
+    /// `--enable-swap`
+    pub enable_swap: bool,
+    /// Other options (warned about).
+    pub unknown: Vec<String>,
+}
+
+/// Splits `argv` at `--` into our arguments and target options.
+pub fn split_target_options(args: &[String]) -> (Vec<String>, TargetOptions) {
+    let Some(pos) = args.iter().position(|a| a == "--") else {
+        return (args.to_vec(), TargetOptions::default());
+    };
+    let mut t = TargetOptions::default();
+    let rest = &args[pos + 1..];
+    let mut i = 0;
+    while i < rest.len() {
+        let a = rest[i].as_str();
+        let (key, inline) = match a.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_string())),
+            None => (a, None),
+        };
+        let mut value = || {
+            inline.clone().or_else(|| {
+                i += 1;
+                rest.get(i).cloned()
+            })
+        };
+        match key {
+            "--drop-port" => t.drop_port = value().and_then(|v| v.parse().ok()),
+            "--priority-queues" => t.priority_queues = value().and_then(|v| v.parse().ok()),
+            "--enable-swap" => t.enable_swap = true,
+            "--max-mc-groups" | "--max-l1-entries" | "--max-l2-entries" | "--load-modules" => {
+                let _ = value();
+            }
+            other => t.unknown.push(other.to_string()),
+        }
+        i += 1;
+    }
+    (args[..pos].to_vec(), t)
+}
+
+/// An open port: pcap files (merged by timestamp on input) or a live interface.
+enum PortIo {
+    Pcap(PcapFilePort),
+    Live(Box<dyn Port>),
+}
+
+struct PortEntry {
+    num: u32,
+    io: PortIo,
+    exhausted: bool,
+}
+
+impl PortEntry {
+    fn port(&mut self) -> &mut dyn Port {
+        match &mut self.io {
+            PortIo::Pcap(p) => p,
+            PortIo::Live(p) => p.as_mut(),
+        }
+    }
+}
+
+/// Applies commands files to the switch; returns whether every line succeeded.
+pub fn apply_commands(sw: &mut Switch, files: &[PathBuf]) -> Result<bool, String> {
+    let mut ok = true;
+    for f in files {
+        let text = if f.as_os_str() == "-" {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| format!("reading commands from stdin: {e}"))?;
+            s
+        } else {
+            std::fs::read_to_string(f).map_err(|e| format!("reading {}: {e}", f.display()))?
+        };
+        let mut cli = Cli::new(&sw.json).map_err(|e| e.to_string())?;
+        let out = cli.run_script(sw, &text);
+        print!("{}", out.output);
+        for e in &out.errors {
+            eprintln!("{}: {e}", f.display());
+            ok = false;
+        }
+    }
+    Ok(ok)
+}
+
+/// Applies commands files without printing their output; errors go to stderr.
+pub fn apply_commands_quiet(sw: &mut Switch, files: &[PathBuf]) -> Result<bool, String> {
+    let mut ok = true;
+    for f in files {
+        let text =
+            std::fs::read_to_string(f).map_err(|e| format!("reading {}: {e}", f.display()))?;
+        let mut cli = Cli::new(&sw.json).map_err(|e| e.to_string())?;
+        let out = cli.run_script(sw, &text);
+        for e in out.errors.iter().take(20) {
+            eprintln!("{}: {e}", f.display());
+            ok = false;
+        }
+    }
+    Ok(ok)
+}
+
+fn parse_iface(s: &str) -> Result<(u32, String), String> {
+    let (p, n) = s
+        .split_once('@')
+        .ok_or_else(|| format!("bad interface `{s}`: expected PORT@NAME"))?;
+    let p: u32 = p.parse().map_err(|_| format!("bad port number in `{s}`"))?;
+    if n.is_empty() {
+        return Err(format!("bad interface `{s}`: empty name"));
+    }
+    Ok((p, n.to_string()))
+}
+
+/// `p4jet run`.
+pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
+    for u in &target.unknown {
+        eprintln!("p4jet: ignoring unknown target option {u}");
+    }
+    if a.nanolog.is_some() {
+        eprintln!("p4jet: --nanolog is not supported; ignored");
+    }
+    if a.log_console && a.log_file.is_some() {
+        return Err("--log-console and --log-file are exclusive".into());
+    }
+    let json = std::fs::read_to_string(&a.program)
+        .map_err(|e| format!("reading {}: {e}", a.program.display()))?;
+    let cfg = SwitchConfig {
+        drop_port: target.drop_port.unwrap_or(511),
+        priority_queues: target.priority_queues.unwrap_or(1),
+        trace: a.log_console || a.log_file.is_some(),
+        batch: a.batch.max(1),
+        ..SwitchConfig::default()
+    };
+    let mut sw = Switch::new(&json, cfg).map_err(|e| format!("{}: {e}", a.program.display()))?;
+    let mut log: Option<Box<dyn Write>> = if a.log_console {
+        Some(Box::new(std::io::stdout()))
+    } else if let Some(f) = &a.log_file {
+        let mut p = f.as_os_str().to_owned();
+        p.push(".txt");
+        Some(Box::new(
+            std::fs::File::create(&p).map_err(|e| format!("creating log file: {e}"))?,
+        ))
+    } else {
+        None
+    };
+    if !apply_commands(&mut sw, &a.commands)? {
+        eprintln!("p4jet: some commands failed (see above); continuing with the rest applied");
+    }
+
+    let term = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, term.clone())
+            .map_err(|e| format!("signal handler: {e}"))?;
+    }
+
+    // ports, opened in port order (p4c's STF driver opens the FIFOs in that order)
+    let mut ifaces: Vec<(u32, String)> = a
+        .interfaces
+        .iter()
+        .map(|s| parse_iface(s))
+        .collect::<Result<_, _>>()?;
+    ifaces.sort_by_key(|(p, _)| *p);
+    if let Some(w) = a.use_files
+        && w > 0.0
+    {
+        std::thread::sleep(Duration::from_secs_f64(w));
+    }
+    let mut ports: Vec<PortEntry> = vec![];
+    for (num, name) in &ifaces {
+        let entry = if a.use_files.is_some() {
+            let dir = Path::new(".");
+            let port = PcapFilePort::use_files(dir, name)
+                .map_err(|e| format!("port {num}@{name}: {e}"))?;
+            PortEntry {
+                num: *num,
+                io: PortIo::Pcap(port),
+                exhausted: false,
+            }
+        } else {
+            let opened = p4jet_io::open_port(name, &p4jet_io::OpenOptions::default())
+                .map_err(|e| format!("port {num}@{name}: {e}"))?;
+            eprintln!("p4jet: port {num}@{name}: {}", opened.reason);
+            let port: Box<dyn Port> = match &a.pcap {
+                Some(dir) => {
+                    Box::new(PcapRecorder::new(opened.port, dir).map_err(|e| e.to_string())?)
+                }
+                None => opened.port,
+            };
+            PortEntry {
+                num: *num,
+                io: PortIo::Live(port),
+                exhausted: false,
+            }
+        };
+        ports.push(entry);
+    }
+
+    let start = Instant::now();
+    let batch = a.batch.max(1);
+    let files = a.use_files.is_some();
+    loop {
+        if term.load(Ordering::Relaxed) {
+            break;
+        }
+        if a.duration > 0.0 && start.elapsed().as_secs_f64() >= a.duration {
+            break;
+        }
+        let mut got = 0usize;
+        if files {
+            got += read_pcaps(&mut ports, &mut sw, batch).map_err(|e| e.to_string())?;
+        } else {
+            for pe in ports.iter_mut() {
+                let num = pe.num;
+                let n = pe
+                    .port()
+                    .recv_batch(batch, Some(Duration::from_millis(1)), &mut |f| {
+                        sw.inject(num, f)
+                    })
+                    .map_err(|e| format!("port {num}: {e}"))?;
+                got += n;
+            }
+        }
+        // forward everything received
+        let mut tx_err = None;
+        {
+            let ports_ref = &mut ports;
+            sw.run_until_idle(&mut |port, frame| {
+                if let Some(pe) = ports_ref.iter_mut().find(|p| p.num == port) {
+                    if let Err(e) = pe.port().send_batch(&[frame]) {
+                        tx_err = Some(format!("port {port}: {e}"));
+                    }
+                }
+            });
+        }
+        if let Some(e) = tx_err {
+            return Err(e);
+        }
+        for pe in ports.iter_mut() {
+            let num = pe.num;
+            pe.port().flush().map_err(|e| format!("port {num}: {e}"))?;
+        }
+        flush_trace(&mut sw, &mut log);
+        report_errors(&mut sw);
+        if files && ports.iter().all(|p| p.exhausted) && sw.worker.pending() == 0 {
+            if a.exit_when_done || ports.is_empty() {
+                break;
+            }
+            // simple_switch keeps running after its inputs end; wait for SIGTERM
+            std::thread::sleep(Duration::from_millis(20));
+        } else if got == 0 && files {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    print_counts(&sw);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the next frames of the pcap inputs in timestamp order (bmv2 reads its files
+/// without timing; ordering by timestamp makes runs repeatable).
+fn read_pcaps(ports: &mut [PortEntry], sw: &mut Switch, batch: usize) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < batch {
+        let mut best: Option<(usize, Duration)> = None;
+        let mut pending = false;
+        for (i, pe) in ports.iter_mut().enumerate() {
+            if pe.exhausted {
+                continue;
+            }
+            let PortIo::Pcap(pc) = &mut pe.io else {
+                continue;
+            };
+            match pc.peek(Some(Duration::from_millis(0)))? {
+                Peek::Ready(ts) => {
+                    if best.is_none_or(|(_, b)| ts < b) {
+                        best = Some((i, ts));
+                    }
+                }
+                Peek::Exhausted => pe.exhausted = true,
+                Peek::Pending => pending = true,
+            }
+        }
+        // wait for inputs that may still deliver an earlier frame
+        if pending && n > 0 {
+            break;
+        }
+        let Some((i, _)) = best else { break };
+        let pe = &mut ports[i];
+        let num = pe.num;
+        n += pe.port().recv_batch(1, None, &mut |f| sw.inject(num, f))?;
+    }
+    Ok(n)
+}
+
+fn flush_trace(sw: &mut Switch, log: &mut Option<Box<dyn Write>>) {
+    let lines = std::mem::take(&mut sw.worker.core.trace_out);
+    if let Some(w) = log {
+        for l in lines {
+            let _ = writeln!(w, "{l}");
+        }
+        let _ = w.flush();
+    }
+}
+
+fn report_errors(sw: &mut Switch) {
+    for e in std::mem::take(&mut sw.worker.core.errors) {
+        eprintln!("p4jet: {e}");
+    }
+}
+
+fn print_counts(sw: &Switch) {
+    println!("port        rx        tx      drop");
+    for (i, c) in sw.worker.core.ports.iter().enumerate() {
+        if c.rx == 0 && c.tx == 0 && c.drop == 0 {
+            continue;
+        }
+        println!("{i:>4} {:>9} {:>9} {:>9}", c.rx, c.tx, c.drop);
+    }
+}

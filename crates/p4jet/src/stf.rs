@@ -1,0 +1,261 @@
+//! `p4jet stf`: runs STF tests (p4c's bmv2 STF format plus the corpus extensions) against
+//! a program, in process, with a clock held still.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use clap::Args;
+use p4jet_control::api::RuntimeApi;
+use p4jet_control::cli::Cli;
+use p4jet_control::program::Program;
+use p4jet_control::stf::{
+    CompareOptions, CounterIndex, CounterKind, Expectations, StfKind, StfOptions,
+    added_entry_handle, compare, compare_digests, parse_stf,
+};
+use p4jet_switch::{Switch, SwitchConfig};
+
+/// `p4jet stf` options.
+#[derive(Args, Debug)]
+pub struct StfArgs {
+    /// The bmv2 JSON program.
+    pub program: PathBuf,
+    /// STF files.
+    #[arg(required = true)]
+    pub tests: Vec<PathBuf>,
+    /// Also fail on frames sent to ports the test never names (the corpus's strict
+    /// runner had ports 0..7 open).
+    #[arg(long)]
+    pub strict_ports: bool,
+    /// Accept only what p4c's bmv2 STF driver accepts (no CLI pass-through extensions).
+    #[arg(long)]
+    pub p4c_only: bool,
+    /// Print the per-packet trace of failing tests.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// Outcome of one STF file.
+pub struct StfOutcome {
+    /// Passed.
+    pub passed: bool,
+    /// What went wrong (empty when passed).
+    pub report: String,
+    /// Trace of the run (when tracing).
+    pub trace: Vec<String>,
+}
+
+/// Runs one STF text against a program.
+pub fn run_stf(
+    json: &str,
+    text: &str,
+    strict_ports: bool,
+    extensions: bool,
+    trace: bool,
+) -> Result<StfOutcome, String> {
+    let program = Program::from_json_str(json).map_err(|e| e.to_string())?;
+    let stmts = match parse_stf(text, &program, &StfOptions { extensions }) {
+        Ok(s) => s,
+        Err(errs) => {
+            let mut r = String::new();
+            for e in errs {
+                let _ = writeln!(r, "  {e}");
+            }
+            return Ok(StfOutcome {
+                passed: false,
+                report: r,
+                trace: vec![],
+            });
+        }
+    };
+    let clock = Arc::new(AtomicU64::new(0));
+    let cfg = SwitchConfig {
+        manual_clock: Some(clock),
+        trace,
+        batch: 1,
+        ..SwitchConfig::default()
+    };
+    let mut sw = Switch::new(json, cfg)?;
+    let mut cli = Cli::from_program(program);
+    let mut actual: BTreeMap<u32, Vec<Vec<u8>>> = BTreeMap::new();
+    let mut names: HashMap<String, i32> = HashMap::new();
+    let mut report = String::new();
+    let mut failed = false;
+    for s in &stmts {
+        match &s.kind {
+            StfKind::Cli {
+                command,
+                entry_name,
+            } => match cli.execute(&mut sw, command) {
+                Ok(out) => {
+                    if let Some(n) = entry_name
+                        && let Some(h) = added_entry_handle(&out)
+                    {
+                        names.insert(n.clone(), h);
+                    }
+                }
+                Err(e) => {
+                    failed = true;
+                    let _ = writeln!(
+                        report,
+                        "  line {}: `{command}` failed: {}",
+                        s.line,
+                        e.printed().trim_end()
+                    );
+                }
+            },
+            StfKind::Packet { port, data } => {
+                sw.inject(*port, data);
+                sw.run_until_idle(&mut |p, f| actual.entry(p).or_default().push(f.to_vec()));
+            }
+            StfKind::CheckCounter(c) => {
+                let idx = match &c.index {
+                    CounterIndex::Number(n) => Some(*n as i32),
+                    CounterIndex::Entry(name) => names.get(name).copied(),
+                };
+                let Some(idx) = idx else {
+                    failed = true;
+                    let _ = writeln!(
+                        report,
+                        "  line {}: check_counter: unknown entry name",
+                        s.line
+                    );
+                    continue;
+                };
+                let v = match &c.direct_table {
+                    Some(t) => sw.bm_mt_read_counter(t, idx).map_err(|e| e.to_string()),
+                    None => sw
+                        .bm_counter_read(&c.counter, idx)
+                        .map_err(|e| e.to_string()),
+                };
+                match v {
+                    Ok(v) => {
+                        let (what, got) = match c.kind {
+                            Some(CounterKind::Bytes) => ("bytes", v.bytes),
+                            Some(CounterKind::Packets) | None => ("packets", v.packets),
+                        };
+                        let ok = c.op.holds(got, c.value)
+                            && (c.kind.is_some() || c.op.holds(v.bytes, c.value));
+                        if !ok {
+                            failed = true;
+                            let _ = writeln!(
+                                report,
+                                "  line {}: check_counter {}({}) {what} {} {}: counter is {got}",
+                                s.line,
+                                c.counter,
+                                idx,
+                                c.op.as_str(),
+                                c.value
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        failed = true;
+                        let _ = writeln!(
+                            report,
+                            "  line {}: check_counter {}: {e}",
+                            s.line, c.counter
+                        );
+                    }
+                }
+            }
+            StfKind::Expect { .. }
+            | StfKind::ExpectDigest { .. }
+            | StfKind::NoPacket
+            | StfKind::Wait
+            | StfKind::RemoveAll => {}
+        }
+    }
+    let exp = Expectations::from_statements(&stmts);
+    let cmp = compare(&exp, &actual, CompareOptions { strict_ports });
+    let mut ok = cmp.passed() && !failed;
+    if !cmp.passed() {
+        let _ = write!(report, "{cmp}");
+    }
+    let digests: Vec<(i64, Vec<u8>)> = sw
+        .digests
+        .lock()
+        .map(|d| {
+            d.history
+                .iter()
+                .map(|m| (m.list_id as i64, m.sample.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    if !exp.digests.is_empty()
+        || stmts
+            .iter()
+            .any(|s| matches!(s.kind, StfKind::ExpectDigest { .. }))
+    {
+        let dp = compare_digests(&exp.digests, &digests);
+        if !dp.is_empty() {
+            ok = false;
+            let show = |d: &Option<(i64, Vec<u8>)>| match d {
+                Some((id, b)) => format!(
+                    "list {id} {}",
+                    b.iter().map(|x| format!("{x:02X}")).collect::<String>()
+                ),
+                None => "nothing".to_string(),
+            };
+            for p in dp {
+                let _ = writeln!(
+                    report,
+                    "  digest #{}: expected {}, got {}",
+                    p.index,
+                    show(&p.expected),
+                    show(&p.actual)
+                );
+            }
+        }
+    }
+    for e in std::mem::take(&mut sw.worker.core.errors) {
+        let _ = writeln!(report, "  note: {e}");
+    }
+    let trace = std::mem::take(&mut sw.worker.core.trace_out);
+    Ok(StfOutcome {
+        passed: ok,
+        report,
+        trace,
+    })
+}
+
+/// `p4jet stf`.
+pub fn main(a: StfArgs) -> Result<ExitCode, String> {
+    let json = std::fs::read_to_string(&a.program)
+        .map_err(|e| format!("reading {}: {e}", a.program.display()))?;
+    let (mut passed, mut failed) = (0, 0);
+    for t in &a.tests {
+        let text = match std::fs::read_to_string(t) {
+            Ok(s) => s,
+            Err(e) => {
+                println!("FAIL {}: {e}", t.display());
+                failed += 1;
+                continue;
+            }
+        };
+        let out = run_stf(&json, &text, a.strict_ports, !a.p4c_only, a.verbose)
+            .map_err(|e| format!("{}: {e}", a.program.display()))?;
+        if out.passed {
+            println!("PASS {}", t.display());
+            passed += 1;
+        } else {
+            println!("FAIL {}", t.display());
+            print!("{}", out.report);
+            if a.verbose {
+                for l in &out.trace {
+                    println!("    | {l}");
+                }
+            }
+            failed += 1;
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -171,6 +171,20 @@ impl Switch {
         })
     }
 
+    /// A new forwarding worker over this switch's program and state (for worker threads:
+    /// it reads the control state through its own wait-free handle).
+    pub fn new_worker(&self) -> Worker {
+        Worker::new(
+            self.engine.clone(),
+            self.readers.handle(),
+            self.externs.clone(),
+            self.digests.clone(),
+            self.cfg.clone(),
+            self.clock.clone(),
+            self.queues.clone(),
+        )
+    }
+
     /// Applies one control-plane write and publishes it; returns its result.
     pub fn apply(&mut self, op: Op) -> OpResult {
         self.writer.append(op);
@@ -220,5 +234,14 @@ impl Switch {
         if let Ok(mut d) = self.digests.lock() {
             d.filter.clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn workers_can_move_to_threads() {
+        fn send<T: Send>() {}
+        send::<super::Worker>();
     }
 }

@@ -480,7 +480,14 @@ impl Core {
         let mut t = None;
         let on = self.timing;
         lap(on, &mut t, &mut 0);
-        e.run_control(cs, &self.externs, Pipeline::Egress, &mut batch, &mut self.scratch, now);
+        e.run_control(
+            cs,
+            &self.externs,
+            Pipeline::Egress,
+            &mut batch,
+            &mut self.scratch,
+            now,
+        );
         lap(on, &mut t, &mut self.stage_ns[3]);
         for mut ctx in batch.drain(..) {
             // 1. E2E clone: current headers, metadata reset but the field list

@@ -70,6 +70,7 @@ impl Tm {
     }
 
     /// Enqueues; gives the packet back when the queue is full.
+    #[allow(clippy::result_large_err)] // the context is handed back to be recycled, not boxed
     pub fn enqueue(
         &mut self,
         cfg: &QueueConfig,

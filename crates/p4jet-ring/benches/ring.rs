@@ -37,6 +37,7 @@ fn transfer(c: &mut Criterion) {
                     items,
                     producer_work_ns: 0,
                     consumer_work_ns: 0,
+                    cfg: None,
                 };
                 if let Some(w) = run(params(1_000_000), ipn).wakeups {
                     eprintln!(

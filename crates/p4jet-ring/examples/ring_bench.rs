@@ -6,6 +6,7 @@
 //! cargo run --release -p p4jet-ring --example ring_bench -- \
 //!     [--items N] [--reps R] [--caps 64,512,4096] [--batches 1,8,32,256]
 //!     [--kinds ring,crossbeam,std] [--producer-work NS] [--consumer-work NS]
+//!     [--spin N] [--yields N] [--sleeps N] [--sleep-us US]   (ring tuning)
 //! ```
 //!
 //! Each configuration runs `reps` times; the median by wall time is shown
@@ -34,6 +35,7 @@ fn main() {
     let mut kinds = vec![Kind::Ring, Kind::Crossbeam, Kind::StdSync];
     let mut pw = 0u64;
     let mut cw = 0u64;
+    let mut cfg = p4jet_ring::RingConfig::new(2);
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let v = args.next().unwrap_or_default();
@@ -44,6 +46,10 @@ fn main() {
             "--batches" => batches = list(&v),
             "--producer-work" => pw = v.parse().unwrap(),
             "--consumer-work" => cw = v.parse().unwrap(),
+            "--spin" => cfg.spin = v.parse().unwrap(),
+            "--yields" => cfg.yields = v.parse().unwrap(),
+            "--sleeps" => cfg.sleeps = v.parse().unwrap(),
+            "--sleep-us" => cfg.sleep = std::time::Duration::from_micros(v.parse().unwrap()),
             "--kinds" => {
                 kinds = v
                     .split(',')
@@ -63,8 +69,13 @@ fn main() {
     }
     let ipn = calibrate();
     println!(
-        "items={items} reps={reps} producer_work={pw}ns consumer_work={cw}ns cpus={}",
-        std::thread::available_parallelism().map_or(0, |n| n.get())
+        "items={items} reps={reps} producer_work={pw}ns consumer_work={cw}ns cpus={} \
+         spin={} yields={} sleeps={}x{:?}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        cfg.spin,
+        cfg.yields,
+        cfg.sleeps,
+        cfg.sleep
     );
     println!(
         "{:<18} {:>5} {:>5} {:>16} {:>9} {:>9} {:>10} {:>13}",
@@ -91,6 +102,7 @@ fn main() {
                     items,
                     producer_work_ns: pw,
                     consumer_work_ns: cw,
+                    cfg: Some(cfg),
                 };
                 let mut samples: Vec<Sample> = (0..reps).map(|_| run(p, ipn)).collect();
                 samples.sort_by_key(|s| s.wall);

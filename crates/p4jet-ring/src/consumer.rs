@@ -14,6 +14,7 @@ pub struct Consumer<T> {
     shared: Arc<Shared>,
     capacity: usize,
     spin: u32,
+    yields: u32,
     sleeps: u32,
     sleep: Duration,
     wake_at: usize,
@@ -34,6 +35,7 @@ impl<T> Consumer<T> {
             shared,
             capacity: cfg.capacity,
             spin: cfg.spin,
+            yields: cfg.yields,
             sleeps: cfg.sleeps,
             sleep: cfg.sleep,
             wake_at: cfg.producer_wake_at,
@@ -236,8 +238,12 @@ impl<T> Consumer<T> {
             Err(Closed) => return Waited::Closed,
         }
         bump(&self.shared.cc.waits, 1);
-        for _ in 0..self.spin {
-            std::hint::spin_loop();
+        for i in 0..self.spin + self.yields {
+            if i < self.spin {
+                std::hint::spin_loop();
+            } else {
+                thread::yield_now();
+            }
             match self.available() {
                 Ok(0) => {}
                 Ok(n) => return Waited::Ready(n),

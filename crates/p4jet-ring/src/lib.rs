@@ -27,10 +27,18 @@
 //! ```
 //!
 //! Every call that moves `k` items publishes the index once (one release
-//! store), then runs the wake-up check once. The consumer spins, then
-//! sleeps, then parks when empty; the producer unparks it only if it
-//! declared itself parked. A producer that finds the ring full parks until
-//! the consumer has freed `producer_wake_at` slots (half the ring by default).
+//! store), then runs the wake-up check once (a SeqCst fence and a load of
+//! the other side's state). A consumer that finds the ring empty spins,
+//! yields, naps (a short timed park, declared `NAPPING`), then parks
+//! (declared `PARKED`); the producer unparks it after a publication only if
+//! it declared itself `PARKED`, and cuts a nap short only when the ring is
+//! full. A producer that finds the ring full spins, yields, then parks until
+//! the consumer has freed `producer_wake_at` slots (half the ring by
+//! default); the consumer checks for that on each release. Wake-ups in both
+//! directions are counted in [`Stats`].
+//!
+//! The handles are `Send` but not `Sync`; each is used by one thread at a
+//! time (it may move between threads).
 #![forbid(unsafe_code)]
 
 mod consumer;
@@ -137,6 +145,9 @@ pub struct RingConfig {
     /// Polls (each followed by a CPU spin hint) before a waiting side sleeps
     /// or parks.
     pub spin: u32,
+    /// Polls after the spin, each preceded by `sched_yield` (lets the other
+    /// side run if it shares our core, as on an oversubscribed machine).
+    pub yields: u32,
     /// Short sleeps a waiting consumer takes after spinning and before it
     /// parks. While it sleeps the producer does not have to wake it, and the
     /// items that arrive meanwhile are taken as one batch.
@@ -150,11 +161,13 @@ pub struct RingConfig {
 }
 
 impl RingConfig {
-    /// Defaults: spin 128 polls, one 20 µs sleep, wake the producer at half.
+    /// Defaults: spin 128 polls, then 4 yielding polls, one 20 µs nap, wake
+    /// the producer at half.
     pub fn new(capacity: usize) -> Self {
         RingConfig {
             capacity,
             spin: 128,
+            yields: 4,
             sleeps: 1,
             sleep: Duration::from_micros(20),
             producer_wake_at: (capacity / 2).max(1),
@@ -162,6 +175,10 @@ impl RingConfig {
     }
     pub fn spin(mut self, polls: u32) -> Self {
         self.spin = polls;
+        self
+    }
+    pub fn yields(mut self, polls: u32) -> Self {
+        self.yields = polls;
         self
     }
     pub fn sleep(mut self, sleeps: u32, each: Duration) -> Self {

@@ -14,6 +14,7 @@ pub struct Producer<T> {
     /// Items given to [`Producer::push`] and not yet committed.
     staged: Vec<T>,
     spin: u32,
+    yields: u32,
     wake_at: usize,
     registered: Option<ThreadId>,
 }
@@ -25,6 +26,7 @@ impl<T> Producer<T> {
             shared,
             staged: Vec::new(),
             spin: cfg.spin,
+            yields: cfg.yields,
             wake_at: cfg.producer_wake_at,
             registered: None,
         }
@@ -217,14 +219,18 @@ impl<T> Producer<T> {
             bump(&self.shared.pc.wakeups_sent, 1);
         }
         let want = self.wake_at;
-        for _ in 0..self.spin {
+        for i in 0..self.spin + self.yields {
+            if i < self.spin {
+                std::hint::spin_loop();
+            } else {
+                thread::yield_now();
+            }
             if self.ring.slots() >= want {
                 return Ok(());
             }
             if self.shared.is_closed() {
                 return Err(Closed);
             }
-            std::hint::spin_loop();
         }
         loop {
             self.shared.producer.register(&mut self.registered);

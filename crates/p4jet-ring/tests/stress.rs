@@ -157,6 +157,21 @@ fn stress<T: Item>(cfg: RingConfig, n: u64, seed: u64) {
     );
 }
 
+/// Runs `f` on its own thread and fails (instead of hanging the test run)
+/// if it does not finish within 10 minutes: a lost wake-up shows up as a hang.
+fn with_watchdog(f: impl FnOnce() + Send + 'static) {
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let h = thread::spawn(move || {
+        f();
+        let _ = done_tx.send(());
+    });
+    match done_rx.recv_timeout(Duration::from_secs(600)) {
+        Ok(()) => h.join().unwrap(),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => h.join().unwrap(), // panicked
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("stress hung: lost wake-up?"),
+    }
+}
+
 fn items() -> u64 {
     std::env::var("P4JET_RING_STRESS_N")
         .ok()
@@ -166,7 +181,7 @@ fn items() -> u64 {
 
 #[test]
 fn stress_10m_ring_256() {
-    stress::<u64>(RingConfig::new(256), items(), 0x1234_5678);
+    with_watchdog(|| stress::<u64>(RingConfig::new(256), items(), 0x1234_5678));
 }
 
 #[test]
@@ -194,4 +209,20 @@ fn stress_no_spin_no_sleep_wake_at_one() {
         items() / 10,
         0x5555_aaaa,
     );
+}
+
+#[test]
+fn stress_naps_and_yields_tiny_ring() {
+    // Capacity 4, no spinning: the consumer naps often and the producer
+    // fills the ring during the nap (exercises the cut-short-nap wake-up).
+    with_watchdog(|| {
+        stress::<u64>(
+            RingConfig::new(4)
+                .spin(0)
+                .yields(2)
+                .sleep(3, Duration::from_micros(50)),
+            items() / 20,
+            0x0f0f_7777,
+        )
+    });
 }

@@ -40,6 +40,8 @@ pub struct Params {
     /// Busy work per item on the producer / consumer side (ns, approx.).
     pub producer_work_ns: u64,
     pub consumer_work_ns: u64,
+    /// Ring tuning (capacity is overridden by `capacity`).
+    pub cfg: Option<RingConfig>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -136,7 +138,15 @@ pub fn run(p: Params, ipn: f64) -> Sample {
 }
 
 fn run_ring(p: Params, ipn: f64) -> Sample {
-    let (mut tx, mut rx) = RingConfig::new(p.capacity).build::<u64>().unwrap();
+    let cfg = match p.cfg {
+        Some(c) => RingConfig {
+            capacity: p.capacity,
+            producer_wake_at: (p.capacity / 2).max(1),
+            ..c
+        },
+        None => RingConfig::new(p.capacity),
+    };
+    let (mut tx, mut rx) = cfg.build::<u64>().unwrap();
     let stats = tx.stats_handle();
     let t0 = Instant::now();
     let producer = thread::spawn(move || {

@@ -158,7 +158,9 @@ impl HashIndex {
         }
         let sig = sig_of(h);
         let mut b = self.home(h);
-        loop {
+        // every bucket may carry overflow (probe sequences can wrap around),
+        // so the probe is also bounded by the number of buckets
+        for _ in 0..self.buckets.len() {
             let bucket = &self.buckets[b];
             let mut m = bucket.matches(sig);
             while m != 0 {
@@ -173,6 +175,7 @@ impl HashIndex {
             }
             b = (b + 1) & self.mask;
         }
+        None
     }
 
     /// Insert `id` under hash `h` (the caller guarantees it is not present).
@@ -226,7 +229,7 @@ impl HashIndex {
         let sig = sig_of(h);
         let home = self.home(h);
         let mut b = home;
-        loop {
+        for _ in 0..self.buckets.len() {
             let bucket = &mut self.buckets[b];
             if let Some(i) = (0..SLOTS).find(|&i| bucket.sigs[i] == sig && bucket.ids[i] == id) {
                 bucket.sigs[i] = 0;
@@ -243,6 +246,7 @@ impl HashIndex {
             }
             b = (b + 1) & self.mask;
         }
+        false
     }
 }
 
@@ -280,5 +284,31 @@ mod tests {
             assert_eq!(f.is_some(), id % 2 == 1);
         }
         assert_eq!(ix.len(), 500);
+    }
+
+    #[test]
+    fn miss_terminates_when_every_bucket_overflows() {
+        // two buckets; churn leaves both overflow counters non-zero
+        let mut ix = HashIndex::default();
+        let home0 = |id: u32| u64::from(id + 1) << 48;
+        let home1 = |id: u32| 1 | (u64::from(id + 1) << 48);
+        let h = |id: u32| if id <= 8 { home0(id) } else { home1(id) };
+        for id in 0..14u32 {
+            ix.insert(h(id), id, h);
+        }
+        assert_eq!(ix.buckets.len(), 2);
+        for id in 0..3u32 {
+            assert!(ix.remove(h(id), id));
+        }
+        for id in 14..17u32 {
+            ix.insert(h(id), id, h);
+        }
+        assert_eq!(ix.buckets.len(), 2);
+        assert!(ix.buckets.iter().all(|b| b.overflow > 0));
+        assert_eq!(ix.find(home0(100), |_| false), None);
+        assert!(!ix.remove(home1(100), 100));
+        for id in 3..17u32 {
+            assert_eq!(ix.find(h(id), |x| x == id), Some(id));
+        }
     }
 }

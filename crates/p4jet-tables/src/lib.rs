@@ -302,7 +302,8 @@ impl<V: Clone> Table<V> {
                     .filter(|f| f.kind == MatchKind::Range)
                     .map(|f| (f.off, f.nbytes))
                     .collect();
-                Index::Tss(Tss::new(off, rf))
+                let all = fs.iter().map(|f| (f.off, f.nbytes, f.width)).collect();
+                Index::Tss(Tss::new(off, all, rf))
             }
         };
         Ok(Table {

@@ -6,6 +6,14 @@
 //! unicast) → traffic manager queues → egress batch → after-egress decisions (clone,
 //! drop, deparse, recirculate, transmit). The ordering and metadata rules are those of
 //! simple_switch (see docs/v1model.md).
+//!
+//! Configuration swap (`bm_load_new_config` + `bm_swap_configs`, simple_switch's
+//! `--enable-swap`): the runtime API works on the *loaded* program as soon as it is
+//! loaded (as bmv2's `p4objects_rt`), while workers keep forwarding with the program
+//! they run. A swap publishes the loaded program in the switch's [`Dataplane`] and bumps
+//! its generation; every worker compares that generation once per step (one atomic load)
+//! and, when it changed, finishes the packets already inside its pipeline with the old
+//! program, then moves to the new one. A swap therefore takes effect between packets.
 #![forbid(unsafe_code)]
 
 pub mod runtime;
@@ -59,6 +67,8 @@ pub struct SwitchConfig {
     pub max_passes: u32,
     /// Manual clock (None = real time).
     pub manual_clock: Option<Arc<AtomicU64>>,
+    /// simple_switch's `--enable-swap`: allow `bm_load_new_config` / `bm_swap_configs`.
+    pub enable_swap: bool,
 }
 
 impl Default for SwitchConfig {
@@ -71,6 +81,28 @@ impl Default for SwitchConfig {
             batch: 32,
             max_passes: 64,
             manual_clock: None,
+            enable_swap: false,
+        }
+    }
+}
+
+/// Why a configuration load or swap was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SwapError {
+    /// The JSON does not load (the reason).
+    Load(String),
+    /// A loaded program already waits for its swap.
+    Ongoing,
+    /// No program was loaded.
+    NoneLoaded,
+}
+
+impl std::fmt::Display for SwapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SwapError::Load(e) => write!(f, "the new configuration does not load: {e}"),
+            SwapError::Ongoing => f.write_str("a loaded configuration waits for its swap"),
+            SwapError::NoneLoaded => f.write_str("no configuration was loaded"),
         }
     }
 }
@@ -95,6 +127,48 @@ pub struct DigestQueue {
     pub filter: BTreeSet<(u32, Vec<u8>)>,
     /// Every digest ever sent, in order (for tests and the CLI).
     pub history: Vec<Digest>,
+}
+
+/// One program as the data plane runs it.
+pub(crate) struct Active {
+    /// The [`Dataplane`] generation that published it.
+    pub(crate) generation: u64,
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) externs: Arc<Externs>,
+    pub(crate) readers: left_right::ReadHandleFactory<ControlState>,
+    /// Once replaced by a swap: the control-state writer of this program, kept alive
+    /// until the last worker that still runs it has moved on (dropping a writer makes
+    /// its readers see no state).
+    retired_writer: Mutex<Option<left_right::WriteHandle<ControlState, Op>>>,
+}
+
+/// The program the workers run, shared by the switch and all its workers.
+pub struct Dataplane {
+    generation: AtomicU64,
+    current: Mutex<Arc<Active>>,
+}
+
+impl Dataplane {
+    fn new(active: Active) -> Dataplane {
+        Dataplane {
+            generation: AtomicU64::new(active.generation),
+            current: Mutex::new(Arc::new(active)),
+        }
+    }
+
+    /// Number of configuration swaps so far.
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The program workers run now.
+    pub(crate) fn current(&self) -> Arc<Active> {
+        match self.current.lock() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
 }
 
 /// The switch: program, state and a worker.
@@ -123,33 +197,33 @@ pub struct Switch {
     pub json: String,
     /// Runtime-API state outside the control state (ports, learning buffers, ...).
     pub rt: runtime::RuntimeState,
+    /// What the workers run (differs from the fields above between
+    /// `bm_load_new_config` and `bm_swap_configs`).
+    pub dataplane: Arc<Dataplane>,
+    /// Between a load and a swap: the control-state writer of the program the workers
+    /// still run.
+    swap_pending: Option<left_right::WriteHandle<ControlState, Op>>,
 }
 
 impl Switch {
     /// Loads a bmv2 JSON program.
     pub fn new(json: &str, cfg: SwitchConfig) -> Result<Switch, String> {
-        let engine = Arc::new(p4jet_engine::load(
-            json,
-            EngineConfig {
-                drop_port: cfg.drop_port,
-                trace: cfg.trace,
-            },
-        )?);
-        let fresh = engine.new_control_state()?;
-        let (mut writer, reader) = left_right::new_from_empty::<ControlState, Op>(fresh.clone());
-        writer.publish();
-        let externs = Arc::new(engine.new_externs());
+        let (engine, fresh, writer, readers, externs) = Self::load(json, &cfg)?;
         let digests = Arc::new(Mutex::new(DigestQueue::default()));
         let clock = match &cfg.manual_clock {
             Some(c) => Clock::Manual(c.clone()),
             None => Clock::Real(Instant::now()),
         };
         let queues = Arc::new(Mutex::new(QueueConfig::new(cfg.priority_queues)));
-        let readers = reader.factory();
+        let dataplane = Arc::new(Dataplane::new(Active {
+            generation: 0,
+            engine: engine.clone(),
+            externs: externs.clone(),
+            readers: readers.clone(),
+            retired_writer: Mutex::new(None),
+        }));
         let worker = Worker::new(
-            engine.clone(),
-            readers.handle(),
-            externs.clone(),
+            dataplane.clone(),
             digests.clone(),
             cfg.clone(),
             clock.clone(),
@@ -168,21 +242,105 @@ impl Switch {
             queues,
             json: json.to_string(),
             rt: runtime::RuntimeState::default(),
+            dataplane,
+            swap_pending: None,
         })
     }
 
-    /// A new forwarding worker over this switch's program and state (for worker threads:
-    /// it reads the control state through its own wait-free handle).
+    /// Lowers a program and creates its state.
+    #[allow(clippy::type_complexity)]
+    fn load(
+        json: &str,
+        cfg: &SwitchConfig,
+    ) -> Result<
+        (
+            Arc<Engine>,
+            ControlState,
+            left_right::WriteHandle<ControlState, Op>,
+            left_right::ReadHandleFactory<ControlState>,
+            Arc<Externs>,
+        ),
+        String,
+    > {
+        let engine = Arc::new(p4jet_engine::load(
+            json,
+            EngineConfig {
+                drop_port: cfg.drop_port,
+                trace: cfg.trace,
+            },
+        )?);
+        let fresh = engine.new_control_state()?;
+        let (mut writer, reader) = left_right::new_from_empty::<ControlState, Op>(fresh.clone());
+        writer.publish();
+        let externs = Arc::new(engine.new_externs());
+        let readers = reader.factory();
+        Ok((engine, fresh, writer, readers, externs))
+    }
+
+    /// A new forwarding worker over the program the data plane runs (for worker
+    /// threads: it reads the control state through its own wait-free handle and follows
+    /// configuration swaps).
     pub fn new_worker(&self) -> Worker {
         Worker::new(
-            self.engine.clone(),
-            self.readers.handle(),
-            self.externs.clone(),
+            self.dataplane.clone(),
             self.digests.clone(),
             self.cfg.clone(),
             self.clock.clone(),
             self.queues.clone(),
         )
+    }
+
+    /// Loads a new program for a later [`Switch::swap_configs`]: from now on the
+    /// runtime API (and the fields of this struct) refer to it, while workers keep
+    /// running the current one. Fails if the JSON does not load or a loaded program
+    /// is already waiting for its swap.
+    pub fn load_new_config(&mut self, json: &str) -> Result<(), SwapError> {
+        if self.swap_pending.is_some() {
+            return Err(SwapError::Ongoing);
+        }
+        let (engine, fresh, writer, readers, externs) =
+            Self::load(json, &self.cfg).map_err(SwapError::Load)?;
+        let old = std::mem::replace(&mut self.writer, writer);
+        self.swap_pending = Some(old);
+        self.engine = engine;
+        self.fresh = fresh;
+        self.readers = readers;
+        self.externs = externs;
+        self.json = json.to_string();
+        self.rt.program_changed();
+        Ok(())
+    }
+
+    /// Whether a program loaded by [`Switch::load_new_config`] waits for its swap.
+    pub fn swap_pending(&self) -> bool {
+        self.swap_pending.is_some()
+    }
+
+    /// Makes the workers run the program loaded by [`Switch::load_new_config`]: each
+    /// moves to it before its next batch, after finishing the packets already inside
+    /// its pipeline.
+    pub fn swap_configs(&mut self) -> Result<(), SwapError> {
+        let old_writer = self.swap_pending.take().ok_or(SwapError::NoneLoaded)?;
+        let mut cur = match self.dataplane.current.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        match cur.retired_writer.lock() {
+            Ok(mut w) => *w = Some(old_writer),
+            Err(p) => *p.into_inner() = Some(old_writer),
+        }
+        let generation = cur.generation + 1;
+        *cur = Arc::new(Active {
+            generation,
+            engine: self.engine.clone(),
+            externs: self.externs.clone(),
+            readers: self.readers.clone(),
+            retired_writer: Mutex::new(None),
+        });
+        self.dataplane
+            .generation
+            .store(generation, Ordering::Release);
+        Ok(())
     }
 
     /// Applies one control-plane write and publishes it; returns its result.
@@ -239,9 +397,92 @@ impl Switch {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use p4jet_control::api::RuntimeApi;
+    use p4jet_control::cli::Cli;
+
     #[test]
     fn workers_can_move_to_threads() {
         fn send<T: Send>() {}
         send::<super::Worker>();
+        send::<super::Switch>();
+    }
+
+    fn basic_l2() -> String {
+        let p = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/corpus/basic_l2/basic_l2.json"
+        );
+        std::fs::read_to_string(p).unwrap()
+    }
+
+    fn frame(dst: u8) -> Vec<u8> {
+        let mut f = vec![0, 0, 0, 0, 0, dst, 0, 0, 0, 0, 0, 1, 0x08, 0x00];
+        f.extend_from_slice(&[0xab; 50]);
+        f
+    }
+
+    fn forward(w: &mut Worker, dst: u8) -> Vec<u32> {
+        let mut out = vec![];
+        w.inject(0, &frame(dst));
+        w.run_until_idle(&mut |p, _| out.push(p));
+        out
+    }
+
+    #[test]
+    fn swap_takes_effect_between_packets_for_every_worker() {
+        let json = basic_l2();
+        let cfg = SwitchConfig {
+            enable_swap: true,
+            ..SwitchConfig::default()
+        };
+        let mut sw = Switch::new(&json, cfg).unwrap();
+        let mut cli = Cli::new(&json).unwrap();
+        cli.execute(&mut sw, "table_add dmac forward 00:00:00:00:00:10 => 1")
+            .unwrap();
+        let mut w = sw.new_worker();
+        assert_eq!(forward(&mut w, 0x10), vec![1]);
+        // loaded, not swapped: the runtime API sees the new (empty) program, the
+        // workers still run the old one
+        sw.bm_load_new_config(&json).unwrap();
+        assert_eq!(sw.bm_mt_get_num_entries("IngressImpl.dmac").unwrap(), 0);
+        assert_eq!(
+            sw.bm_load_new_config(&json).unwrap_err().to_string(),
+            "Invalid swap operation (ONGOING_SWAP)"
+        );
+        cli.execute(&mut sw, "table_add dmac forward 00:00:00:00:00:10 => 2")
+            .unwrap();
+        assert_eq!(forward(&mut w, 0x10), vec![1]);
+        // a packet received before the swap but not yet processed uses the new program
+        w.inject(0, &frame(0x10));
+        sw.bm_swap_configs().unwrap();
+        let mut out = vec![];
+        w.run_until_idle(&mut |p, _| out.push(p));
+        assert_eq!(out, vec![2]);
+        assert_eq!(w.generation(), 1);
+        assert_eq!(forward(&mut sw.worker, 0x10), vec![2]);
+        assert_eq!(
+            sw.bm_swap_configs().unwrap_err().to_string(),
+            "Invalid swap operation (NO_ONGOING_SWAP)"
+        );
+        // a JSON that does not load changes nothing
+        assert_eq!(
+            sw.bm_load_new_config("{\"not\": \"a program\"")
+                .unwrap_err()
+                .to_string(),
+            "Invalid swap operation (NO_ONGOING_SWAP)"
+        );
+        assert_eq!(sw.bm_mt_get_num_entries("IngressImpl.dmac").unwrap(), 1);
+        assert_eq!(forward(&mut w, 0x10), vec![2]);
+    }
+
+    #[test]
+    fn swap_needs_enable_swap() {
+        let json = basic_l2();
+        let mut sw = Switch::new(&json, SwitchConfig::default()).unwrap();
+        assert!(sw.bm_load_new_config(&json).is_err());
+        assert!(sw.bm_swap_configs().is_err());
+        assert!(!sw.swap_pending());
     }
 }

@@ -199,6 +199,15 @@ impl Default for RuntimeState {
 }
 
 impl RuntimeState {
+    /// Forgets what belongs to the previous program (after `bm_load_new_config`); ports,
+    /// device information and limits stay.
+    pub(crate) fn program_changed(&mut self) {
+        self.learn.clear();
+        self.toeplitz_keys.clear();
+        self.entry_times_ms.clear();
+        self.ids = None;
+    }
+
     /// The Toeplitz key set for a calculation (by index), if any. The engine does not
     /// compute Toeplitz hashes yet (it uses CRC-32 for them); the key is kept for it.
     pub fn toeplitz_key(&self, calc: u32) -> Option<&[u8]> {
@@ -1772,13 +1781,26 @@ impl RuntimeApi for Switch {
 
     // ------------------------------------------------------------ configuration swap
 
-    fn bm_load_new_config(&mut self, _config_str: &str) -> ApiResult<(), InvalidSwapOperation> {
-        // what simple_switch answers when started without --enable-swap
-        Err(SwapOperationErrorCode::CONFIG_SWAP_DISABLED.into())
+    // simple_switch: both need --enable-swap; a second load before the swap is
+    // ONGOING_SWAP, a swap without a load NO_ONGOING_SWAP. A JSON that does not load
+    // (bmv2 accepts it and breaks later) answers NO_ONGOING_SWAP: nothing was loaded,
+    // so no swap is under way, and the switch keeps its state.
+
+    fn bm_load_new_config(&mut self, config_str: &str) -> ApiResult<(), InvalidSwapOperation> {
+        if !self.cfg.enable_swap {
+            return Err(SwapOperationErrorCode::CONFIG_SWAP_DISABLED.into());
+        }
+        self.load_new_config(config_str).map_err(|e| {
+            tracing::warn!("bm_load_new_config: {e}");
+            swap_error(e)
+        })
     }
 
     fn bm_swap_configs(&mut self) -> ApiResult<(), InvalidSwapOperation> {
-        Err(SwapOperationErrorCode::CONFIG_SWAP_DISABLED.into())
+        if !self.cfg.enable_swap {
+            return Err(SwapOperationErrorCode::CONFIG_SWAP_DISABLED.into());
+        }
+        self.swap_configs().map_err(swap_error)
     }
 
     // ----------------------------------------------------------------------- meters
@@ -2541,6 +2563,15 @@ impl RuntimeApi for Switch {
 }
 
 // ---------------------------------------------------------------------- free helpers
+
+fn swap_error(e: crate::SwapError) -> ApiError<InvalidSwapOperation> {
+    match e {
+        crate::SwapError::Ongoing => SwapOperationErrorCode::ONGOING_SWAP.into(),
+        crate::SwapError::NoneLoaded | crate::SwapError::Load(_) => {
+            SwapOperationErrorCode::NO_ONGOING_SWAP.into()
+        }
+    }
+}
 
 fn member_to_bm(prog: &Program, h: u32, call: &ActionCall) -> BmMtActProfMember {
     let (action_name, action_data) = match action_call_entry(prog, call) {

@@ -8,7 +8,7 @@ use p4jet_engine::{ControlState, Engine, Externs, PacketCtx, Pipeline, Scratch};
 use p4jet_ir::expr::FieldRef;
 
 use crate::tm::{QueueConfig, Tm};
-use crate::{Clock, Digest, DigestQueue, SwitchConfig};
+use crate::{Active, Clock, Dataplane, Digest, DigestQueue, SwitchConfig};
 
 /// instance_type values (v1model).
 pub mod instance {
@@ -40,6 +40,10 @@ pub struct PortCounters {
 /// A forwarding worker.
 pub struct Worker {
     reader: left_right::ReadHandle<ControlState>,
+    /// The switch's data plane (to notice configuration swaps).
+    dataplane: Arc<Dataplane>,
+    /// The program this worker runs (keeps it alive while the worker uses it).
+    active: Arc<Active>,
     /// Everything but the state reader.
     pub core: Core,
 }
@@ -98,21 +102,21 @@ fn field_value(e: &Engine, ctx: &PacketCtx, f: &FieldRef) -> Option<(u32, BigUin
 }
 
 impl Worker {
-    /// A worker over shared program state.
-    pub fn new(
-        engine: Arc<Engine>,
-        reader: left_right::ReadHandle<ControlState>,
-        externs: Arc<Externs>,
+    /// A worker running the data plane's current program.
+    pub(crate) fn new(
+        dataplane: Arc<Dataplane>,
         digests: Arc<Mutex<DigestQueue>>,
         cfg: SwitchConfig,
         clock: Clock,
         queues: Arc<Mutex<QueueConfig>>,
     ) -> Worker {
+        let active = dataplane.current();
         Worker {
-            reader,
+            reader: active.readers.handle(),
+            dataplane,
             core: Core {
-                engine,
-                externs,
+                engine: active.engine.clone(),
+                externs: active.externs.clone(),
                 digests,
                 cfg,
                 clock,
@@ -131,6 +135,7 @@ impl Worker {
                 timing: false,
                 stage_ns: [0; 5],
             },
+            active,
         }
     }
 
@@ -151,8 +156,12 @@ impl Worker {
         }
     }
 
-    /// One ingress batch, then the traffic manager drained through egress.
+    /// One ingress batch, then the traffic manager drained through egress. Moves to a
+    /// swapped-in program first, if there is one.
     pub fn step(&mut self, tx: &mut dyn FnMut(u32, &[u8])) {
+        if self.dataplane.generation() != self.active.generation {
+            self.follow_swap(tx);
+        }
         let Some(guard) = self.reader.enter() else {
             self.core.errors.push("control state is gone".into());
             self.core.input.clear();
@@ -160,6 +169,51 @@ impl Worker {
             return;
         };
         self.core.step(&guard, tx);
+    }
+
+    /// Generation of the program this worker runs (see [`Dataplane::generation`]).
+    pub fn generation(&self) -> u64 {
+        self.active.generation
+    }
+
+    /// Moves to the data plane's current program: packets already inside the pipeline
+    /// (recirculating or queued for egress) finish with the old one; received packets
+    /// not yet in ingress are kept for the new one.
+    pub(crate) fn follow_swap(&mut self, tx: &mut dyn FnMut(u32, &[u8])) {
+        let next = self.dataplane.current();
+        if next.generation == self.active.generation {
+            return;
+        }
+        while self.core.recirc.len() + self.core.tm.len() > 0 {
+            let Some(guard) = self.reader.enter() else {
+                self.core
+                    .errors
+                    .push("configuration swap: packets of the old program lost".into());
+                let lost: Vec<PacketCtx> = self.core.recirc.drain(..).collect();
+                drop(lost);
+                self.core.tm = Tm::default();
+                break;
+            };
+            self.core.step_with(&guard, tx, false);
+        }
+        self.reader = next.readers.handle();
+        self.core.engine = next.engine.clone();
+        self.core.externs = next.externs.clone();
+        self.core.scratch = Scratch::default();
+        self.core.pool.clear();
+        // received frames are re-created with the new program's header layout
+        let waiting: Vec<PacketCtx> = self.core.input.drain(..).collect();
+        for old in waiting {
+            let mut ctx = self.core.alloc();
+            ctx.pkt.set(old.pkt.data());
+            ctx.arch.port = old.arch.port;
+            ctx.arch.instance_type = instance::NORMAL;
+            ctx.arch.passes = 0;
+            ctx.arch.preserved.clear();
+            ctx.arch.sequence = old.arch.sequence;
+            self.core.input.push_back(ctx);
+        }
+        self.active = next;
     }
 }
 
@@ -208,11 +262,21 @@ impl Core {
 
     /// One ingress batch, then the traffic manager drained through egress.
     pub fn step(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8])) {
+        self.step_with(cs, tx, true)
+    }
+
+    /// [`Core::step`]; received packets enter ingress only if `take_input`.
+    fn step_with(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8]), take_input: bool) {
         let max = self.cfg.batch.max(1);
         // resubmitted and recirculated packets are taken before waiting input
         self.batch.clear();
         while self.batch.len() < max {
-            match self.recirc.pop_front().or_else(|| self.input.pop_front()) {
+            let next = match self.recirc.pop_front() {
+                Some(c) => Some(c),
+                None if take_input => self.input.pop_front(),
+                None => None,
+            };
+            match next {
                 Some(c) => self.batch.push(c),
                 None => break,
             }

@@ -130,7 +130,7 @@ pub fn measure(
             }
             *injected += batch as u64;
             sw.step(&mut |_, _| *sent += 1);
-            if *injected % (batch as u64 * 64) == 0 {
+            if (*injected).is_multiple_of(batch as u64 * 64) {
                 let now = Instant::now();
                 let el = now.duration_since(start).as_secs_f64();
                 if el >= dur {

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod cli_cmd;
 mod run;
 mod stf;
 
@@ -22,6 +23,7 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once
 enum Cmd {
     /// Run a program on ports (simple_switch's command line).
     Run(run::RunArgs),
@@ -29,6 +31,8 @@ enum Cmd {
     Stf(stf::StfArgs),
     /// Measure forwarding speed on an in-memory trace.
     Bench(bench::BenchArgs),
+    /// simple_switch_CLI: control a running switch over Thrift.
+    Cli(cli_cmd::CliArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
         Cmd::Run(a) => run::main(a, &target),
         Cmd::Stf(a) => stf::main(a),
         Cmd::Bench(a) => bench::main(a),
+        Cmd::Cli(a) => cli_cmd::main(a),
     };
     match r {
         Ok(code) => code,

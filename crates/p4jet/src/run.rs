@@ -1,17 +1,20 @@
 //! `p4jet run`: simple_switch's command line.
 
 use std::io::{Read, Write};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use p4jet_control::cli::Cli;
 use p4jet_io::pcap::Peek;
 use p4jet_io::{PcapFilePort, PcapRecorder, Port};
-use p4jet_switch::{Switch, SwitchConfig};
+use p4jet_switch::runtime::PortEvent;
+use p4jet_switch::{Switch, SwitchConfig, Worker};
+use p4jet_thrift::{ServerConfig, ServerHandle, SharedApi};
 
 /// simple_switch options.
 #[derive(Args, Debug)]
@@ -66,6 +69,24 @@ pub struct RunArgs {
     /// Bytes of packet data dumped in the log (accepted for compatibility).
     #[arg(long = "dump-packet-data", value_name = "N")]
     pub dump_packet_data: Option<usize>,
+    /// Event-logger debugger (accepted, not supported: ignored with a warning).
+    #[arg(long = "debugger", hide = true)]
+    pub debugger: bool,
+    /// Debugger address (accepted, ignored with a warning).
+    #[arg(long = "debugger-addr", value_name = "ADDR", hide = true)]
+    pub debugger_addr: Option<String>,
+    /// State file to restore (accepted, not supported: ignored with a warning).
+    #[arg(long = "restore-state", value_name = "FILE", hide = true)]
+    pub restore_state: Option<PathBuf>,
+    /// Log rotation size (accepted, ignored with a warning).
+    #[arg(long = "log-file-max-size", value_name = "BYTES", hide = true)]
+    pub log_file_max_size: Option<u64>,
+    /// Log rotation count (accepted, ignored with a warning).
+    #[arg(long = "log-file-max-files", value_name = "N", hide = true)]
+    pub log_file_max_files: Option<u64>,
+    /// Largest port number + 1 (accepted, ignored with a warning).
+    #[arg(long = "max-port-count", value_name = "N", hide = true)]
+    pub max_port_count: Option<u32>,
     /// Packets per ingress batch.
     #[arg(long = "batch", default_value_t = 32)]
     pub batch: usize,
@@ -123,7 +144,7 @@ pub fn split_target_options(args: &[String]) -> (Vec<String>, TargetOptions) {
 
 /// An open port: pcap files (merged by timestamp on input) or a live interface.
 enum PortIo {
-    Pcap(PcapFilePort),
+    Pcap(Box<PcapFilePort>),
     Live(Box<dyn Port>),
 }
 
@@ -136,7 +157,7 @@ struct PortEntry {
 impl PortEntry {
     fn port(&mut self) -> &mut dyn Port {
         match &mut self.io {
-            PortIo::Pcap(p) => p,
+            PortIo::Pcap(p) => p.as_mut(),
             PortIo::Live(p) => p.as_mut(),
         }
     }
@@ -193,14 +214,37 @@ fn parse_iface(s: &str) -> Result<(u32, String), String> {
     Ok((p, n.to_string()))
 }
 
-/// `p4jet run`.
-pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
+/// Warns about simple_switch options p4jet accepts but does not implement.
+fn warn_ignored(a: &RunArgs, target: &TargetOptions) {
     for u in &target.unknown {
         eprintln!("p4jet: ignoring unknown target option {u}");
     }
-    if a.nanolog.is_some() {
-        eprintln!("p4jet: --nanolog is not supported; ignored");
+    let ignored: [(&str, bool); 8] = [
+        ("--nanolog (no nanomsg event logger)", a.nanolog.is_some()),
+        (
+            "--notifications-addr (no nanomsg notifications; digests are read through the runtime API)",
+            a.notifications_addr.is_some(),
+        ),
+        ("--debugger", a.debugger),
+        ("--debugger-addr", a.debugger_addr.is_some()),
+        ("--restore-state", a.restore_state.is_some()),
+        ("--log-file-max-size", a.log_file_max_size.is_some()),
+        ("--log-file-max-files", a.log_file_max_files.is_some()),
+        ("--max-port-count", a.max_port_count.is_some()),
+    ];
+    for (what, given) in ignored {
+        if given {
+            eprintln!("p4jet: {what} is not supported; ignored");
+        }
     }
+    if a.pcap.is_some() && a.use_files.is_some() {
+        eprintln!("p4jet: --pcap with --use-files: the files already record the traffic; ignored");
+    }
+}
+
+/// `p4jet run`.
+pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
+    warn_ignored(&a, target);
     if a.log_console && a.log_file.is_some() {
         return Err("--log-console and --log-file are exclusive".into());
     }
@@ -211,10 +255,18 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         priority_queues: target.priority_queues.unwrap_or(1),
         trace: a.log_console || a.log_file.is_some(),
         batch: a.batch.max(1),
+        enable_swap: target.enable_swap,
         ..SwitchConfig::default()
     };
     let mut sw = Switch::new(&json, cfg).map_err(|e| format!("{}: {e}", a.program.display()))?;
-    let mut log: Option<Box<dyn Write>> = if a.log_console {
+    sw.rt.device_id = i64::from(a.device_id);
+    sw.rt.thrift_port = i32::from(a.thrift_port);
+    sw.rt.notifications_socket = a.notifications_addr.clone().or(Some(format!(
+        "ipc:///tmp/bmv2-{}-notifications.ipc",
+        a.device_id
+    )));
+    sw.rt.elogger_socket = a.nanolog.clone();
+    let mut log: Option<Box<dyn Write + Send>> = if a.log_console {
         Some(Box::new(std::io::stdout()))
     } else if let Some(f) = &a.log_file {
         let mut p = f.as_os_str().to_owned();
@@ -229,88 +281,187 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         eprintln!("p4jet: some commands failed (see above); continuing with the rest applied");
     }
 
+    let mut ifaces: Vec<(u32, String)> = a
+        .interfaces
+        .iter()
+        .map(|s| parse_iface(s))
+        .collect::<Result<_, _>>()?;
+    // ports are opened in port order (p4c's STF driver opens the FIFOs in that order)
+    ifaces.sort_by_key(|(p, _)| *p);
+    if let Some(w) = ifaces.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(format!("port {} given twice", w[0].0));
+    }
+    let files = a.use_files.is_some();
+    for (num, name) in &ifaces {
+        let pcap = files.then(|| format!("{name}_in.pcap"));
+        sw.rt.ports.insert(
+            *num,
+            p4jet_switch::runtime::PortEntry {
+                iface: name.clone(),
+                pcap,
+            },
+        );
+    }
+
+    // The data plane: a worker with its own wait-free reader of the control state.
+    // The control side (Thrift server) shares the switch behind a mutex that the
+    // forwarding loop never takes per packet.
+    let mut worker = sw.new_worker();
+    let sw = Arc::new(Mutex::new(sw));
+    let api: SharedApi = sw.clone();
+    let addr = format!("{}:{}", a.thrift_ip, a.thrift_port);
+    let listener = TcpListener::bind(&addr)
+        .map_err(|e| format!("Thrift server: cannot listen on {addr}: {e}"))?;
+    let server = ServerHandle::spawn(listener, api, ServerConfig::default())
+        .map_err(|e| format!("Thrift server: {e}"))?;
+    eprintln!("Thrift server was started on {}", server.local_addr());
+
+    if let Some(w) = a.use_files
+        && w > 0.0
+    {
+        std::thread::sleep(Duration::from_secs_f64(w));
+    }
+    let opts = OpenArgs {
+        files,
+        pcap: a.pcap.clone(),
+    };
+    let mut ports: Vec<PortEntry> = vec![];
+    for (num, name) in &ifaces {
+        ports.push(open_one(*num, name, &opts)?);
+    }
+    // Installed once the FIFOs are open: a SIGTERM while blocked opening one of them
+    // ends the process the default way (exit status -15, which p4c's driver accepts).
     let term = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, term.clone())
             .map_err(|e| format!("signal handler: {e}"))?;
     }
 
-    // ports, opened in port order (p4c's STF driver opens the FIFOs in that order)
-    let mut ifaces: Vec<(u32, String)> = a
-        .interfaces
-        .iter()
-        .map(|s| parse_iface(s))
-        .collect::<Result<_, _>>()?;
-    ifaces.sort_by_key(|(p, _)| *p);
-    if let Some(w) = a.use_files
-        && w > 0.0
-    {
-        std::thread::sleep(Duration::from_secs_f64(w));
+    let r = forward(&a, &mut worker, &mut ports, &sw, &mut log, &term, &opts);
+    // flush outputs, stop the server, report
+    for pe in ports.iter_mut() {
+        let _ = pe.port().flush();
     }
-    let mut ports: Vec<PortEntry> = vec![];
-    for (num, name) in &ifaces {
-        let entry = if a.use_files.is_some() {
-            let dir = Path::new(".");
-            let port = PcapFilePort::use_files(dir, name)
-                .map_err(|e| format!("port {num}@{name}: {e}"))?;
-            PortEntry {
-                num: *num,
-                io: PortIo::Pcap(port),
-                exhausted: false,
-            }
-        } else {
-            let opened = p4jet_io::open_port(name, &p4jet_io::OpenOptions::default())
-                .map_err(|e| format!("port {num}@{name}: {e}"))?;
-            eprintln!("p4jet: port {num}@{name}: {}", opened.reason);
-            let port: Box<dyn Port> = match &a.pcap {
-                Some(dir) => {
-                    Box::new(PcapRecorder::new(opened.port, dir).map_err(|e| e.to_string())?)
-                }
-                None => opened.port,
-            };
-            PortEntry {
-                num: *num,
-                io: PortIo::Live(port),
-                exhausted: false,
-            }
-        };
-        ports.push(entry);
+    drop(ports);
+    if let Err(e) = server.stop() {
+        eprintln!("p4jet: Thrift server: {e}");
     }
+    r?;
+    print_counts(&worker);
+    Ok(ExitCode::SUCCESS)
+}
 
+struct OpenArgs {
+    files: bool,
+    pcap: Option<PathBuf>,
+}
+
+fn open_one(num: u32, name: &str, o: &OpenArgs) -> Result<PortEntry, String> {
+    let io = if o.files {
+        let port = PcapFilePort::use_files(Path::new("."), name)
+            .map_err(|e| format!("port {num}@{name}: {e}"))?;
+        PortIo::Pcap(Box::new(port))
+    } else {
+        let opened = p4jet_io::open_port(name, &p4jet_io::OpenOptions::default())
+            .map_err(|e| format!("port {num}@{name}: {e}"))?;
+        eprintln!("p4jet: port {num}@{name}: {}", opened.reason);
+        let port: Box<dyn Port> = match &o.pcap {
+            Some(dir) => Box::new(PcapRecorder::new(opened.port, dir).map_err(|e| e.to_string())?),
+            None => opened.port,
+        };
+        PortIo::Live(port)
+    };
+    Ok(PortEntry {
+        num,
+        io,
+        exhausted: false,
+    })
+}
+
+/// Port additions and removals requested through the runtime API (`port_add`,
+/// `port_remove`), looked at a few times a second without ever waiting for the lock.
+fn port_events(sw: &Mutex<Switch>, ports: &mut Vec<PortEntry>, opts: &OpenArgs) -> Vec<String> {
+    let events = match sw.try_lock() {
+        Ok(mut s) => std::mem::take(&mut s.rt.port_events),
+        Err(_) => return vec![],
+    };
+    let mut errors = vec![];
+    for ev in events {
+        match ev {
+            PortEvent::Add { port, iface, .. } => match open_one(port, &iface, opts) {
+                Ok(pe) => {
+                    ports.retain(|p| p.num != port);
+                    ports.push(pe);
+                    ports.sort_by_key(|p| p.num);
+                }
+                Err(e) => errors.push(e),
+            },
+            PortEvent::Remove { port } => {
+                if let Some(pe) = ports.iter_mut().find(|p| p.num == port) {
+                    let _ = pe.port().flush();
+                }
+                ports.retain(|p| p.num != port);
+            }
+        }
+    }
+    errors
+}
+
+/// The forwarding loop: runs until SIGTERM/SIGINT, `--duration`, or (with
+/// `--exit-when-done`) until every input is consumed.
+fn forward(
+    a: &RunArgs,
+    worker: &mut Worker,
+    ports: &mut Vec<PortEntry>,
+    sw: &Mutex<Switch>,
+    log: &mut Option<Box<dyn Write + Send>>,
+    term: &AtomicBool,
+    opts: &OpenArgs,
+) -> Result<(), String> {
     let start = Instant::now();
     let batch = a.batch.max(1);
-    let files = a.use_files.is_some();
+    let files = opts.files;
+    let mut last_events = Instant::now();
     loop {
         if term.load(Ordering::Relaxed) {
-            break;
+            return Ok(());
         }
         if a.duration > 0.0 && start.elapsed().as_secs_f64() >= a.duration {
-            break;
+            return Ok(());
+        }
+        if last_events.elapsed() >= Duration::from_millis(100) {
+            last_events = Instant::now();
+            for e in port_events(sw, ports, opts) {
+                eprintln!("p4jet: {e}");
+            }
         }
         let mut got = 0usize;
         if files {
-            got += read_pcaps(&mut ports, &mut sw, batch).map_err(|e| e.to_string())?;
+            got += read_pcaps(ports, worker, batch).map_err(|e| e.to_string())?;
         } else {
             for pe in ports.iter_mut() {
                 let num = pe.num;
                 let n = pe
                     .port()
                     .recv_batch(batch, Some(Duration::from_millis(1)), &mut |f| {
-                        sw.inject(num, f)
+                        worker.inject(num, f)
                     })
                     .map_err(|e| format!("port {num}: {e}"))?;
                 got += n;
+            }
+            if ports.is_empty() {
+                std::thread::sleep(Duration::from_millis(1));
             }
         }
         // forward everything received
         let mut tx_err = None;
         {
-            let ports_ref = &mut ports;
-            sw.run_until_idle(&mut |port, frame| {
-                if let Some(pe) = ports_ref.iter_mut().find(|p| p.num == port) {
-                    if let Err(e) = pe.port().send_batch(&[frame]) {
-                        tx_err = Some(format!("port {port}: {e}"));
-                    }
+            let ports_ref = &mut *ports;
+            worker.run_until_idle(&mut |port, frame| {
+                if let Some(pe) = ports_ref.iter_mut().find(|p| p.num == port)
+                    && let Err(e) = pe.port().send_batch(&[frame])
+                {
+                    tx_err = Some(format!("port {port}: {e}"));
                 }
             });
         }
@@ -321,11 +472,11 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
             let num = pe.num;
             pe.port().flush().map_err(|e| format!("port {num}: {e}"))?;
         }
-        flush_trace(&mut sw, &mut log);
-        report_errors(&mut sw);
-        if files && ports.iter().all(|p| p.exhausted) && sw.worker.pending() == 0 {
-            if a.exit_when_done || ports.is_empty() {
-                break;
+        flush_trace(worker, log);
+        report_errors(worker);
+        if files && ports.iter().all(|p| p.exhausted) && worker.pending() == 0 {
+            if a.exit_when_done {
+                return Ok(());
             }
             // simple_switch keeps running after its inputs end; wait for SIGTERM
             std::thread::sleep(Duration::from_millis(20));
@@ -333,13 +484,11 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
             std::thread::sleep(Duration::from_micros(200));
         }
     }
-    print_counts(&sw);
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Reads the next frames of the pcap inputs in timestamp order (bmv2 reads its files
 /// without timing; ordering by timestamp makes runs repeatable).
-fn read_pcaps(ports: &mut [PortEntry], sw: &mut Switch, batch: usize) -> std::io::Result<usize> {
+fn read_pcaps(ports: &mut [PortEntry], w: &mut Worker, batch: usize) -> std::io::Result<usize> {
     let mut n = 0;
     while n < batch {
         let mut best: Option<(usize, Duration)> = None;
@@ -368,30 +517,30 @@ fn read_pcaps(ports: &mut [PortEntry], sw: &mut Switch, batch: usize) -> std::io
         let Some((i, _)) = best else { break };
         let pe = &mut ports[i];
         let num = pe.num;
-        n += pe.port().recv_batch(1, None, &mut |f| sw.inject(num, f))?;
+        n += pe.port().recv_batch(1, None, &mut |f| w.inject(num, f))?;
     }
     Ok(n)
 }
 
-fn flush_trace(sw: &mut Switch, log: &mut Option<Box<dyn Write>>) {
-    let lines = std::mem::take(&mut sw.worker.core.trace_out);
-    if let Some(w) = log {
+fn flush_trace(w: &mut Worker, log: &mut Option<Box<dyn Write + Send>>) {
+    let lines = std::mem::take(&mut w.core.trace_out);
+    if let Some(out) = log {
         for l in lines {
-            let _ = writeln!(w, "{l}");
+            let _ = writeln!(out, "{l}");
         }
-        let _ = w.flush();
+        let _ = out.flush();
     }
 }
 
-fn report_errors(sw: &mut Switch) {
-    for e in std::mem::take(&mut sw.worker.core.errors) {
+fn report_errors(w: &mut Worker) {
+    for e in std::mem::take(&mut w.core.errors) {
         eprintln!("p4jet: {e}");
     }
 }
 
-fn print_counts(sw: &Switch) {
+fn print_counts(w: &Worker) {
     println!("port        rx        tx      drop");
-    for (i, c) in sw.worker.core.ports.iter().enumerate() {
+    for (i, c) in w.core.ports.iter().enumerate() {
         if c.rx == 0 && c.tx == 0 && c.drop == 0 {
             continue;
         }

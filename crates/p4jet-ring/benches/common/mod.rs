@@ -56,6 +56,11 @@ pub struct Sample {
     pub wakeups: Option<u64>,
     pub commits: Option<u64>,
     pub releases: Option<u64>,
+    /// Latency of every 1024th item, producer push to consumer receipt:
+    /// median, 99th percentile, maximum.
+    pub lat_p50: Duration,
+    pub lat_p99: Duration,
+    pub lat_max: Duration,
 }
 
 impl Sample {
@@ -105,6 +110,51 @@ pub fn calibrate() -> f64 {
     n as f64 / t.elapsed().as_nanos().max(1) as f64
 }
 
+/// Send timestamps of every `STAMP_EVERY`-th item, written by the producer
+/// before it publishes the item and read by the consumer after receiving it.
+const STAMP_EVERY: u64 = 1024;
+
+struct Stamps {
+    t0: Instant,
+    at: Vec<std::sync::atomic::AtomicU64>,
+}
+
+impl Stamps {
+    fn new(items: u64) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Stamps {
+            t0: Instant::now(),
+            at: (0..items / STAMP_EVERY + 1)
+                .map(|_| std::sync::atomic::AtomicU64::new(0))
+                .collect(),
+        })
+    }
+    #[inline]
+    fn sent(&self, x: u64) {
+        if x.is_multiple_of(STAMP_EVERY) {
+            let ns = self.t0.elapsed().as_nanos() as u64;
+            self.at[(x / STAMP_EVERY) as usize].store(ns, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    #[inline]
+    fn received(&self, x: u64, lats: &mut Vec<u64>) {
+        if x.is_multiple_of(STAMP_EVERY) {
+            let now = self.t0.elapsed().as_nanos() as u64;
+            let sent =
+                self.at[(x / STAMP_EVERY) as usize].load(std::sync::atomic::Ordering::Relaxed);
+            lats.push(now.saturating_sub(sent));
+        }
+    }
+}
+
+fn summarize(mut lats: Vec<u64>) -> (Duration, Duration, Duration) {
+    if lats.is_empty() {
+        return (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    }
+    lats.sort_unstable();
+    let q = |f: usize| Duration::from_nanos(lats[(lats.len() * f / 100).min(lats.len() - 1)]);
+    (q(50), q(99), q(100))
+}
+
 struct Side {
     cpu: Duration,
     vcsw: u64,
@@ -148,6 +198,9 @@ fn run_ring(p: Params, ipn: f64) -> Sample {
     };
     let (mut tx, mut rx) = cfg.build::<u64>().unwrap();
     let stats = tx.stats_handle();
+    let stamps = Stamps::new(p.items);
+    let st = std::sync::Arc::clone(&stamps);
+    let mut lats = Vec::new();
     let t0 = Instant::now();
     let producer = thread::spawn(move || {
         measure(|| {
@@ -157,6 +210,7 @@ fn run_ring(p: Params, ipn: f64) -> Sample {
                 let k = (p.batch as u64).min(p.items - next);
                 for x in next..next + k {
                     busy(p.producer_work_ns, ipn);
+                    st.sent(x);
                     v.push(x);
                 }
                 tx.push_batch(&mut v).unwrap();
@@ -172,6 +226,7 @@ fn run_ring(p: Params, ipn: f64) -> Sample {
         while rx.pop_batch(&mut out, p.batch).is_ok() {
             for x in out.drain(..) {
                 assert_eq!(x, expect);
+                stamps.received(x, &mut lats);
                 busy(p.consumer_work_ns, ipn);
                 expect += 1;
             }
@@ -180,6 +235,7 @@ fn run_ring(p: Params, ipn: f64) -> Sample {
     });
     let prod = producer.join().unwrap();
     let wall = t0.elapsed();
+    let (lat_p50, lat_p99, lat_max) = summarize(lats);
     let s = stats.stats();
     Sample {
         wall,
@@ -188,6 +244,9 @@ fn run_ring(p: Params, ipn: f64) -> Sample {
         producer_vcsw: prod.vcsw,
         consumer_vcsw: cons.vcsw,
         wakeups: Some(s.wakeups()),
+        lat_p50,
+        lat_p99,
+        lat_max,
         commits: Some(s.commits),
         releases: Some(s.releases),
     }
@@ -202,6 +261,9 @@ where
     S: FnMut(u64) -> bool + Send + 'static,
     R: FnMut() -> Option<u64>,
 {
+    let stamps = Stamps::new(p.items);
+    let st = std::sync::Arc::clone(&stamps);
+    let mut lats = Vec::new();
     let t0 = Instant::now();
     let producer = thread::spawn(move || {
         measure(|| {
@@ -210,6 +272,7 @@ where
                 let k = (p.batch as u64).min(p.items - next);
                 for x in next..next + k {
                     busy(p.producer_work_ns, ipn);
+                    st.sent(x);
                     assert!(send(x));
                 }
                 next += k;
@@ -222,19 +285,25 @@ where
         let mut expect = 0u64;
         while let Some(x) = recv() {
             assert_eq!(x, expect);
+            stamps.received(x, &mut lats);
             busy(p.consumer_work_ns, ipn);
             expect += 1;
         }
         assert_eq!(expect, p.items);
     });
     let prod = producer.join().unwrap();
+    let wall = t0.elapsed();
+    let (lat_p50, lat_p99, lat_max) = summarize(lats);
     Sample {
-        wall: t0.elapsed(),
+        wall,
         producer_cpu: prod.cpu,
         consumer_cpu: cons.cpu,
         producer_vcsw: prod.vcsw,
         consumer_vcsw: cons.vcsw,
         wakeups: None,
+        lat_p50,
+        lat_p99,
+        lat_max,
         commits: None,
         releases: None,
     }

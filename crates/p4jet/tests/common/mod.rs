@@ -147,7 +147,7 @@ impl Running {
             .args([
                 "run",
                 "--log-file",
-                "switch",
+                "switch.log",
                 "--log-flush",
                 "--use-files",
                 "0",

@@ -63,10 +63,16 @@ pub(crate) fn hash_masked(k: &[u8], m: &[u8]) -> u64 {
 /// `stored == k & m` (all three the same length).
 #[inline]
 pub(crate) fn masked_eq(stored: &[u8], k: &[u8], m: &[u8]) -> bool {
-    stored
-        .iter()
-        .zip(k.iter().zip(m.iter()))
-        .all(|(s, (a, b))| *s == (a & b))
+    let mut sc = stored.chunks_exact(8);
+    let mut kc = k.chunks_exact(8);
+    let mut mc = m.chunks_exact(8);
+    for ((s, a), b) in (&mut sc).zip(&mut kc).zip(&mut mc) {
+        if word(s) != word(a) & word(b) {
+            return false;
+        }
+    }
+    let (s, a, b) = (sc.remainder(), kc.remainder(), mc.remainder());
+    s.is_empty() || word(s) == word(a) & word(b)
 }
 
 const SLOTS: usize = 8;

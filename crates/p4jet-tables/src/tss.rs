@@ -34,7 +34,7 @@ use std::collections::BTreeSet;
 use crate::hash::{HashIndex, hash_bytes, hash_masked, masked_eq};
 
 /// Longest chain an entry may join in a merged (less specific) tuple.
-const CHAIN_LIMIT: usize = 8;
+const CHAIN_LIMIT: usize = 4;
 
 #[derive(Clone)]
 struct Tuple {

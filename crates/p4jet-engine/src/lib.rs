@@ -12,6 +12,7 @@ pub mod hash;
 pub mod phv;
 pub mod state;
 
+use std::ops::DerefMut;
 use std::sync::Arc;
 
 use num_bigint::{BigInt, BigUint, Sign};
@@ -179,8 +180,12 @@ impl PacketCtx {
         self.pkt.end = other.pkt.end;
         self.phv.data.copy_from_slice(&other.phv.data);
         self.phv.valid.copy_from_slice(&other.phv.valid);
-        self.phv.stack_next.copy_from_slice(&other.phv.stack_next);
-        self.phv.varbit_bits.copy_from_slice(&other.phv.varbit_bits);
+        if !other.phv.stack_next.is_empty() {
+            self.phv.stack_next.copy_from_slice(&other.phv.stack_next);
+        }
+        if !other.phv.varbit_bits.is_empty() {
+            self.phv.varbit_bits.copy_from_slice(&other.phv.varbit_bits);
+        }
         self.payload_off = other.payload_off;
         self.ingress_len = other.ingress_len;
         self.exit = other.exit;
@@ -374,6 +379,7 @@ impl Engine {
 
     // ------------------------------------------------------------------ fields
 
+    #[inline]
     fn std_write(&self, phv: &mut Phv, f: Option<u32>, v: u128) {
         if let Some(f) = f {
             phv.write(self.prog.fields[f as usize].loc, v);
@@ -381,12 +387,25 @@ impl Engine {
     }
 
     /// Reads a standard metadata field (0 if the program lacks it).
+    #[inline]
     pub fn std_read(&self, phv: &Phv, f: Option<u32>) -> u128 {
         f.map(|f| phv.read_raw(self.prog.fields[f as usize].loc))
             .unwrap_or(0)
     }
 
+    /// Writes an informational standard metadata field (timestamps, queue depths, ports,
+    /// lengths) only if the program ever reads it.
+    #[inline]
+    pub fn std_inform(&self, phv: &mut Phv, f: Option<u32>, v: u128) {
+        if let Some(f) = f
+            && self.prog.reads[f as usize]
+        {
+            phv.write(self.prog.fields[f as usize].loc, v);
+        }
+    }
+
     /// Writes a standard metadata field (if the program has it).
+    #[inline]
     pub fn std_set(&self, phv: &mut Phv, f: Option<u32>, v: u128) {
         self.std_write(phv, f, v)
     }
@@ -447,7 +466,12 @@ impl Engine {
 
     /// Parses the frame of every context (which must have been reset and given its
     /// standard metadata) and verifies checksums.
-    pub fn parse(&self, cs: &ControlState, pkts: &mut [PacketCtx], sc: &mut Scratch) {
+    pub fn parse<P: DerefMut<Target = PacketCtx>>(
+        &self,
+        cs: &ControlState,
+        pkts: &mut [P],
+        sc: &mut Scratch,
+    ) {
         for ctx in pkts {
             self.parse_one(cs, ctx, sc);
         }
@@ -782,12 +806,12 @@ impl Engine {
     /// Runs a control over a batch. Packets walk the control graph together: nodes are
     /// visited in topological order, and at a table node every packet waiting there is
     /// looked up in one batch.
-    pub fn run_control(
+    pub fn run_control<P: DerefMut<Target = PacketCtx>>(
         &self,
         cs: &ControlState,
         ex: &Externs,
         which: Pipeline,
-        pkts: &mut [PacketCtx],
+        pkts: &mut [P],
         sc: &mut Scratch,
         now_us: u64,
     ) {
@@ -835,7 +859,7 @@ impl Engine {
                                 action: *action,
                                 data: Box::new([]),
                             };
-                            self.run_action(cs, ex, &mut chunk[i], &call, sc, now_us);
+                            self.run_action(cs, ex, &mut *chunk[i], &call, sc, now_us);
                             sc.cur[i] = if chunk[i].exit {
                                 NONE
                             } else {
@@ -879,13 +903,13 @@ impl Engine {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn apply_table(
+    fn apply_table<P: DerefMut<Target = PacketCtx>>(
         &self,
         cs: &ControlState,
         ex: &Externs,
         t: u32,
         ni: u32,
-        chunk: &mut [PacketCtx],
+        chunk: &mut [P],
         sc: &mut Scratch,
         now_us: u64,
     ) {
@@ -918,7 +942,7 @@ impl Engine {
         // 3. actions
         for (k, hit) in hits.iter().enumerate().take(w) {
             let i = waiting[k] as usize;
-            let ctx = &mut chunk[i];
+            let ctx = &mut *chunk[i];
             let (action, is_hit) = match hit {
                 Some((h, v)) => {
                     if let Some(Some(cells)) = ex.direct_counters.get(t as usize)

@@ -59,6 +59,29 @@ pub struct FieldLoc {
     pub width: u32,
     /// `int<W>`: reads sign-extend.
     pub signed: bool,
+    /// Bytes spanned by the field (`ceil((bit + width) / 8)`): the exact window read and
+    /// written, so that accesses to neighbouring fields never overlap partially (a partial
+    /// overlap with a recent store defeats store-to-load forwarding).
+    pub nbytes: u8,
+    /// The field owns its whole window (starts on a byte and fills it to the end), so a
+    /// write is a plain store.
+    pub own: bool,
+}
+
+impl FieldLoc {
+    /// Location of a `width`-bit field starting `bit` bits into byte `byte`; `own`: no
+    /// other field shares its bytes and the bits before it are zero padding.
+    pub fn new(byte: u32, bit: u8, width: u32, signed: bool, own: bool) -> FieldLoc {
+        let nbytes = (bit as u32 + width).div_ceil(8);
+        FieldLoc {
+            byte,
+            bit,
+            width,
+            signed,
+            nbytes: nbytes.min(255) as u8,
+            own: own && (bit as u32 + width) == nbytes * 8,
+        }
+    }
 }
 
 /// A header instance (packet header or metadata).
@@ -740,6 +763,9 @@ pub struct Program {
     pub custom_crc_slots: u32,
     /// Largest table key in bytes.
     pub max_key_bytes: u32,
+    /// Per field: the program may read it (expressions, keys, calculations, field lists,
+    /// copies). The switch skips writing informational metadata nobody reads.
+    pub reads: Vec<bool>,
     /// Largest parser key in bytes.
     pub max_parser_key_bytes: u32,
 }

@@ -132,6 +132,7 @@ pub fn lower(j: &p4jet_json::Program) -> Result<Program, LoadError> {
             custom_crc_slots: 0,
             max_key_bytes: 0,
             max_parser_key_bytes: 0,
+            reads: vec![],
         },
         header_idx: HashMap::new(),
         header_json_id: HashMap::new(),
@@ -162,7 +163,125 @@ pub fn lower(j: &p4jet_json::Program) -> Result<Program, LoadError> {
     c.deparser()?;
     c.field_lists()?;
     c.std_meta();
+    c.p.reads = reads(&c.p);
     Ok(c.p)
+}
+
+/// Which fields the program may read.
+fn reads(p: &Program) -> Vec<bool> {
+    let mut r = vec![false; p.fields.len()];
+    fn header_candidates(p: &Program, h: &HeaderRef) -> Vec<u32> {
+        match h {
+            HeaderRef::Static(h) => vec![*h],
+            HeaderRef::StackIndex { stack, .. } | HeaderRef::StackLast(stack) => {
+                p.stacks[*stack as usize].headers.clone()
+            }
+            HeaderRef::UnionMember { member, .. } => p
+                .unions
+                .iter()
+                .chain(std::iter::empty())
+                .filter_map(|u| u.headers.get(*member as usize).copied())
+                .collect(),
+        }
+    }
+    let mark_header = |r: &mut Vec<bool>, h: u32| {
+        for f in &p.headers[h as usize].fields {
+            r[*f as usize] = true;
+        }
+    };
+    let mark = |r: &mut Vec<bool>, f: &FieldRef| match f {
+        FieldRef::Static(f) => r[*f as usize] = true,
+        FieldRef::Dyn { header, index } => {
+            for h in header_candidates(p, header) {
+                if let Some(f) = p.headers[h as usize].fields.get(*index as usize) {
+                    r[*f as usize] = true;
+                }
+            }
+        }
+    };
+    for n in &p.exprs.nodes {
+        match &n.expr {
+            Expr::Field(f) => mark(&mut r, f),
+            Expr::HeaderEq(a, b) => {
+                for h in header_candidates(p, a)
+                    .into_iter()
+                    .chain(header_candidates(p, b))
+                {
+                    mark_header(&mut r, h);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut prims: Vec<&Prim> = p.actions.iter().flat_map(|a| a.body.iter()).collect();
+    for st in &p.parser.states {
+        for op in &st.ops {
+            if let ParserOp::Primitive(pr) = op {
+                prims.push(pr);
+            }
+        }
+        for k in &st.key {
+            if let KeyElem::Field(f) = k {
+                mark(&mut r, f);
+            }
+        }
+    }
+    for pr in prims {
+        match pr {
+            Prim::CopyField { src, .. } => r[*src as usize] = true,
+            Prim::AssignVarbit { src, .. } => mark(&mut r, src),
+            Prim::AssignHeader { src, .. } => {
+                for h in header_candidates(p, src) {
+                    mark_header(&mut r, h);
+                }
+            }
+            Prim::AssignUnion { .. } => {
+                for u in &p.unions {
+                    for h in &u.headers {
+                        mark_header(&mut r, *h);
+                    }
+                }
+            }
+            Prim::AssignStack { src, .. } => {
+                for h in &p.stacks[*src as usize].headers {
+                    mark_header(&mut r, *h);
+                }
+            }
+            _ => {}
+        }
+    }
+    for t in &p.tables {
+        for k in &t.keys {
+            if let KeySource::Field(f) = &k.source {
+                mark(&mut r, f);
+            }
+        }
+    }
+    for ap in &p.action_profiles {
+        if let Some((_, fs)) = &ap.selector {
+            for f in fs {
+                mark(&mut r, f);
+            }
+        }
+    }
+    for c in &p.calculations {
+        for i in &c.inputs {
+            match i {
+                CalcInput::Field(f) => mark(&mut r, f),
+                CalcInput::Header(h) => mark_header(&mut r, *h),
+                _ => {}
+            }
+        }
+    }
+    for c in &p.checksums {
+        mark(&mut r, &c.target);
+    }
+    for l in p.field_lists.iter().chain(&p.learn_lists) {
+        for f in &l.fields {
+            mark(&mut r, f);
+        }
+    }
+    r
 }
 
 impl<'a> Ctx<'a> {
@@ -231,7 +350,10 @@ impl<'a> Ctx<'a> {
                     ),
                 );
             }
-            let max_bytes = total_bits.div_ceil(8);
+            // Packet headers keep their wire layout (extract and emit are copies).
+            // Metadata is never on the wire: each field gets its own bytes, right-aligned,
+            // so reads and writes are exact-size loads and stores without
+            // read-modify-write of bytes shared with a neighbour.
             let mut fields = vec![];
             let mut bit = 0u32;
             let mut varbit = None;
@@ -240,23 +362,32 @@ impl<'a> Ctx<'a> {
                 if f.width.is_none() {
                     varbit = Some(k);
                 }
-                let abs = offset * 8 + bit;
+                let abs = if h.metadata {
+                    let slot = width.div_ceil(8) * 8;
+                    let a = offset * 8 + bit + (slot - width);
+                    bit += slot - width;
+                    a
+                } else {
+                    offset * 8 + bit
+                };
                 let fid = self.p.fields.len() as u32;
                 self.p.fields.push(FieldInfo {
                     name: f.name.clone(),
                     header: id,
                     bit_offset: bit,
-                    loc: FieldLoc {
-                        byte: abs / 8,
-                        bit: (abs % 8) as u8,
+                    loc: FieldLoc::new(
+                        abs / 8,
+                        (abs % 8) as u8,
                         width,
-                        signed: f.signed,
-                    },
+                        f.signed,
+                        h.metadata || (abs % 8 == 0 && width % 8 == 0),
+                    ),
                     varbit: f.width.is_none(),
                 });
                 fields.push(fid);
                 bit += width;
             }
+            let max_bytes = bit.div_ceil(8);
             let varbit_slot = varbit.map(|_| {
                 self.p.varbit_slots += 1;
                 self.p.varbit_slots - 1

@@ -43,3 +43,19 @@ fn all_corpus_programs_lower() {
         );
     }
 }
+
+#[test]
+fn phv_sizes() {
+    for f in corpus_jsons() {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let p = p4jet_ir::lower(&p4jet_json::parse(&text).unwrap()).unwrap();
+        eprintln!(
+            "{}: phv {} bytes, {} headers, {} stacks, {} varbit",
+            f.display(),
+            p.phv_bytes,
+            p.headers.len(),
+            p.stacks.len(),
+            p.varbit_slots
+        );
+    }
+}

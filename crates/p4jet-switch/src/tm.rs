@@ -5,6 +5,9 @@ use std::collections::{BTreeMap, VecDeque};
 
 use p4jet_engine::PacketCtx;
 
+/// A packet owned by the switch: boxed so that moving it between queues moves a pointer.
+pub type Pkt = Box<PacketCtx>;
+
 /// Queue limits set by the control plane (`set_queue_depth`, `set_queue_rate`).
 #[derive(Debug, Clone)]
 pub struct QueueConfig {
@@ -33,6 +36,14 @@ impl QueueConfig {
         }
     }
 
+    /// No depth or rate limit anywhere.
+    pub fn unlimited(&self) -> bool {
+        self.default_depth.is_none()
+            && self.depth.is_empty()
+            && self.default_rate.is_none()
+            && self.rate.is_empty()
+    }
+
     /// Depth limit of a queue.
     pub fn depth_of(&self, port: u32, prio: u32) -> Option<usize> {
         self.depth
@@ -45,7 +56,7 @@ impl QueueConfig {
 /// Queued packets.
 #[derive(Debug, Default)]
 pub struct Tm {
-    queues: BTreeMap<u32, Vec<VecDeque<PacketCtx>>>,
+    queues: BTreeMap<u32, Vec<VecDeque<Pkt>>>,
     len: usize,
 }
 
@@ -76,8 +87,8 @@ impl Tm {
         cfg: &QueueConfig,
         port: u32,
         prio: u32,
-        ctx: PacketCtx,
-    ) -> Result<usize, PacketCtx> {
+        ctx: Pkt,
+    ) -> Result<usize, Pkt> {
         let qs = self
             .queues
             .entry(port)
@@ -100,7 +111,7 @@ impl Tm {
     }
 
     /// Dequeues up to `max` packets: ports ascending, highest priority first, FIFO.
-    pub fn dequeue_into(&mut self, max: usize, out: &mut Vec<PacketCtx>) {
+    pub fn dequeue_into(&mut self, max: usize, out: &mut Vec<Pkt>) {
         while out.len() < max && self.len > 0 {
             let before = out.len();
             for qs in self.queues.values_mut() {

@@ -7,7 +7,7 @@ use num_bigint::BigUint;
 use p4jet_engine::{ControlState, Engine, Externs, PacketCtx, Pipeline, Scratch};
 use p4jet_ir::expr::FieldRef;
 
-use crate::tm::{QueueConfig, Tm};
+use crate::tm::{Pkt, QueueConfig, Tm};
 use crate::{Active, Clock, Dataplane, Digest, DigestQueue, SwitchConfig};
 
 /// instance_type values (v1model).
@@ -56,12 +56,16 @@ pub struct Core {
     cfg: SwitchConfig,
     clock: Clock,
     queues: Arc<Mutex<QueueConfig>>,
+    /// This batch's copy of `queues`.
+    qcfg: QueueConfig,
     scratch: Scratch,
-    pool: Vec<PacketCtx>,
-    input: VecDeque<PacketCtx>,
-    recirc: VecDeque<PacketCtx>,
-    batch: Vec<PacketCtx>,
-    egress: Vec<PacketCtx>,
+    pool: Vec<Pkt>,
+    input: VecDeque<Pkt>,
+    recirc: VecDeque<Pkt>,
+    batch: Vec<Pkt>,
+    egress: Vec<Pkt>,
+    /// Packets that skipped the traffic manager queues (see `enqueue`).
+    fast: Vec<Pkt>,
     tm: Tm,
     /// Per-port counts (index = port).
     pub ports: Vec<PortCounters>,
@@ -118,6 +122,7 @@ impl Worker {
                 engine: active.engine.clone(),
                 externs: active.externs.clone(),
                 digests,
+                qcfg: QueueConfig::new(cfg.priority_queues),
                 cfg,
                 clock,
                 queues,
@@ -127,6 +132,7 @@ impl Worker {
                 recirc: VecDeque::new(),
                 batch: Vec::new(),
                 egress: Vec::new(),
+                fast: Vec::new(),
                 tm: Tm::default(),
                 ports: Vec::new(),
                 trace_out: Vec::new(),
@@ -189,7 +195,7 @@ impl Worker {
                 self.core
                     .errors
                     .push("configuration swap: packets of the old program lost".into());
-                let lost: Vec<PacketCtx> = self.core.recirc.drain(..).collect();
+                let lost: Vec<Pkt> = self.core.recirc.drain(..).collect();
                 drop(lost);
                 self.core.tm = Tm::default();
                 break;
@@ -202,7 +208,7 @@ impl Worker {
         self.core.scratch = Scratch::default();
         self.core.pool.clear();
         // received frames are re-created with the new program's header layout
-        let waiting: Vec<PacketCtx> = self.core.input.drain(..).collect();
+        let waiting: Vec<Pkt> = self.core.input.drain(..).collect();
         for old in waiting {
             let mut ctx = self.core.alloc();
             ctx.pkt.set(old.pkt.data());
@@ -218,14 +224,14 @@ impl Worker {
 }
 
 impl Core {
-    fn alloc(&mut self) -> PacketCtx {
+    fn alloc(&mut self) -> Pkt {
         match self.pool.pop() {
             Some(c) => c,
-            None => self.engine.new_ctx(self.cfg.buf_size),
+            None => Box::new(self.engine.new_ctx(self.cfg.buf_size)),
         }
     }
 
-    fn free(&mut self, mut ctx: PacketCtx) {
+    fn free(&mut self, mut ctx: Pkt) {
         if self.cfg.trace && !ctx.log.is_empty() {
             self.trace_out.append(&mut ctx.log);
         }
@@ -243,7 +249,7 @@ impl Core {
 
     /// Packets waiting anywhere in the worker.
     pub fn pending(&self) -> usize {
-        self.input.len() + self.recirc.len() + self.tm.len()
+        self.input.len() + self.recirc.len() + self.tm.len() + self.fast.len()
     }
 
     /// Queues a received frame.
@@ -268,6 +274,10 @@ impl Core {
     /// [`Core::step`]; received packets enter ingress only if `take_input`.
     fn step_with(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8]), take_input: bool) {
         let max = self.cfg.batch.max(1);
+        // queue limits: one look at the shared configuration per batch
+        if let Ok(q) = self.queues.lock() {
+            self.qcfg.clone_from(&q);
+        }
         // resubmitted and recirculated packets are taken before waiting input
         self.batch.clear();
         while self.batch.len() < max {
@@ -284,11 +294,18 @@ impl Core {
         if !self.batch.is_empty() {
             self.ingress(cs);
         }
-        while !self.tm.is_empty() {
-            self.egress.clear();
-            let mut out = std::mem::take(&mut self.egress);
-            self.tm.dequeue_into(max, &mut out);
-            self.egress = out;
+        loop {
+            if !self.fast.is_empty() {
+                // the fast lane: packets that met an empty traffic manager without limits
+                std::mem::swap(&mut self.egress, &mut self.fast);
+            } else if !self.tm.is_empty() {
+                self.egress.clear();
+                let mut out = std::mem::take(&mut self.egress);
+                self.tm.dequeue_into(max, &mut out);
+                self.egress = out;
+            } else {
+                break;
+            }
             self.run_egress(cs, tx);
         }
     }
@@ -304,14 +321,14 @@ impl Core {
             ctx.reset(p);
             let len = ctx.pkt.len() as u128;
             ctx.ingress_len = len as u32;
-            e.std_set(&mut ctx.phv, std.ingress_port, ctx.arch.port as u128);
-            e.std_set(&mut ctx.phv, std.packet_length, len);
-            e.std_set(
+            e.std_inform(&mut ctx.phv, std.ingress_port, ctx.arch.port as u128);
+            e.std_inform(&mut ctx.phv, std.packet_length, len);
+            e.std_inform(
                 &mut ctx.phv,
                 std.instance_type,
                 ctx.arch.instance_type as u128,
             );
-            e.std_set(&mut ctx.phv, std.ingress_global_timestamp, now as u128);
+            e.std_inform(&mut ctx.phv, std.ingress_global_timestamp, now as u128);
             for (f, v) in std::mem::take(&mut ctx.arch.preserved) {
                 ctx.phv.write_big(p.fields[f as usize].loc, &v);
             }
@@ -344,7 +361,7 @@ impl Core {
         }
     }
 
-    fn after_ingress(&mut self, e: &Engine, cs: &ControlState, mut ctx: PacketCtx, now: u64) {
+    fn after_ingress(&mut self, e: &Engine, cs: &ControlState, mut ctx: Pkt, now: u64) {
         let p = &*e.prog;
         let std = &p.std;
         // 1. I2E clone: the packet as it entered this pass, re-parsed, metadata reset
@@ -354,7 +371,7 @@ impl Core {
             let mut c = self.alloc();
             c.copy_from(&ctx);
             c.reset(p);
-            e.std_set(&mut c.phv, std.ingress_port, ctx.arch.port as u128);
+            e.std_inform(&mut c.phv, std.ingress_port, ctx.arch.port as u128);
             e.parse(cs, std::slice::from_mut(&mut c), &mut self.scratch);
             c.zero_metadata(p);
             let mut keep = std::mem::take(&mut c.arch.preserved);
@@ -365,8 +382,8 @@ impl Core {
             keep.clear();
             c.arch.preserved = keep;
             c.arch.instance_type = crate::worker::instance::INGRESS_CLONE;
-            e.std_set(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
-            e.std_set(&mut c.phv, std.packet_length, c.pkt.len() as u128);
+            e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
+            e.std_inform(&mut c.phv, std.packet_length, c.pkt.len() as u128);
             c.ingress_len = ctx.ingress_len;
             self.send_to_session(e, cs, c, ms, now);
         }
@@ -422,7 +439,7 @@ impl Core {
         &mut self,
         e: &Engine,
         cs: &ControlState,
-        c: PacketCtx,
+        c: Pkt,
         ms: p4jet_engine::state::MirrorSession,
         now: u64,
     ) {
@@ -467,8 +484,8 @@ impl Core {
                 let mut c = self.alloc();
                 c.copy_from(ctx);
                 c.arch.instance_type = crate::worker::instance::REPLICATION;
-                e.std_set(&mut c.phv, p.std.egress_rid, node.rid as u128);
-                e.std_set(
+                e.std_inform(&mut c.phv, p.std.egress_rid, node.rid as u128);
+                e.std_inform(
                     &mut c.phv,
                     p.std.instance_type,
                     c.arch.instance_type as u128,
@@ -478,13 +495,10 @@ impl Core {
         }
     }
 
-    fn enqueue(&mut self, e: &Engine, mut ctx: PacketCtx, port: u32, now: u64) {
+    fn enqueue(&mut self, e: &Engine, mut ctx: Pkt, port: u32, now: u64) {
         let p = &*e.prog;
         let prio = e.std_read(&ctx.phv, p.std.priority) as u32;
-        let cfg = match self.queues.lock() {
-            Ok(q) => q.clone(),
-            Err(_) => QueueConfig::new(self.cfg.priority_queues),
-        };
+        let cfg = &self.qcfg;
         if prio >= cfg.nqueues {
             self.errors.push(format!(
                 "priority {prio} out of range ({} queues): packet dropped",
@@ -500,8 +514,15 @@ impl Core {
         ctx.arch.enq_us = now;
         ctx.arch.qid = prio;
         ctx.arch.port = port;
+        if self.tm.is_empty() && self.qcfg.unlimited() {
+            // Nothing is queued and no queue has a limit: FIFO order per port is the
+            // arrival order, so the packet can skip the per-port queues.
+            ctx.arch.enq_qdepth = 0;
+            self.fast.push(ctx);
+            return;
+        }
         ctx.arch.enq_qdepth = self.tm.depth(port, prio) as u32;
-        if let Err(ctx) = self.tm.enqueue(&cfg, port, prio, ctx) {
+        if let Err(ctx) = self.tm.enqueue(&self.qcfg, port, prio, ctx) {
             self.errors
                 .push(format!("egress queue of port {port} full: packet dropped"));
             self.free(ctx);
@@ -517,27 +538,31 @@ impl Core {
         let mut batch = std::mem::take(&mut self.egress);
         for ctx in batch.iter_mut() {
             let port = ctx.arch.port as u128;
-            e.std_set(&mut ctx.phv, std.egress_port, port);
+            e.std_inform(&mut ctx.phv, std.egress_port, port);
             e.std_set(
                 &mut ctx.phv,
                 std.egress_spec,
                 (self.cfg.drop_port + 1) as u128,
             );
-            e.std_set(&mut ctx.phv, std.packet_length, ctx.pkt.len() as u128);
-            e.std_set(&mut ctx.phv, std.enq_timestamp, ctx.arch.enq_us as u128);
-            e.std_set(&mut ctx.phv, std.enq_qdepth, ctx.arch.enq_qdepth as u128);
-            e.std_set(
+            e.std_inform(&mut ctx.phv, std.packet_length, ctx.pkt.len() as u128);
+            e.std_inform(&mut ctx.phv, std.enq_timestamp, ctx.arch.enq_us as u128);
+            e.std_inform(&mut ctx.phv, std.enq_qdepth, ctx.arch.enq_qdepth as u128);
+            e.std_inform(
                 &mut ctx.phv,
                 std.deq_timedelta,
                 now.saturating_sub(ctx.arch.enq_us) as u128,
             );
-            e.std_set(
+            e.std_inform(
                 &mut ctx.phv,
                 std.deq_qdepth,
-                self.tm.depth(ctx.arch.port, ctx.arch.qid) as u128,
+                if self.tm.is_empty() {
+                    0
+                } else {
+                    self.tm.depth(ctx.arch.port, ctx.arch.qid) as u128
+                },
             );
-            e.std_set(&mut ctx.phv, std.egress_global_timestamp, now as u128);
-            e.std_set(&mut ctx.phv, std.qid, ctx.arch.qid as u128);
+            e.std_inform(&mut ctx.phv, std.egress_global_timestamp, now as u128);
+            e.std_inform(&mut ctx.phv, std.qid, ctx.arch.qid as u128);
             ctx.clone = None;
             ctx.recirculate = None;
         }
@@ -571,7 +596,7 @@ impl Core {
                 c.clone = None;
                 c.truncate = None;
                 c.arch.instance_type = crate::worker::instance::EGRESS_CLONE;
-                e.std_set(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
+                e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
                 self.send_to_session(e, cs, c, ms, now);
             }
             // 2. drop

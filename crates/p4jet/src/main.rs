@@ -33,6 +33,8 @@ enum Cmd {
     Bench(bench::BenchArgs),
     /// simple_switch_CLI: control a running switch over Thrift.
     Cli(cli_cmd::CliArgs),
+    /// Generate a benchmark trace and matching table commands.
+    Gen(p4jet_gen::GenArgs),
 }
 
 fn main() -> ExitCode {
@@ -62,6 +64,7 @@ fn main() -> ExitCode {
         Cmd::Stf(a) => stf::main(a),
         Cmd::Bench(a) => bench::main(a),
         Cmd::Cli(a) => cli_cmd::main(a),
+        Cmd::Gen(a) => p4jet_gen::main(a),
     };
     match r {
         Ok(code) => code,

@@ -179,7 +179,7 @@ impl<'a> BitBuf<'a> {
 
     /// Appends `width` bits taken from `data` starting at (`byte`, `bit`).
     pub fn push_bits(&mut self, data: &[u8], byte: usize, bit: u32, width: u32) {
-        if self.bits % 8 == 0 && bit == 0 && width % 8 == 0 {
+        if self.bits.is_multiple_of(8) && bit == 0 && width.is_multiple_of(8) {
             let end = byte + (width / 8) as usize;
             self.buf
                 .extend_from_slice(data.get(byte..end).unwrap_or(&[]));
@@ -197,7 +197,7 @@ impl<'a> BitBuf<'a> {
     }
 
     fn push_bit(&mut self, v: u8) {
-        if self.bits % 8 == 0 {
+        if self.bits.is_multiple_of(8) {
             self.buf.push(0);
         }
         if v != 0
@@ -210,7 +210,7 @@ impl<'a> BitBuf<'a> {
 
     /// Appends bytes.
     pub fn push_bytes(&mut self, data: &[u8]) {
-        if self.bits % 8 == 0 {
+        if self.bits.is_multiple_of(8) {
             self.buf.extend_from_slice(data);
             self.bits += data.len() * 8;
         } else {

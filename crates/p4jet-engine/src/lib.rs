@@ -642,7 +642,7 @@ impl Engine {
                 let Some(n) = eval_index(p, &ec, *bits) else {
                     return Err(codes.parser_invalid_argument);
                 };
-                if n % 8 != 0 {
+                if !n.is_multiple_of(8) {
                     return Err(codes.parser_invalid_argument);
                 }
                 self.extract(ctx, h, cursor, Some(n as u32))
@@ -674,7 +674,7 @@ impl Engine {
                     action: None,
                 };
                 let n = eval_index(p, &ec, *bits).unwrap_or(u64::MAX);
-                if n % 8 != 0 {
+                if !n.is_multiple_of(8) {
                     return Err(codes.parser_invalid_argument);
                 }
                 let bytes = (n / 8) as usize;
@@ -806,6 +806,7 @@ impl Engine {
     /// Runs a control over a batch. Packets walk the control graph together: nodes are
     /// visited in topological order, and at a table node every packet waiting there is
     /// looked up in one batch.
+    #[allow(clippy::needless_range_loop)] // `i` indexes both the batch and its cursors
     pub fn run_control<P: DerefMut<Target = PacketCtx>>(
         &self,
         cs: &ControlState,
@@ -859,7 +860,7 @@ impl Engine {
                                 action: *action,
                                 data: Box::new([]),
                             };
-                            self.run_action(cs, ex, &mut *chunk[i], &call, sc, now_us);
+                            self.run_action(cs, ex, &mut chunk[i], &call, sc, now_us);
                             sc.cur[i] = if chunk[i].exit {
                                 NONE
                             } else {
@@ -902,7 +903,7 @@ impl Engine {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
     fn apply_table<P: DerefMut<Target = PacketCtx>>(
         &self,
         cs: &ControlState,

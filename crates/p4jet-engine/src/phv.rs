@@ -299,7 +299,7 @@ pub fn write_bits(data: &mut [u8], byte: usize, bit: u32, width: u32, v: u128) {
 
 /// Reads any number of bits as a big integer.
 pub fn read_big(data: &[u8], byte: usize, bit: u32, width: u32) -> BigUint {
-    if bit == 0 && width % 8 == 0 {
+    if bit == 0 && width.is_multiple_of(8) {
         let end = (byte + (width / 8) as usize).min(data.len());
         return BigUint::from_bytes_be(&data[byte.min(end)..end]);
     }

@@ -1,4 +1,5 @@
 //! Property test: the engine's expression evaluation (128-bit fast path where the load-time
+#![allow(clippy::unwrap_used)]
 //! analysis allows it, big integers elsewhere) against an independent big-integer reference
 //! interpreter of the JSON expression, on random expressions, widths and values.
 

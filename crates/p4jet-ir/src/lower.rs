@@ -55,7 +55,7 @@ pub fn to_bytes(v: &BigInt, width: u32) -> Vec<u8> {
     } else if b.len() > nbytes {
         b = b[b.len() - nbytes..].to_vec();
     }
-    if width % 8 != 0
+    if !width.is_multiple_of(8)
         && let Some(first) = b.first_mut()
     {
         *first &= (1u16 << (width % 8)) as u8 - 1;
@@ -341,7 +341,7 @@ impl<'a> Ctx<'a> {
                 0
             };
             let total_bits = fixed_bits + varbit_bits;
-            if !h.metadata && total_bits % 8 != 0 {
+            if !h.metadata && !total_bits.is_multiple_of(8) {
                 return err(
                     &path,
                     format!(

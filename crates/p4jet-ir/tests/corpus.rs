@@ -1,4 +1,5 @@
 //! Every program of the corpus loads and lowers.
+#![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
 

@@ -1,4 +1,5 @@
 //! Proof that the forwarding path allocates nothing per packet once warmed up: a counting
+#![allow(clippy::unwrap_used)]
 //! global allocator around basic_l2 and simple_router forwarding.
 
 use std::alloc::{GlobalAlloc, Layout, System};

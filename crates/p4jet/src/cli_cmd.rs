@@ -280,9 +280,17 @@ impl CliHelper {
                 .unwrap_or_default(),
             _ => vec![],
         };
+        // full names and their dotted suffixes (`IngressImpl.dmac`, `dmac`), as the
+        // CLI accepts both
         let mut v: Vec<String> = names
-            .into_iter()
-            .filter(|n| n.starts_with(prefix))
+            .iter()
+            .flat_map(|n| {
+                n.match_indices('.')
+                    .map(|(i, _)| &n[i + 1..])
+                    .chain(std::iter::once(n.as_str()))
+            })
+            .filter(|n| !n.is_empty() && n.starts_with(prefix))
+            .map(String::from)
             .collect();
         v.sort();
         v.dedup();
@@ -364,5 +372,10 @@ mod tests {
         let short = h.candidates(&["table_add", "dmac"], "");
         assert_eq!(acts, short);
         assert!(h.candidates(&["table_add", &t, "x"], "").is_empty());
+        assert_eq!(h.candidates(&["table_add"], "dm"), vec!["dmac".to_string()]);
+        assert_eq!(
+            h.candidates(&["table_add", "dmac"], "fo"),
+            vec!["forward".to_string()]
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! Proof that the forwarding path allocates nothing per packet once warmed up: a counting
-#![allow(clippy::unwrap_used)]
 //! global allocator around basic_l2 and simple_router forwarding.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

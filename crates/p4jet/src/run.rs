@@ -93,6 +93,10 @@ pub struct RunArgs {
     /// Exit after this many seconds (live ports; 0 = run until SIGTERM).
     #[arg(long = "duration", default_value_t = 0.0)]
     pub duration: f64,
+    /// Backend of live `-i` ports: `auto` (AF_XDP if possible, else AF_PACKET),
+    /// `af_xdp` or `af_packet` (forced; fails if it cannot be opened).
+    #[arg(long = "port-type", value_enum, default_value_t = PortType::Auto)]
+    pub port_type: PortType,
 }
 
 /// Options after `--` (simple_switch target options).
@@ -322,6 +326,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         std::thread::sleep(Duration::from_secs_f64(w));
     }
     let opts = OpenArgs {
+        backend: a.port_type.backend(),
         files,
         pcap: a.pcap.clone(),
     };
@@ -352,6 +357,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
 }
 
 struct OpenArgs {
+    backend: p4jet_io::Backend,
     files: bool,
     pcap: Option<PathBuf>,
 }
@@ -362,9 +368,13 @@ fn open_one(num: u32, name: &str, o: &OpenArgs) -> Result<PortEntry, String> {
             .map_err(|e| format!("port {num}@{name}: {e}"))?;
         PortIo::Pcap(Box::new(port))
     } else {
-        let opened = p4jet_io::open_port(name, &p4jet_io::OpenOptions::default())
+        let oo = p4jet_io::OpenOptions {
+            backend: o.backend.clone(),
+            ..Default::default()
+        };
+        let opened = p4jet_io::open_port(&format!("{num}@{name}"), &oo)
             .map_err(|e| format!("port {num}@{name}: {e}"))?;
-        eprintln!("p4jet: port {num}@{name}: {}", opened.reason);
+        eprintln!("p4jet: {}", opened.reason);
         let port: Box<dyn Port> = match &o.pcap {
             Some(dir) => Box::new(PcapRecorder::new(opened.port, dir).map_err(|e| e.to_string())?),
             None => opened.port,
@@ -545,5 +555,28 @@ fn print_counts(w: &Worker) {
             continue;
         }
         println!("{i:>4} {:>9} {:>9} {:>9}", c.rx, c.tx, c.drop);
+    }
+}
+
+/// `--port-type`: which backend opens live `-i PORT@IFACE` ports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PortType {
+    /// AF_XDP when the kernel and interface allow it, else AF_PACKET.
+    Auto,
+    /// AF_XDP or fail.
+    #[value(name = "af_xdp", alias = "af-xdp", alias = "xdp")]
+    AfXdp,
+    /// AF_PACKET TPACKET_V3.
+    #[value(name = "af_packet", alias = "af-packet", alias = "packet")]
+    AfPacket,
+}
+
+impl PortType {
+    fn backend(self) -> p4jet_io::Backend {
+        match self {
+            PortType::Auto => p4jet_io::Backend::Auto,
+            PortType::AfXdp => p4jet_io::Backend::AfXdp,
+            PortType::AfPacket => p4jet_io::Backend::AfPacket,
+        }
     }
 }

@@ -514,9 +514,10 @@ impl Core {
         ctx.arch.enq_us = now;
         ctx.arch.qid = prio;
         ctx.arch.port = port;
-        if self.tm.is_empty() && self.qcfg.unlimited() {
-            // Nothing is queued and no queue has a limit: FIFO order per port is the
-            // arrival order, so the packet can skip the per-port queues.
+        if self.tm.is_empty() && self.qcfg.unlimited() && self.qcfg.nqueues == 1 {
+            // Nothing is queued, no queue has a limit and there is one queue per port:
+            // FIFO order per port is the arrival order, so the packet can skip the
+            // per-port queues. (With priority queues the batch must be ordered.)
             ctx.arch.enq_qdepth = 0;
             self.fast.push(ctx);
             return;

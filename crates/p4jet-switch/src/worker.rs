@@ -432,6 +432,10 @@ impl Core {
             }
             return self.free(ctx);
         }
+        // simple_switch marks a unicast packet NORMAL before enqueueing it: a resubmitted
+        // or recirculated packet reads instance_type 0 in egress
+        ctx.arch.instance_type = crate::worker::instance::NORMAL;
+        e.std_inform(&mut ctx.phv, std.instance_type, 0);
         self.enqueue(e, ctx, spec, now);
     }
 

@@ -417,6 +417,9 @@ impl Core {
         // 4. multicast
         let mgid = e.std_read(&ctx.phv, std.mcast_grp) as u32;
         if mgid != 0 {
+            // the copies are REPLICATION instances (clones sent to a session's group keep
+            // their own instance_type: replicate gives each copy the packet's)
+            ctx.arch.instance_type = crate::worker::instance::REPLICATION;
             self.replicate(e, cs, &ctx, mgid, now);
             return self.free(ctx);
         }
@@ -487,7 +490,6 @@ impl Core {
             for port in ports {
                 let mut c = self.alloc();
                 c.copy_from(ctx);
-                c.arch.instance_type = crate::worker::instance::REPLICATION;
                 e.std_inform(&mut c.phv, p.std.egress_rid, node.rid as u128);
                 e.std_inform(
                     &mut c.phv,

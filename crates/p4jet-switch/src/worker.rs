@@ -490,6 +490,10 @@ impl Core {
             for port in ports {
                 let mut c = self.alloc();
                 c.copy_from(ctx);
+                // a new packet (simple_switch: clone_with_phv + clear_all): not truncated,
+                // no recirculation requested
+                c.truncate = None;
+                c.recirculate = None;
                 e.std_inform(&mut c.phv, p.std.egress_rid, node.rid as u128);
                 e.std_inform(
                     &mut c.phv,
@@ -570,8 +574,9 @@ impl Core {
             );
             e.std_inform(&mut ctx.phv, std.egress_global_timestamp, now as u128);
             e.std_inform(&mut ctx.phv, std.qid, ctx.arch.qid as u128);
+            // a recirculation requested in ingress stays with the packet (simple_switch
+            // keeps it in the packet's registers) and happens after egress
             ctx.clone = None;
-            ctx.recirculate = None;
         }
         let mut t = None;
         let on = self.timing;
@@ -602,6 +607,7 @@ impl Core {
                 c.arch.preserved = keep;
                 c.clone = None;
                 c.truncate = None;
+                c.recirculate = None;
                 c.arch.instance_type = crate::worker::instance::EGRESS_CLONE;
                 e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
                 self.send_to_session(e, cs, c, ms, now);

@@ -239,6 +239,77 @@ enum KeyPart {
     Valid(u32),
 }
 
+/// Locations of the standard metadata fields the switch reads and writes, resolved once.
+/// Informational fields (ports, lengths, timestamps, queue figures, errors) are `None`
+/// when the program never reads them, so the switch does not spend time writing them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StdLocs {
+    /// `ingress_port`
+    pub ingress_port: Option<FieldLoc>,
+    /// `egress_spec` (always resolved: the switch reads it)
+    pub egress_spec: Option<FieldLoc>,
+    /// `egress_port`
+    pub egress_port: Option<FieldLoc>,
+    /// `instance_type`
+    pub instance_type: Option<FieldLoc>,
+    /// `packet_length`
+    pub packet_length: Option<FieldLoc>,
+    /// `enq_timestamp`
+    pub enq_timestamp: Option<FieldLoc>,
+    /// `enq_qdepth`
+    pub enq_qdepth: Option<FieldLoc>,
+    /// `deq_timedelta`
+    pub deq_timedelta: Option<FieldLoc>,
+    /// `deq_qdepth`
+    pub deq_qdepth: Option<FieldLoc>,
+    /// `ingress_global_timestamp`
+    pub ingress_global_timestamp: Option<FieldLoc>,
+    /// `egress_global_timestamp`
+    pub egress_global_timestamp: Option<FieldLoc>,
+    /// `mcast_grp` (always resolved: the switch reads it)
+    pub mcast_grp: Option<FieldLoc>,
+    /// `egress_rid`
+    pub egress_rid: Option<FieldLoc>,
+    /// `checksum_error`
+    pub checksum_error: Option<FieldLoc>,
+    /// `parser_error`
+    pub parser_error: Option<FieldLoc>,
+    /// `priority` (always resolved: the switch reads it)
+    pub priority: Option<FieldLoc>,
+    /// `qid`
+    pub qid: Option<FieldLoc>,
+}
+
+impl StdLocs {
+    fn new(p: &Program) -> StdLocs {
+        let any = |f: Option<u32>| f.map(|f| p.fields[f as usize].loc);
+        let read = |f: Option<u32>| {
+            f.filter(|f| p.reads[*f as usize])
+                .map(|f| p.fields[f as usize].loc)
+        };
+        let s = &p.std;
+        StdLocs {
+            ingress_port: read(s.ingress_port),
+            egress_spec: any(s.egress_spec),
+            egress_port: read(s.egress_port),
+            instance_type: read(s.instance_type),
+            packet_length: read(s.packet_length),
+            enq_timestamp: read(s.enq_timestamp),
+            enq_qdepth: read(s.enq_qdepth),
+            deq_timedelta: read(s.deq_timedelta),
+            deq_qdepth: read(s.deq_qdepth),
+            ingress_global_timestamp: read(s.ingress_global_timestamp),
+            egress_global_timestamp: read(s.egress_global_timestamp),
+            mcast_grp: any(s.mcast_grp),
+            egress_rid: read(s.egress_rid),
+            checksum_error: read(s.checksum_error),
+            parser_error: read(s.parser_error),
+            priority: any(s.priority),
+            qid: read(s.qid),
+        }
+    }
+}
+
 /// Which control.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pipeline {
@@ -277,6 +348,8 @@ pub struct Engine {
     pub prog: Arc<Program>,
     /// Options.
     pub cfg: EngineConfig,
+    /// Standard metadata locations.
+    pub sm: StdLocs,
     key_plans: Vec<Vec<KeyPart>>,
 }
 
@@ -349,9 +422,11 @@ impl Engine {
                     .collect()
             })
             .collect();
+        let sm = StdLocs::new(&prog);
         Engine {
             prog,
             cfg,
+            sm,
             key_plans,
         }
     }
@@ -379,35 +454,28 @@ impl Engine {
 
     // ------------------------------------------------------------------ fields
 
-    #[inline]
-    fn std_write(&self, phv: &mut Phv, f: Option<u32>, v: u128) {
-        if let Some(f) = f {
-            phv.write(self.prog.fields[f as usize].loc, v);
+    /// Reads a standard metadata field (0 if absent).
+    #[inline(always)]
+    pub fn std_read(&self, phv: &Phv, f: Option<FieldLoc>) -> u128 {
+        match f {
+            Some(loc) => phv.read_raw(loc),
+            None => 0,
         }
     }
 
-    /// Reads a standard metadata field (0 if the program lacks it).
-    #[inline]
-    pub fn std_read(&self, phv: &Phv, f: Option<u32>) -> u128 {
-        f.map(|f| phv.read_raw(self.prog.fields[f as usize].loc))
-            .unwrap_or(0)
-    }
-
-    /// Writes an informational standard metadata field (timestamps, queue depths, ports,
-    /// lengths) only if the program ever reads it.
-    #[inline]
-    pub fn std_inform(&self, phv: &mut Phv, f: Option<u32>, v: u128) {
-        if let Some(f) = f
-            && self.prog.reads[f as usize]
-        {
-            phv.write(self.prog.fields[f as usize].loc, v);
+    /// Writes a standard metadata field (if present; see [`StdLocs`]).
+    #[inline(always)]
+    pub fn std_set(&self, phv: &mut Phv, f: Option<FieldLoc>, v: u128) {
+        if let Some(loc) = f {
+            phv.write(loc, v);
         }
     }
 
-    /// Writes a standard metadata field (if the program has it).
-    #[inline]
-    pub fn std_set(&self, phv: &mut Phv, f: Option<u32>, v: u128) {
-        self.std_write(phv, f, v)
+    /// Same as [`Engine::std_set`] (informational fields are already filtered in
+    /// [`StdLocs`]).
+    #[inline(always)]
+    pub fn std_inform(&self, phv: &mut Phv, f: Option<FieldLoc>, v: u128) {
+        self.std_set(phv, f, v)
     }
 
     fn write_bits(&self, phv: &mut Phv, fid: u32, v: u128) {
@@ -588,8 +656,7 @@ impl Engine {
             state = next;
         }
         ctx.payload_off = cursor;
-        let std = &p.std;
-        self.std_write(&mut ctx.phv, std.parser_error, error as u128);
+        self.std_set(&mut ctx.phv, self.sm.parser_error, error as u128);
         if error != p.error_codes.no_error {
             let name = p.error_name(error).to_string();
             self.trace(ctx, || format!("parser error {name}"));
@@ -774,7 +841,7 @@ impl Engine {
             }
         }
         if bad {
-            self.std_write(&mut ctx.phv, p.std.checksum_error, 1);
+            self.std_set(&mut ctx.phv, self.sm.checksum_error, 1);
         }
     }
 
@@ -1233,8 +1300,8 @@ impl Engine {
             }
             Prim::MarkToDrop => {
                 let drop = self.cfg.drop_port as u128;
-                self.std_write(&mut ctx.phv, p.std.egress_spec, drop);
-                self.std_write(&mut ctx.phv, p.std.mcast_grp, 0);
+                self.std_set(&mut ctx.phv, self.sm.egress_spec, drop);
+                self.std_set(&mut ctx.phv, self.sm.mcast_grp, 0);
             }
             Prim::Exit => ctx.exit = true,
             Prim::Truncate(len) => {

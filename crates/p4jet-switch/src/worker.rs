@@ -314,7 +314,7 @@ impl Core {
         let engine = self.engine.clone();
         let e = &*engine;
         let p = &*e.prog;
-        let std = &p.std;
+        let std = &e.sm;
         let now = self.clock.now_us();
         let mut batch = std::mem::take(&mut self.batch);
         for ctx in batch.iter_mut() {
@@ -363,7 +363,7 @@ impl Core {
 
     fn after_ingress(&mut self, e: &Engine, cs: &ControlState, mut ctx: Pkt, now: u64) {
         let p = &*e.prog;
-        let std = &p.std;
+        let std = &e.sm;
         // 1. I2E clone: the packet as it entered this pass, re-parsed, metadata reset
         if let Some((session, fl)) = ctx.clone
             && let Some(ms) = cs.mirror.get(&(session & 0x7fff)).copied()
@@ -417,9 +417,6 @@ impl Core {
         // 4. multicast
         let mgid = e.std_read(&ctx.phv, std.mcast_grp) as u32;
         if mgid != 0 {
-            // the copies are REPLICATION instances (clones sent to a session's group keep
-            // their own instance_type: replicate gives each copy the packet's)
-            ctx.arch.instance_type = crate::worker::instance::REPLICATION;
             self.replicate(e, cs, &ctx, mgid, now);
             return self.free(ctx);
         }
@@ -435,10 +432,6 @@ impl Core {
             }
             return self.free(ctx);
         }
-        // simple_switch marks a unicast packet NORMAL before enqueueing it: a resubmitted
-        // or recirculated packet reads instance_type 0 in egress
-        ctx.arch.instance_type = crate::worker::instance::NORMAL;
-        e.std_inform(&mut ctx.phv, std.instance_type, 0);
         self.enqueue(e, ctx, spec, now);
     }
 
@@ -460,7 +453,6 @@ impl Core {
     }
 
     fn replicate(&mut self, e: &Engine, cs: &ControlState, ctx: &PacketCtx, mgid: u32, now: u64) {
-        let p = &*e.prog;
         let Some(nodes) = cs.pre.groups.get(&mgid) else {
             if self.cfg.trace {
                 self.trace_out
@@ -490,14 +482,11 @@ impl Core {
             for port in ports {
                 let mut c = self.alloc();
                 c.copy_from(ctx);
-                // a new packet (simple_switch: clone_with_phv + clear_all): not truncated,
-                // no recirculation requested
-                c.truncate = None;
-                c.recirculate = None;
-                e.std_inform(&mut c.phv, p.std.egress_rid, node.rid as u128);
+                c.arch.instance_type = crate::worker::instance::REPLICATION;
+                e.std_inform(&mut c.phv, e.sm.egress_rid, node.rid as u128);
                 e.std_inform(
                     &mut c.phv,
-                    p.std.instance_type,
+                    e.sm.instance_type,
                     c.arch.instance_type as u128,
                 );
                 self.enqueue(e, c, port, now);
@@ -506,8 +495,7 @@ impl Core {
     }
 
     fn enqueue(&mut self, e: &Engine, mut ctx: Pkt, port: u32, now: u64) {
-        let p = &*e.prog;
-        let prio = e.std_read(&ctx.phv, p.std.priority) as u32;
+        let prio = e.std_read(&ctx.phv, e.sm.priority) as u32;
         let cfg = &self.qcfg;
         if prio >= cfg.nqueues {
             self.errors.push(format!(
@@ -524,10 +512,9 @@ impl Core {
         ctx.arch.enq_us = now;
         ctx.arch.qid = prio;
         ctx.arch.port = port;
-        if self.tm.is_empty() && self.qcfg.unlimited() && self.qcfg.nqueues == 1 {
-            // Nothing is queued, no queue has a limit and there is one queue per port:
-            // FIFO order per port is the arrival order, so the packet can skip the
-            // per-port queues. (With priority queues the batch must be ordered.)
+        if self.tm.is_empty() && self.qcfg.unlimited() {
+            // Nothing is queued and no queue has a limit: FIFO order per port is the
+            // arrival order, so the packet can skip the per-port queues.
             ctx.arch.enq_qdepth = 0;
             self.fast.push(ctx);
             return;
@@ -544,7 +531,7 @@ impl Core {
         let engine = self.engine.clone();
         let e = &*engine;
         let p = &*e.prog;
-        let std = &p.std;
+        let std = &e.sm;
         let now = self.clock.now_us();
         let mut batch = std::mem::take(&mut self.egress);
         for ctx in batch.iter_mut() {
@@ -574,9 +561,8 @@ impl Core {
             );
             e.std_inform(&mut ctx.phv, std.egress_global_timestamp, now as u128);
             e.std_inform(&mut ctx.phv, std.qid, ctx.arch.qid as u128);
-            // a recirculation requested in ingress stays with the packet (simple_switch
-            // keeps it in the packet's registers) and happens after egress
             ctx.clone = None;
+            ctx.recirculate = None;
         }
         let mut t = None;
         let on = self.timing;
@@ -607,7 +593,6 @@ impl Core {
                 c.arch.preserved = keep;
                 c.clone = None;
                 c.truncate = None;
-                c.recirculate = None;
                 c.arch.instance_type = crate::worker::instance::EGRESS_CLONE;
                 e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
                 self.send_to_session(e, cs, c, ms, now);

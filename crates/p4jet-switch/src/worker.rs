@@ -417,6 +417,9 @@ impl Core {
         // 4. multicast
         let mgid = e.std_read(&ctx.phv, std.mcast_grp) as u32;
         if mgid != 0 {
+            // the copies are REPLICATION instances (clones sent to a session's group keep
+            // their own instance_type: replicate gives each copy the packet's)
+            ctx.arch.instance_type = crate::worker::instance::REPLICATION;
             self.replicate(e, cs, &ctx, mgid, now);
             return self.free(ctx);
         }
@@ -432,6 +435,10 @@ impl Core {
             }
             return self.free(ctx);
         }
+        // simple_switch marks a unicast packet NORMAL before enqueueing it: a resubmitted
+        // or recirculated packet reads instance_type 0 in egress
+        ctx.arch.instance_type = crate::worker::instance::NORMAL;
+        e.std_inform(&mut ctx.phv, std.instance_type, 0);
         self.enqueue(e, ctx, spec, now);
     }
 
@@ -482,7 +489,10 @@ impl Core {
             for port in ports {
                 let mut c = self.alloc();
                 c.copy_from(ctx);
-                c.arch.instance_type = crate::worker::instance::REPLICATION;
+                // a new packet (simple_switch: clone_with_phv + clear_all): not truncated,
+                // no recirculation requested
+                c.truncate = None;
+                c.recirculate = None;
                 e.std_inform(&mut c.phv, e.sm.egress_rid, node.rid as u128);
                 e.std_inform(
                     &mut c.phv,
@@ -512,9 +522,10 @@ impl Core {
         ctx.arch.enq_us = now;
         ctx.arch.qid = prio;
         ctx.arch.port = port;
-        if self.tm.is_empty() && self.qcfg.unlimited() {
-            // Nothing is queued and no queue has a limit: FIFO order per port is the
-            // arrival order, so the packet can skip the per-port queues.
+        if self.tm.is_empty() && self.qcfg.unlimited() && self.qcfg.nqueues == 1 {
+            // Nothing is queued, no queue has a limit and there is one queue per port:
+            // FIFO order per port is the arrival order, so the packet can skip the
+            // per-port queues. (With priority queues the batch must be ordered.)
             ctx.arch.enq_qdepth = 0;
             self.fast.push(ctx);
             return;
@@ -561,8 +572,9 @@ impl Core {
             );
             e.std_inform(&mut ctx.phv, std.egress_global_timestamp, now as u128);
             e.std_inform(&mut ctx.phv, std.qid, ctx.arch.qid as u128);
+            // a recirculation requested in ingress stays with the packet (simple_switch
+            // keeps it in the packet's registers) and happens after egress
             ctx.clone = None;
-            ctx.recirculate = None;
         }
         let mut t = None;
         let on = self.timing;
@@ -593,6 +605,7 @@ impl Core {
                 c.arch.preserved = keep;
                 c.clone = None;
                 c.truncate = None;
+                c.recirculate = None;
                 c.arch.instance_type = crate::worker::instance::EGRESS_CLONE;
                 e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
                 self.send_to_session(e, cs, c, ms, now);

@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use p4jet_tables::{FieldMatch, KeyFieldSpec, MatchKey, MatchKind, Table};
+use p4jet_tables::{CacheMode, FieldMatch, KeyFieldSpec, MatchKey, MatchKind, Table};
 
 const BATCH: usize = 256;
 const NKEYS: usize = 1 << 16;
@@ -46,10 +46,11 @@ fn bench_table(c: &mut Criterion, name: &str, mut t: Table<u32>, keys: &[u8]) {
         .filter(|i| t.lookup(&keys[i * kb..(i + 1) * kb]).is_some())
         .count();
     eprintln!(
-        "{name}: {} entries, structure {}, {} tuples, {:.1} bytes/entry, hit rate {:.0}%",
+        "{name}: {} entries, structure {}, {} tuples, cache {}, {:.1} bytes/entry, hit rate {:.0}%",
         t.len(),
         t.structure(),
         t.num_tuples(),
+        if t.cache_active() { "on" } else { "off" },
         t.memory_bytes() as f64 / t.len().max(1) as f64,
         100.0 * hits as f64 / n as f64
     );
@@ -314,6 +315,315 @@ fn bench_ternary(c: &mut Criterion) {
     bench_table(c, "ternary_10k_5f", t, &keys);
 }
 
+// ---- ACL as `p4jet gen acl` makes it (crates/p4jet-gen/src/acl.rs) ----
+
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+const ICMP: u8 = 1;
+const TCP_SERVICES: &[u16] = &[80, 443, 443, 443, 22, 25, 993, 8080, 8443, 3306, 5432, 6379];
+const UDP_SERVICES: &[u16] = &[53, 53, 123, 443, 500, 4500, 5060, 3478];
+const BLOCKED: &[u16] = &[23, 135, 137, 138, 139, 445, 1433, 3389];
+const WELL_KNOWN: &[u16] = &[22, 25, 53, 80, 110, 123, 143, 443, 993, 995];
+const DENIED_NET: (u32, u32) = (0xc612_0000, 15);
+
+/// (value, mask) of src, dst, proto, dport, class, flags.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct AclRule {
+    src: (u32, u32),
+    dst: (u32, u32),
+    proto: (u8, u8),
+    dport: (u16, u16),
+    class: (u8, u8),
+    flags: (u8, u8),
+}
+
+fn pmask32(l: u32) -> u32 {
+    if l == 0 { 0 } else { u32::MAX << (32 - l) }
+}
+
+fn in_net(a: u32, (p, l): (u32, u32)) -> bool {
+    a & pmask32(l) == p & pmask32(l)
+}
+
+/// A public-looking unicast IPv4 address outside `DENIED_NET` if asked.
+fn internet_v4(rng: &mut Rng, avoid_denied: bool) -> u32 {
+    loop {
+        let a = rng.next() as u32;
+        let o = a >> 24;
+        if o != 0 && o != 10 && o != 127 && o < 224 && !(avoid_denied && in_net(a, DENIED_NET)) {
+            return a;
+        }
+    }
+}
+
+fn weighted(rng: &mut Rng, lens: &[(u32, u64)]) -> u32 {
+    let total: u64 = lens.iter().map(|l| l.1).sum();
+    let mut x = rng.below(total);
+    for &(l, w) in lens {
+        if x < w {
+            return l;
+        }
+        x -= w;
+    }
+    32
+}
+
+fn acl_prefix(rng: &mut Rng, lens: &[(u32, u64)], avoid_denied: bool) -> (u32, u32) {
+    let m = pmask32(weighted(rng, lens));
+    (internet_v4(rng, avoid_denied) & m, m)
+}
+
+fn class_of(p: u16) -> u8 {
+    match p {
+        0..=1023 => 1,
+        8080..=8089 => 4,
+        1024..=49151 => 2,
+        _ => 3,
+    }
+}
+
+fn pick<T: Copy>(rng: &mut Rng, s: &[T]) -> T {
+    s[rng.below(s.len() as u64) as usize]
+}
+
+fn permit_rule(rng: &mut Rng) -> AclRule {
+    loop {
+        let src = if rng.below(10) < 4 {
+            (0, 0)
+        } else {
+            acl_prefix(rng, &[(8, 10), (16, 25), (24, 40), (32, 25)], true)
+        };
+        let dst = if rng.below(10) < 2 {
+            (0, 0)
+        } else {
+            acl_prefix(rng, &[(16, 15), (24, 45), (32, 40)], false)
+        };
+        let proto = match rng.below(100) {
+            0..60 => (TCP, 0xff),
+            60..85 => (UDP, 0xff),
+            85..90 => (ICMP, 0xff),
+            _ => (0, 0),
+        };
+        let (dport, class) = if proto.0 == ICMP {
+            ((0, 0), if rng.below(5) == 0 { (1, 0xff) } else { (0, 0) })
+        } else {
+            match rng.below(10) {
+                0..6 => {
+                    let l = if proto.0 == UDP {
+                        UDP_SERVICES
+                    } else {
+                        TCP_SERVICES
+                    };
+                    ((pick(rng, l), 0xffff), (0, 0))
+                }
+                6 => loop {
+                    let p = 1024 + rng.below(49151 - 1024 + 1) as u16;
+                    if !BLOCKED.contains(&p) {
+                        break ((p, 0xffff), (0, 0));
+                    }
+                },
+                _ => (
+                    (0, 0),
+                    if rng.below(10) < 4 {
+                        (1 + rng.below(4) as u8, 0xff)
+                    } else {
+                        (0, 0)
+                    },
+                ),
+            }
+        };
+        let flags = if proto.0 == TCP && rng.below(5) == 0 {
+            (0x10, 0x10)
+        } else {
+            (0, 0)
+        };
+        if src.1 == 0 && dst.1 == 0 && dport.1 == 0 {
+            continue;
+        }
+        return AclRule {
+            src,
+            dst,
+            proto,
+            dport,
+            class,
+            flags,
+        };
+    }
+}
+
+fn deny_rule(rng: &mut Rng) -> AclRule {
+    let any = AclRule {
+        src: (0, 0),
+        dst: (0, 0),
+        proto: (0, 0),
+        dport: (0, 0),
+        class: (0, 0),
+        flags: (0, 0),
+    };
+    if rng.below(2) == 0 {
+        let m = pmask32(DENIED_NET.1 + rng.below(32 - u64::from(DENIED_NET.1) + 1) as u32);
+        let host = rng.next() as u32 & !pmask32(DENIED_NET.1);
+        let proto = pick(rng, &[(TCP, 0xff), (UDP, 0xff), (0, 0)]);
+        AclRule {
+            src: ((DENIED_NET.0 | host) & m, m),
+            proto,
+            ..any
+        }
+    } else {
+        let dst = if rng.below(2) == 0 {
+            (0, 0)
+        } else {
+            acl_prefix(rng, &[(16, 1), (24, 2), (32, 1)], false)
+        };
+        AclRule {
+            dst,
+            proto: (pick(rng, &[TCP, UDP]), 0xff),
+            dport: (pick(rng, BLOCKED), 0xffff),
+            ..any
+        }
+    }
+}
+
+/// Packed key (src, dst, proto, dport, class, flags) of a packet `r` permits.
+fn acl_key(r: &AclRule, rng: &mut Rng) -> [u8; 13] {
+    let proto = if r.proto.1 != 0 {
+        r.proto.0
+    } else if rng.below(10) < 7 {
+        TCP
+    } else {
+        UDP
+    };
+    let src = loop {
+        let a = if r.src.1 == 0 {
+            internet_v4(rng, true)
+        } else {
+            r.src.0 | (rng.next() as u32 & !r.src.1)
+        };
+        if !in_net(a, DENIED_NET) {
+            break a;
+        }
+    };
+    let dst = if r.dst.1 == 0 {
+        internet_v4(rng, false)
+    } else {
+        r.dst.0 | (rng.next() as u32 & !r.dst.1)
+    };
+    let dport = if proto == ICMP {
+        0
+    } else if r.dport.1 != 0 {
+        r.dport.0
+    } else if r.class.1 != 0 {
+        loop {
+            let p = match r.class.0 {
+                1 => pick(rng, WELL_KNOWN),
+                2 => 1024 + rng.below(48128) as u16,
+                3 => 49152 + rng.below(16384) as u16,
+                _ => 8080 + rng.below(10) as u16,
+            };
+            if class_of(p) == r.class.0 && !BLOCKED.contains(&p) {
+                break p;
+            }
+        }
+    } else if proto == UDP {
+        pick(rng, UDP_SERVICES)
+    } else {
+        pick(rng, TCP_SERVICES)
+    };
+    let flags = if proto != TCP {
+        0
+    } else if r.flags.1 != 0 {
+        pick(rng, &[0x10, 0x18])
+    } else {
+        pick(rng, &[0x02, 0x10, 0x18, 0x18])
+    };
+    let mut k = [0u8; 13];
+    k[..4].copy_from_slice(&src.to_be_bytes());
+    k[4..8].copy_from_slice(&dst.to_be_bytes());
+    k[8] = proto;
+    k[9..11].copy_from_slice(&dport.to_be_bytes());
+    k[11] = class_of(dport);
+    k[12] = flags;
+    k
+}
+
+/// The `acl` table of acl_large with `n` rules as `p4jet gen acl` draws them
+/// (15 % deny, unique priorities 1..=n in random order) and the permit rules.
+fn acl_table(n: usize, rng: &mut Rng) -> (Table<u32>, Vec<AclRule>) {
+    let n_deny = n * 15 / 100;
+    let mut seen = std::collections::HashSet::new();
+    let mut rules = vec![];
+    while rules.len() < n {
+        let permit = rules.len() >= n_deny;
+        let r = if permit {
+            permit_rule(rng)
+        } else {
+            deny_rule(rng)
+        };
+        if seen.insert(r) {
+            rules.push((r, permit));
+        }
+    }
+    for i in (1..n).rev() {
+        rules.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let mut prios: Vec<i32> = (1..=n as i32).collect();
+    for i in (1..n).rev() {
+        prios.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let f = [32, 32, 8, 16, 8, 8]
+        .map(|w| spec(MatchKind::Ternary, w))
+        .to_vec();
+    let mut t = Table::new(f, 65536).unwrap();
+    for (i, ((r, _), p)) in rules.iter().zip(&prios).enumerate() {
+        let tern = |v: u64, m: u64, n: usize| FieldMatch::Ternary {
+            value: v.to_be_bytes()[8 - n..].to_vec(),
+            mask: m.to_be_bytes()[8 - n..].to_vec(),
+        };
+        let k = MatchKey {
+            fields: vec![
+                tern(r.src.0.into(), r.src.1.into(), 4),
+                tern(r.dst.0.into(), r.dst.1.into(), 4),
+                tern(r.proto.0.into(), r.proto.1.into(), 1),
+                tern(r.dport.0.into(), r.dport.1.into(), 2),
+                tern(r.class.0.into(), r.class.1.into(), 1),
+                tern(r.flags.0.into(), r.flags.1.into(), 1),
+            ],
+            priority: *p,
+        };
+        t.insert(k, i as u32).unwrap();
+    }
+    let permits = rules.iter().filter(|r| r.1).map(|r| r.0).collect();
+    (t, permits)
+}
+
+/// acl_large's `acl` with 10K rules: packets from 1 000 flows (the `p4jet gen`
+/// default: the lookup cache holds them all) and from 64K flows (every key
+/// distinct: the cache misses), with and without the cache.
+fn bench_acl(c: &mut Criterion) {
+    let mut rng = Rng(6);
+    let t0 = std::time::Instant::now();
+    let (t, permits) = acl_table(10_000, &mut rng);
+    eprintln!(
+        "acl_10k: 10 000 rules inserted in {:.1} ms",
+        t0.elapsed().as_secs_f64() * 1e3
+    );
+    let flows = |nf: usize, rng: &mut Rng| -> Vec<[u8; 13]> {
+        (0..nf)
+            .map(|_| acl_key(&permits[rng.below(permits.len() as u64) as usize], rng))
+            .collect()
+    };
+    let f1k = flows(1000, &mut rng);
+    let keys1k: Vec<u8> = (0..NKEYS)
+        .flat_map(|_| f1k[rng.below(1000) as usize])
+        .collect();
+    let keys64k: Vec<u8> = flows(NKEYS, &mut rng).concat();
+    bench_table(c, "acl_10k_1k_flows", t.clone(), &keys1k);
+    bench_table(c, "acl_10k_64k_flows", t.clone(), &keys64k);
+    let mut off = t;
+    off.set_cache_mode(CacheMode::Off);
+    bench_table(c, "acl_10k_nocache", off, &keys64k);
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
@@ -324,6 +634,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = bench_exact, bench_lpm32, bench_lpm128, bench_ternary, bench_exact_insert
+    targets = bench_exact, bench_lpm32, bench_lpm128, bench_ternary, bench_acl, bench_exact_insert
 }
 criterion_main!(benches);

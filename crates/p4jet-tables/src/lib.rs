@@ -19,19 +19,23 @@
 //! the static key masks (see [`Table::with_field_masks`]) already applied.
 #![deny(unsafe_code)]
 
+mod cache;
 mod dir;
 mod exact;
 mod hash;
 mod prefetch;
 mod tss;
 mod wlpm;
+mod words;
 
 use std::collections::BTreeSet;
 
+use cache::LookupCache;
 use dir::DirLpm;
 use exact::ExactIndex;
 use tss::{Tss, TssKey};
 use wlpm::WaldvogelLpm;
+use words::{ByteWords, Words};
 
 /// Largest table size bmv2 supports (handles keep the low 24 bits for the index).
 pub const MAX_TABLE_SIZE: usize = 0x00ff_ffff;
@@ -40,6 +44,26 @@ const HANDLE_INDEX_MASK: u32 = 0x00ff_ffff;
 
 /// Default number of keys per batched-lookup stage.
 pub const DEFAULT_PREFETCH_DISTANCE: usize = 16;
+
+/// Sets of the lookup cache of a ternary/range table in [`CacheMode::Auto`].
+pub const DEFAULT_CACHE_SETS: usize = 4096;
+
+/// [`CacheMode::Auto`] turns the cache on while the table has at least this
+/// many tuples (below that a lookup costs about as much as a cache probe).
+pub const CACHE_MIN_TUPLES: usize = 6;
+
+/// Lookup-result cache of ternary and range tables: 2-way set-associative,
+/// keyed by the whole packed key, invalidated by every insert, delete and
+/// clear, so results are exactly the uncached ones. Other tables ignore it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheMode {
+    /// [`DEFAULT_CACHE_SETS`] sets, used while the table has at least
+    /// [`CACHE_MIN_TUPLES`] tuples and keys of at most 64 bytes (default).
+    Auto,
+    Off,
+    /// Always used, with this many sets (rounded up to a power of two).
+    On(usize),
+}
 
 /// Match kind of one key field (p4c emits `optional` as `Ternary`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -172,6 +196,9 @@ pub(crate) fn fill_prefix_mask(m: &mut [u8], len: u32) {
     }
 }
 
+// one per table: its size does not matter, and boxing the large variant would
+// add a pointer load to every lookup
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone)]
 enum Index {
     Exact(ExactIndex),
@@ -203,6 +230,13 @@ pub struct Table<V> {
     index: Index,
     lpm_field: Option<usize>,
     prefetch_distance: usize,
+    cache_mode: CacheMode,
+    /// allocated the first time the mode asks for it
+    cache: Option<LookupCache>,
+    /// whether lookups use `cache` now
+    cache_on: bool,
+    /// bumped by every insert/delete/clear; never 0 (the cache's empty value)
+    generation: u32,
 }
 
 fn bad(s: impl Into<String>) -> TableError {
@@ -319,6 +353,10 @@ impl<V: Clone> Table<V> {
             index,
             lpm_field,
             prefetch_distance: DEFAULT_PREFETCH_DISTANCE,
+            cache_mode: CacheMode::Auto,
+            cache: None,
+            cache_on: false,
+            generation: 1,
         })
     }
 
@@ -372,6 +410,60 @@ impl<V: Clone> Table<V> {
 
     pub fn set_prefetch_distance(&mut self, d: usize) {
         self.prefetch_distance = d.clamp(1, exact::MAX_BATCH);
+    }
+
+    pub fn cache_mode(&self) -> CacheMode {
+        self.cache_mode
+    }
+
+    /// Choose how the lookup cache is used (ternary/range tables only).
+    pub fn set_cache_mode(&mut self, m: CacheMode) {
+        self.cache_mode = m;
+        if let (CacheMode::On(s), Some(c)) = (m, &self.cache)
+            && c.sets() != s.max(1).next_power_of_two()
+        {
+            self.cache = None;
+        }
+        self.refresh_cache();
+    }
+
+    /// Whether lookups currently go through the lookup cache.
+    pub fn cache_active(&self) -> bool {
+        self.cache_on
+    }
+
+    /// Apply the cache mode to the table as it is now.
+    fn refresh_cache(&mut self) {
+        let Index::Tss(t) = &self.index else {
+            self.cache_on = false;
+            return;
+        };
+        let w = words::nwords(self.key_bytes);
+        let sets = match self.cache_mode {
+            CacheMode::Off => None,
+            CacheMode::Auto => {
+                (t.num_tuples() >= CACHE_MIN_TUPLES && w <= 8).then_some(DEFAULT_CACHE_SETS)
+            }
+            CacheMode::On(s) => Some(s),
+        };
+        self.cache_on = sets.is_some();
+        if let Some(s) = sets
+            && self.cache.is_none()
+        {
+            self.cache = Some(LookupCache::new(s, w));
+        }
+    }
+
+    /// Invalidate cached lookups (every write that can change a result).
+    fn bump_generation(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.generation = 1;
+            if let Some(c) = &mut self.cache {
+                c.reset();
+            }
+        }
+        self.refresh_cache();
     }
 
     /// Check and normalise a key as bmv2 does (see docs/tables.md).
@@ -613,6 +705,7 @@ impl<V: Clone> Table<V> {
         self.slots[idx as usize].value = Some(value);
         self.keys[idx as usize] = Some(nk);
         self.len += 1;
+        self.bump_generation();
         Ok(self.handle_of(idx))
     }
 
@@ -659,6 +752,7 @@ impl<V: Clone> Table<V> {
         }
         self.free.insert(idx);
         self.len -= 1;
+        self.bump_generation();
         Ok(())
     }
 
@@ -675,6 +769,7 @@ impl<V: Clone> Table<V> {
             Index::Wald(w) => w.clear(),
             Index::Tss(t) => t.clear(),
         }
+        self.bump_generation();
     }
 
     /// The entry (normalised key as bmv2 reports it, and value).
@@ -723,9 +818,77 @@ impl<V: Clone> Table<V> {
             Index::Exact(x) => x.find(key),
             Index::Dir(d) => d.lookup(d.key32(key)),
             Index::Wald(w) => w.lookup(key),
-            Index::Tss(t) => t.lookup(key),
+            Index::Tss(t) => match (&self.cache, self.cache_on) {
+                (Some(c), true) => match words::nwords(key.len()) {
+                    1 => self.cached(c, t, &words::fixed::<1>(key), key),
+                    2 => self.cached(c, t, &words::fixed::<2>(key), key),
+                    3 => self.cached(c, t, &words::fixed::<3>(key), key),
+                    4 => self.cached(c, t, &words::fixed::<4>(key), key),
+                    n => self.cached(c, t, &ByteWords { bytes: key, n }, key),
+                },
+                _ => t.lookup(key),
+            },
         };
         self.resolve(idx)
+    }
+
+    /// Tuple-space lookup through the cache (`k` = `key` as words).
+    #[inline(always)]
+    fn cached<K: Words + ?Sized>(
+        &self,
+        c: &LookupCache,
+        t: &Tss,
+        k: &K,
+        key: &[u8],
+    ) -> Option<u32> {
+        let h = c.hash(k);
+        if let Some(r) = c.get(k, h, self.generation) {
+            return r;
+        }
+        let r = t.lookup(key);
+        c.put(k, h, self.generation, r);
+        r
+    }
+
+    /// Batched cached tuple-space lookup: hash every key of a stage and
+    /// prefetch its cache set, then answer each key.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn cached_batch<'a, 'k, K: Words>(
+        &'a self,
+        c: &LookupCache,
+        t: &Tss,
+        keys: &'k [u8],
+        n: usize,
+        out: &mut [Option<(EntryHandle, &'a V)>],
+        load: impl Fn(&'k [u8]) -> K,
+    ) {
+        let kb = self.key_bytes;
+        let d = self.prefetch_distance;
+        let mut hs = [0u64; exact::MAX_BATCH];
+        let mut i = 0;
+        while i < n {
+            let m = (n - i).min(d);
+            for (j, h) in hs.iter_mut().enumerate().take(m) {
+                let k = load(&keys[(i + j) * kb..(i + j + 1) * kb]);
+                *h = c.hash(&k);
+                c.prefetch(*h);
+            }
+            for (j, h) in hs.iter().enumerate().take(m) {
+                let kbytes = &keys[(i + j) * kb..(i + j + 1) * kb];
+                let k = load(kbytes);
+                let r = match c.get(&k, *h, self.generation) {
+                    Some(r) => r,
+                    None => {
+                        let r = t.lookup(kbytes);
+                        c.put(&k, *h, self.generation, r);
+                        r
+                    }
+                };
+                out[i + j] = self.resolve(r);
+            }
+            i += m;
+        }
     }
 
     /// Batched lookup of `n = min(keys.len() / key_bytes(), out.len())` keys
@@ -751,16 +914,23 @@ impl<V: Clone> Table<V> {
             Index::Dir(d) => d.lookup_batch(keys, kb, n, self.prefetch_distance, |i, r| {
                 out[i] = self.resolve(r)
             }),
-            Index::Wald(w) => {
-                for (i, o) in out.iter_mut().enumerate().take(n) {
-                    *o = self.resolve(w.lookup(&keys[i * kb..(i + 1) * kb]));
+            Index::Wald(w) => w.lookup_batch(keys, n, self.prefetch_distance, |i, r| {
+                out[i] = self.resolve(r)
+            }),
+            Index::Tss(t) => match (&self.cache, self.cache_on) {
+                (Some(c), true) if kb > 0 => match words::nwords(kb) {
+                    1 => self.cached_batch(c, t, keys, n, out, words::fixed::<1>),
+                    2 => self.cached_batch(c, t, keys, n, out, words::fixed::<2>),
+                    3 => self.cached_batch(c, t, keys, n, out, words::fixed::<3>),
+                    4 => self.cached_batch(c, t, keys, n, out, words::fixed::<4>),
+                    nw => self.cached_batch(c, t, keys, n, out, |b| ByteWords { bytes: b, n: nw }),
+                },
+                _ => {
+                    for (i, o) in out.iter_mut().enumerate().take(n) {
+                        *o = self.resolve(t.lookup(&keys[i * kb..(i + 1) * kb]));
+                    }
                 }
-            }
-            Index::Tss(t) => {
-                for (i, o) in out.iter_mut().enumerate().take(n) {
-                    *o = self.resolve(t.lookup(&keys[i * kb..(i + 1) * kb]));
-                }
-            }
+            },
         }
     }
 
@@ -790,7 +960,7 @@ impl<V: Clone> Table<V> {
             Index::Dir(d) => d.memory_bytes(),
             Index::Wald(w) => w.memory_bytes(),
             Index::Tss(t) => t.memory_bytes(),
-        };
+        } + self.cache.as_ref().map_or(0, LookupCache::memory_bytes);
         std::mem::size_of::<Self>()
             + self.slots.capacity() * std::mem::size_of::<Slot<V>>()
             + self.keys.capacity() * std::mem::size_of::<Option<MatchKey>>()

@@ -1,4 +1,5 @@
-//! Tuple-space search for ternary and range tables, with tuple merging.
+//! Tuple-space search for ternary and range tables, with tuple merging, a
+//! shared Bloom filter and priority pruning.
 //!
 //! Every entry has an *index mask* over the packed key (its ternary masks,
 //! LPM prefixes, all-ones for exact/valid fields, and for range fields the
@@ -8,19 +9,30 @@
 //! any tuple whose mask is a subset of its index mask (TupleMerge, Daly &
 //! Torng 2017): the hash narrows the candidates to a chain, and each candidate
 //! is then verified against its own value/mask (and range bounds). Chains are
-//! sorted by (priority, entry index), which is bmv2's order (smallest priority
-//! wins, ties go to the lowest handle), so the first candidate that verifies is
-//! the tuple's answer. On insert an entry joins the most specific compatible
-//! tuple whose chain for it is shorter than `CHAIN_LIMIT`; otherwise a new tuple
-//! is made from the entry's mask with each field's leading-ones prefix cut to
-//! 1/4, 2/4, 3/4 or all of its length (the first of those not already taken).
-//! This keeps the number of tuples (the cost of a miss) small when entries
-//! have many slightly different masks. Tuples whose entries all have exactly
-//! the tuple mask and no range check skip verification.
+//! sorted by *rank* = (priority, entry index), which is bmv2's order (smallest
+//! priority wins, ties go to the lowest handle), so the first candidate that
+//! verifies is the tuple's answer.
 //!
-//! Tuples are kept sorted by their best (priority, index); a lookup visits
-//! them in that order and stops as soon as the next tuple's best cannot beat
-//! the match already found.
+//! Placement (greedy, on insert): an entry joins the most specific compatible
+//! tuple whose chain for it has fewer than `CHAIN_LIMIT` entries; if there is
+//! none, a tuple is created from its mask *relaxed* (in every field wider than
+//! a byte, the leading-ones prefix rounded down to a multiple of 8 bits, the
+//! bits after it dropped), or from its exact mask when the relaxed tuple
+//! exists (and is full for it). Relaxed tuples take entries of many nearby
+//! masks, which keeps the number of tuples (the cost of a lookup) low.
+//! Tuples whose entries all have exactly the tuple mask and no range check
+//! skip verification.
+//!
+//! Lookup: tuples are kept sorted by their best rank. A lookup takes them in
+//! that order, 64 at a time: first it hashes the key under every tuple's mask
+//! (one folded multiply per 16 key bytes, independent across tuples, so the
+//! CPU overlaps them) and tests a Bloom filter shared by all tuples (two bits
+//! in one word; each live group of every tuple sets them under its tuple's
+//! seed), then it probes only the tuples that passed, in order, and stops as
+//! soon as the next tuple's best rank cannot beat the match found. Most tuples
+//! hold no group for a given key, so most of the work is the filter test
+//! (~1 ns per tuple). Deleted groups leave their bits (false positives only)
+//! until the filter is rebuilt.
 //!
 //! Range fields: a range that is exactly one aligned power-of-two block (a
 //! single value, the full range, any prefix-shaped range) becomes a plain mask.
@@ -31,19 +43,52 @@
 
 use std::collections::BTreeSet;
 
-use crate::hash::{HashIndex, hash_bytes, hash_masked, masked_eq};
+use crate::hash::HashIndex;
+use crate::prefetch::prefetch_index;
+use crate::words::{self, ByteWords, Words, meq, mhash, seed_of, to_words};
 
 /// Longest chain an entry may join in a merged (less specific) tuple.
 const CHAIN_LIMIT: usize = 4;
+/// Tables with at most this many entries are also kept as one list sorted
+/// by rank and looked up by a linear scan (cheaper than hashing).
+const SMALL: usize = 8;
+/// Tuples filtered per pass of a lookup.
+const CHUNK: usize = 64;
+/// The filter is grown (and rebuilt) when it has fewer bits per live group.
+const FILTER_MIN_BITS: usize = 12;
+/// Bits per live group right after a rebuild (rounded up to a power of two).
+const FILTER_BUILD_BITS: usize = 24;
+
+/// Rank of an entry: `(priority, index)` packed so that `u64` order is
+/// bmv2's order. The low 32 bits are the entry index.
+#[inline(always)]
+fn rank(prio: i32, idx: u32) -> u64 {
+    (u64::from((prio as u32) ^ 0x8000_0000) << 32) | u64::from(idx)
+}
+
+/// Larger than every rank (entry indexes are below 2^24).
+const NO_RANK: u64 = u64::MAX;
+/// Group record flag: the head entry needs a range check.
+const HEAD_CHECK: u64 = 1;
+/// Group record flag: the chain has more than one entry.
+const MORE: u64 = 2;
 
 #[derive(Clone)]
 struct Tuple {
-    mask: Box<[u8]>,
+    /// tuple mask, as words
+    mask: Box<[u64]>,
+    seed: u64,
+    /// group hash -> group id
     map: HashIndex,
-    gkeys: Vec<u8>,
-    chains: Vec<Vec<u32>>,
+    /// per group, stride `3w + 2` words: the masked key (`w`), the head's
+    /// rank, flags (`HEAD_CHECK`, `MORE`), the head's value and mask (`w`
+    /// each): a probe reads one record and usually nothing else
+    grec: Vec<u64>,
+    /// ranks of the group's entries, ascending (the head is `chains[g][0]`)
+    chains: Vec<Vec<u64>>,
     free_groups: Vec<u32>,
-    members: BTreeSet<(i32, u32)>,
+    /// ranks of all entries
+    members: BTreeSet<u64>,
     /// members that need verification (mask differs from the tuple's, or range check)
     impure: u32,
     /// number of one bits in `mask`
@@ -51,38 +96,120 @@ struct Tuple {
 }
 
 impl Tuple {
-    fn best(&self) -> (i32, u32) {
-        self.members
-            .first()
-            .copied()
-            .unwrap_or((i32::MAX, u32::MAX))
+    fn new(mask: Vec<u64>, seed: u64) -> Self {
+        let bits = mask.iter().map(|b| b.count_ones()).sum();
+        Tuple {
+            mask: mask.into_boxed_slice(),
+            seed,
+            map: HashIndex::default(),
+            grec: Vec::new(),
+            chains: Vec::new(),
+            free_groups: Vec::new(),
+            members: BTreeSet::new(),
+            impure: 0,
+            bits,
+        }
+    }
+
+    fn best(&self) -> u64 {
+        self.members.first().copied().unwrap_or(NO_RANK)
     }
 
     #[inline(always)]
-    fn gkey(&self, g: u32) -> &[u8] {
-        let kb = self.mask.len();
-        &self.gkeys[g as usize * kb..(g as usize + 1) * kb]
+    fn rec(&self, g: u32) -> &[u64] {
+        let s = 3 * self.mask.len() + 2;
+        &self.grec[g as usize * s..(g as usize + 1) * s]
     }
 
     #[inline(always)]
-    fn find_group(&self, key: &[u8]) -> Option<u32> {
-        let h = hash_masked(key, &self.mask);
-        self.map
-            .find(h, |g| masked_eq(self.gkey(g), key, &self.mask))
+    fn gkey(&self, g: u32) -> &[u64] {
+        &self.rec(g)[..self.mask.len()]
     }
 
-    fn chain_len(&self, key: &[u8]) -> usize {
-        self.find_group(key)
+    /// Refresh the head fields of group `g`'s record from its chain.
+    fn set_head(&mut self, g: u32, erec: &[u64]) {
+        let w = self.mask.len();
+        let s = g as usize * (3 * w + 2);
+        let c = &self.chains[g as usize];
+        let Some(&r0) = c.first() else {
+            return;
+        };
+        let e = (r0 as u32) as usize * (2 * w + 1);
+        let more = if c.len() > 1 { MORE } else { 0 };
+        let rec = &mut self.grec[s..s + 3 * w + 2];
+        rec[w] = r0;
+        rec[w + 1] = if erec[e + 2 * w] != 0 { HEAD_CHECK } else { 0 } | more;
+        rec[w + 2..3 * w + 2].copy_from_slice(&erec[e..e + 2 * w]);
+    }
+
+    #[inline(always)]
+    fn find_group<K: Words + ?Sized>(&self, k: &K, h: u64) -> Option<u32> {
+        self.map.find(h, |g| meq(self.gkey(g), k, &self.mask))
+    }
+
+    fn chain_len(&self, k: &[u64]) -> usize {
+        let h = mhash(k, &self.mask, self.seed);
+        self.find_group(k, h)
             .map_or(0, |g| self.chains[g as usize].len())
     }
 
     fn memory_bytes(&self) -> usize {
-        self.mask.len()
+        self.mask.len() * 8
             + self.map.memory_bytes()
-            + self.gkeys.capacity()
+            + self.grec.capacity() * 8
             + self.chains.capacity() * 24
-            + self.chains.iter().map(|c| c.capacity() * 4).sum::<usize>()
+            + self.chains.iter().map(|c| c.capacity() * 8).sum::<usize>()
+            + self.free_groups.capacity() * 4
             + self.members.len() * 16
+    }
+}
+
+/// What a lookup reads about a tuple, in visiting order.
+#[derive(Clone, Copy)]
+struct Visit {
+    best: u64,
+    seed: u64,
+    tuple: u32,
+    pure: bool,
+}
+
+/// Bloom filter over (tuple, group key) shared by all tuples: two bits in
+/// one 64-bit word per group. Never has false negatives for live groups.
+#[derive(Clone)]
+struct Filter {
+    words: Vec<u64>,
+    /// groups deleted since the last rebuild (their bits are still set)
+    stale: usize,
+}
+
+impl Filter {
+    fn with_bits(bits: usize) -> Self {
+        Filter {
+            words: vec![0; (bits / 64).next_power_of_two().max(1)],
+            stale: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn pos(&self, h: u64) -> (usize, u64) {
+        let i = (h >> 44) as usize & (self.words.len() - 1);
+        let b = (1u64 << ((h >> 32) & 63)) | (1u64 << ((h >> 38) & 63));
+        (i, b)
+    }
+
+    #[inline(always)]
+    fn test(&self, h: u64) -> bool {
+        let (i, b) = self.pos(h);
+        self.words[i] & b == b
+    }
+
+    fn set(&mut self, h: u64) {
+        let (i, b) = self.pos(h);
+        self.words[i] |= b;
+    }
+
+    fn bits(&self) -> usize {
+        self.words.len() * 64
     }
 }
 
@@ -97,13 +224,21 @@ pub(crate) struct TssKey {
     pub(crate) ranges: Vec<u8>,
 }
 
-fn subset(a: &[u8], b: &[u8]) -> bool {
+/// Big-endian bytes (at most 8) as a number.
+#[inline(always)]
+fn be_num(b: &[u8]) -> u64 {
+    b.iter().fold(0, |a, x| (a << 8) | u64::from(*x))
+}
+
+fn subset(a: &[u64], b: &[u64]) -> bool {
     a.iter().zip(b).all(|(x, y)| x & !y == 0)
 }
 
 #[derive(Clone)]
 pub(crate) struct Tss {
     kb: usize,
+    /// words per key
+    w: usize,
     /// (offset, nbytes, width) of every field
     fields: Vec<(usize, usize, u32)>,
     /// (offset, nbytes) of every range field
@@ -111,16 +246,29 @@ pub(crate) struct Tss {
     rstride: usize,
     tuples: Vec<Tuple>,
     free_tuples: Vec<u32>,
-    /// live tuples sorted by (best, id)
-    order: Vec<u32>,
+    /// live tuples in visiting order: by (best rank, tuple id)
+    visit: Vec<Visit>,
+    /// their masks, `w` words each
+    vmask: Vec<u64>,
+    filter: Filter,
+    /// live groups over all tuples
+    groups: usize,
     /// per entry index
-    prio: Vec<i32>,
+    rank: Vec<u64>,
     ent_tuple: Vec<u32>,
     ent_group: Vec<u32>,
-    ent_check: Vec<bool>,
-    evals: Vec<u8>,
-    emasks: Vec<u8>,
+    /// per entry index: value words, mask words, range-check flag (stride 2w+1)
+    erec: Vec<u64>,
+    /// per entry index: low/high bytes of every range field (stride `rstride`)
     ranges: Vec<u8>,
+    /// whether every range field has at most 8 bytes: then `rnum` holds the
+    /// bounds as numbers (stride 2 per range field) and checks compare integers
+    narrow: bool,
+    rnum: Vec<u64>,
+    /// live entries
+    live: usize,
+    /// while `live <= SMALL`: every live entry's rank, ascending
+    small: Vec<u64>,
 }
 
 impl Tss {
@@ -130,21 +278,28 @@ impl Tss {
         range_fields: Vec<(usize, usize)>,
     ) -> Self {
         let rstride = range_fields.iter().map(|(_, n)| 2 * n).sum();
+        let narrow = range_fields.iter().all(|(_, n)| *n <= 8);
         Tss {
             kb,
+            w: words::nwords(kb),
             fields,
             range_fields,
             rstride,
             tuples: Vec::new(),
             free_tuples: Vec::new(),
-            order: Vec::new(),
-            prio: Vec::new(),
+            visit: Vec::new(),
+            vmask: Vec::new(),
+            filter: Filter::with_bits(64),
+            groups: 0,
+            rank: Vec::new(),
             ent_tuple: Vec::new(),
             ent_group: Vec::new(),
-            ent_check: Vec::new(),
-            evals: Vec::new(),
-            emasks: Vec::new(),
+            erec: Vec::new(),
+            narrow,
             ranges: Vec::new(),
+            rnum: Vec::new(),
+            live: 0,
+            small: Vec::new(),
         }
     }
 
@@ -157,37 +312,56 @@ impl Tss {
     }
 
     pub(crate) fn num_tuples(&self) -> usize {
-        self.order.len()
+        self.visit.len()
     }
 
     pub(crate) fn memory_bytes(&self) -> usize {
         self.tuples.iter().map(Tuple::memory_bytes).sum::<usize>()
-            + self.order.capacity() * 4
-            + self.prio.capacity() * 13
-            + self.evals.capacity()
-            + self.emasks.capacity()
+            + self.visit.capacity() * std::mem::size_of::<Visit>()
+            + self.vmask.capacity() * 8
+            + self.filter.words.capacity() * 8
+            + self.rank.capacity() * 16
+            + self.erec.capacity() * 8
             + self.ranges.capacity()
-    }
-
-    fn tuple_key(&self, t: u32) -> (i32, u32, u32) {
-        let (p, i) = self.tuples[t as usize].best();
-        (p, i, t)
+            + self.rnum.capacity() * 8
     }
 
     fn order_remove(&mut self, t: u32) {
-        if let Some(pos) = self.order.iter().position(|x| *x == t) {
-            self.order.remove(pos);
+        if let Some(pos) = self.visit.iter().position(|v| v.tuple == t) {
+            self.visit.remove(pos);
+            self.vmask.drain(pos * self.w..(pos + 1) * self.w);
         }
     }
 
     fn order_insert(&mut self, t: u32) {
-        let k = self.tuple_key(t);
-        let pos = self.order.partition_point(|x| self.tuple_key(*x) < k);
-        self.order.insert(pos, t);
+        let tu = &self.tuples[t as usize];
+        let v = Visit {
+            best: tu.best(),
+            seed: tu.seed,
+            tuple: t,
+            pure: tu.impure == 0,
+        };
+        let pos = self
+            .visit
+            .partition_point(|x| (x.best, x.tuple) < (v.best, v.tuple));
+        self.visit.insert(pos, v);
+        let at = pos * self.w;
+        self.vmask.splice(at..at, tu.mask.iter().copied());
     }
 
     #[inline(always)]
     fn ranges_ok(&self, e: u32, key: &[u8]) -> bool {
+        if self.narrow {
+            let nr = 2 * self.range_fields.len();
+            let b = &self.rnum[e as usize * nr..(e as usize + 1) * nr];
+            for (j, &(off, n)) in self.range_fields.iter().enumerate() {
+                let x = be_num(&key[off..off + n]);
+                if x < b[2 * j] || x > b[2 * j + 1] {
+                    return false;
+                }
+            }
+            return true;
+        }
         let mut r = e as usize * self.rstride;
         for &(off, n) in &self.range_fields {
             let k = &key[off..off + n];
@@ -202,35 +376,41 @@ impl Tss {
     }
 
     #[inline(always)]
-    fn verify(&self, e: u32, key: &[u8]) -> bool {
-        let s = e as usize * self.kb;
-        let (v, m) = (&self.evals[s..s + self.kb], &self.emasks[s..s + self.kb]);
-        masked_eq(v, key, m) && (!self.ent_check[e as usize] || self.ranges_ok(e, key))
+    fn verify<K: Words + ?Sized>(&self, e: u32, k: &K, key: &[u8]) -> bool {
+        let w = self.w;
+        let s = e as usize * (2 * w + 1);
+        let rec = &self.erec[s..s + 2 * w + 1];
+        meq(&rec[..w], k, &rec[w..2 * w]) && (rec[2 * w] == 0 || self.ranges_ok(e, key))
+    }
+
+    fn ent_mask(&self, e: u32) -> &[u64] {
+        let w = self.w;
+        let s = e as usize * (2 * w + 1);
+        &self.erec[s + w..s + 2 * w]
     }
 
     fn is_pure(&self, e: u32, t: u32) -> bool {
-        let s = e as usize * self.kb;
-        !self.ent_check[e as usize] && *self.tuples[t as usize].mask == self.emasks[s..s + self.kb]
+        let w = self.w;
+        let s = e as usize * (2 * w + 1);
+        self.erec[s + 2 * w] == 0 && *self.tuples[t as usize].mask == *self.ent_mask(e)
     }
 
     /// Live tuples whose mask is a subset of `mask`, most specific first.
-    fn compatible(&self, mask: &[u8]) -> Vec<u32> {
+    fn compatible(&self, mask: &[u64]) -> Vec<u32> {
         let mut c: Vec<u32> = self
-            .order
+            .visit
             .iter()
-            .copied()
+            .map(|v| v.tuple)
             .filter(|t| subset(&self.tuples[*t as usize].mask, mask))
             .collect();
         c.sort_by_key(|t| (std::cmp::Reverse(self.tuples[*t as usize].bits), *t));
         c
     }
 
-    /// `mask` with each field's leading-ones prefix cut to `level`/4 of its
-    /// length (bits after that prefix dropped); `level` 4 = `mask` itself.
-    fn relax(&self, mask: &[u8], level: u32) -> Vec<u8> {
-        if level >= 4 {
-            return mask.to_vec();
-        }
+    /// `mask` (bytes) with, in every field wider than 8 bits, the leading-ones
+    /// prefix rounded down to a multiple of 8 bits and the bits after it
+    /// dropped; fields of at most 8 bits keep their leading-ones prefix.
+    fn relax(&self, mask: &[u8]) -> Vec<u8> {
         let mut out = vec![0u8; mask.len()];
         for &(off, n, w) in &self.fields {
             let pad = (8 * n as u32).saturating_sub(w);
@@ -239,7 +419,7 @@ impl Tss {
             while pad + l < 8 * n as u32 && bit(pad + l) {
                 l += 1;
             }
-            let keep = l * level / 4;
+            let keep = if w > 8 { l / 8 * 8 } else { l };
             for i in pad..pad + keep {
                 out[off + (i / 8) as usize] |= 0x80 >> (i % 8);
             }
@@ -247,190 +427,316 @@ impl Tss {
         out
     }
 
-    fn find_tuple(&self, mask: &[u8]) -> Option<u32> {
-        self.order
+    fn find_tuple(&self, mask: &[u64]) -> Option<u32> {
+        self.visit
             .iter()
-            .copied()
+            .map(|v| v.tuple)
             .find(|t| *self.tuples[*t as usize].mask == *mask)
     }
 
     /// Find an entry with the same index key for which `same(idx)` holds.
     pub(crate) fn find(&self, k: &TssKey, same: impl Fn(u32) -> bool) -> Option<u32> {
-        for t in self.compatible(&k.mask) {
+        let (vw, mw) = (to_words(&k.value, self.w), to_words(&k.mask, self.w));
+        for t in self.compatible(&mw) {
             let tu = &self.tuples[t as usize];
-            if let Some(g) = tu.find_group(&k.value)
-                && let Some(e) = tu.chains[g as usize].iter().copied().find(|e| same(*e))
+            let h = mhash(&vw[..], &tu.mask, tu.seed);
+            if let Some(g) = tu.find_group(&vw[..], h)
+                && let Some(r) = tu.chains[g as usize]
+                    .iter()
+                    .copied()
+                    .find(|r| same(*r as u32))
             {
-                return Some(e);
+                return Some(r as u32);
             }
         }
         None
     }
 
-    fn new_tuple(&mut self, mask: Vec<u8>) -> u32 {
-        let bits = mask.iter().map(|b| b.count_ones()).sum();
-        let tu = Tuple {
-            mask: mask.into_boxed_slice(),
-            map: HashIndex::default(),
-            gkeys: Vec::new(),
-            chains: Vec::new(),
-            free_groups: Vec::new(),
-            members: BTreeSet::new(),
-            impure: 0,
-            bits,
+    fn new_tuple(&mut self, mask: Vec<u64>) -> u32 {
+        let t = match self.free_tuples.pop() {
+            Some(t) => t,
+            None => {
+                self.tuples.push(Tuple::new(Vec::new(), 0));
+                (self.tuples.len() - 1) as u32
+            }
         };
-        if let Some(t) = self.free_tuples.pop() {
-            self.tuples[t as usize] = tu;
-            t
-        } else {
-            self.tuples.push(tu);
-            (self.tuples.len() - 1) as u32
-        }
+        self.tuples[t as usize] = Tuple::new(mask, seed_of(u64::from(t)));
+        t
     }
 
     /// Tuple for a new entry (see the module docs).
-    fn choose_tuple(&mut self, k: &TssKey) -> u32 {
-        for t in self.compatible(&k.mask) {
-            if self.tuples[t as usize].chain_len(&k.value) < CHAIN_LIMIT {
+    fn choose_tuple(&mut self, k: &TssKey, vw: &[u64], mw: &[u64]) -> u32 {
+        for t in self.compatible(mw) {
+            if self.tuples[t as usize].chain_len(vw) < CHAIN_LIMIT {
                 return t;
             }
         }
-        for level in 1..=4 {
-            let m = self.relax(&k.mask, level);
-            match self.find_tuple(&m) {
-                None => return self.new_tuple(m),
-                Some(t) if level == 4 => return t,
-                Some(_) => {}
+        let relaxed = to_words(&self.relax(&k.mask), self.w);
+        let m = if self.find_tuple(&relaxed).is_some() {
+            mw.to_vec()
+        } else {
+            relaxed
+        };
+        match self.find_tuple(&m) {
+            Some(t) => t,
+            None => self.new_tuple(m),
+        }
+    }
+
+    fn rebuild_filter(&mut self) {
+        let mut f = Filter::with_bits((self.groups + 1) * FILTER_BUILD_BITS);
+        for tu in &self.tuples {
+            for (g, c) in tu.chains.iter().enumerate() {
+                if !c.is_empty() {
+                    f.set(mhash(tu.gkey(g as u32), &tu.mask, tu.seed));
+                }
             }
         }
-        // unreachable: level 4 always returns
-        self.new_tuple(k.mask.clone())
+        self.filter = f;
     }
 
     pub(crate) fn insert(&mut self, idx: u32, k: TssKey, prio: i32) {
         let i = idx as usize;
-        let kb = self.kb;
-        if self.prio.len() <= i {
-            self.prio.resize(i + 1, 0);
+        let w = self.w;
+        let rs = 2 * w + 1;
+        if self.rank.len() <= i {
+            self.rank.resize(i + 1, NO_RANK);
             self.ent_tuple.resize(i + 1, 0);
             self.ent_group.resize(i + 1, 0);
-            self.ent_check.resize(i + 1, false);
-            self.evals.resize((i + 1) * kb, 0);
-            self.emasks.resize((i + 1) * kb, 0);
+            self.erec.resize((i + 1) * rs, 0);
             self.ranges.resize((i + 1) * self.rstride, 0);
+            if self.narrow {
+                self.rnum.resize((i + 1) * 2 * self.range_fields.len(), 0);
+            }
         }
-        self.prio[i] = prio;
-        self.ent_check[i] = k.check;
-        self.evals[i * kb..(i + 1) * kb].copy_from_slice(&k.value);
-        self.emasks[i * kb..(i + 1) * kb].copy_from_slice(&k.mask);
+        let r = rank(prio, idx);
+        let (vw, mw) = (to_words(&k.value, w), to_words(&k.mask, w));
+        self.rank[i] = r;
+        self.erec[i * rs..i * rs + w].copy_from_slice(&vw);
+        self.erec[i * rs + w..i * rs + 2 * w].copy_from_slice(&mw);
+        self.erec[i * rs + 2 * w] = u64::from(k.check);
         self.ranges[i * self.rstride..(i + 1) * self.rstride].copy_from_slice(&k.ranges);
+        if self.narrow {
+            let nr = 2 * self.range_fields.len();
+            let mut off = 0;
+            for j in 0..self.range_fields.len() {
+                let n = self.range_fields[j].1;
+                self.rnum[i * nr + 2 * j] = be_num(&k.ranges[off..off + n]);
+                self.rnum[i * nr + 2 * j + 1] = be_num(&k.ranges[off + n..off + 2 * n]);
+                off += 2 * n;
+            }
+        }
 
-        let t = self.choose_tuple(&k);
+        let t = self.choose_tuple(&k, &vw, &mw);
         self.order_remove(t);
         let pure = self.is_pure(idx, t);
-        let prios = &self.prio;
         let tu = &mut self.tuples[t as usize];
-        let g = match tu.find_group(&k.value) {
-            Some(g) => g,
+        let h = mhash(&vw[..], &tu.mask, tu.seed);
+        let (g, new_group) = match tu.find_group(&vw[..], h) {
+            Some(g) => (g, false),
             None => {
+                let gs = 3 * w + 2;
                 let g = if let Some(g) = tu.free_groups.pop() {
                     g
                 } else {
                     tu.chains.push(Vec::new());
-                    tu.gkeys.resize(tu.gkeys.len() + kb, 0);
+                    tu.grec.resize(tu.grec.len() + gs, 0);
                     (tu.chains.len() - 1) as u32
                 };
-                let gk: Vec<u8> = k
-                    .value
-                    .iter()
-                    .zip(tu.mask.iter())
-                    .map(|(a, b)| a & b)
-                    .collect();
-                tu.gkeys[g as usize * kb..(g as usize + 1) * kb].copy_from_slice(&gk);
-                let (gkeys, map) = (&tu.gkeys, &mut tu.map);
-                map.insert(hash_bytes(&gk), g, |x| {
-                    hash_bytes(&gkeys[x as usize * kb..(x as usize + 1) * kb])
+                let s = g as usize * gs;
+                for ((d, v), m) in tu.grec[s..s + w].iter_mut().zip(&vw).zip(tu.mask.iter()) {
+                    *d = v & m;
+                }
+                let (grec, mask, seed, map) = (&tu.grec, &tu.mask, tu.seed, &mut tu.map);
+                map.insert(h, g, |x| {
+                    let s = x as usize * gs;
+                    mhash(&grec[s..s + w], mask, seed)
                 });
-                g
+                (g, true)
             }
         };
         let chain = &mut tu.chains[g as usize];
-        let pos = chain.partition_point(|e| (prios[*e as usize], *e) < (prio, idx));
-        chain.insert(pos, idx);
-        tu.members.insert((prio, idx));
+        let pos = chain.partition_point(|x| *x < r);
+        chain.insert(pos, r);
+        tu.set_head(g, &self.erec);
+        tu.members.insert(r);
         if !pure {
             tu.impure += 1;
         }
         self.ent_tuple[i] = t;
         self.ent_group[i] = g;
         self.order_insert(t);
+        self.live += 1;
+        if self.live <= SMALL {
+            let pos = self.small.partition_point(|x| *x < r);
+            self.small.insert(pos, r);
+        } else {
+            self.small = Vec::new();
+        }
+        if new_group {
+            self.groups += 1;
+            if self.groups * FILTER_MIN_BITS > self.filter.bits() {
+                self.rebuild_filter();
+            } else {
+                self.filter.set(h);
+            }
+        }
     }
 
     pub(crate) fn remove(&mut self, idx: u32) {
         let i = idx as usize;
-        let (t, g, prio) = (self.ent_tuple[i], self.ent_group[i], self.prio[i]);
+        let (t, g, r) = (self.ent_tuple[i], self.ent_group[i], self.rank[i]);
         let pure = self.is_pure(idx, t);
         self.order_remove(t);
         let tu = &mut self.tuples[t as usize];
-        tu.members.remove(&(prio, idx));
+        tu.members.remove(&r);
         if !pure {
             tu.impure -= 1;
         }
         let chain = &mut tu.chains[g as usize];
-        if let Some(pos) = chain.iter().position(|e| *e == idx) {
+        if let Some(pos) = chain.iter().position(|x| *x == r) {
             chain.remove(pos);
         }
-        if chain.is_empty() {
-            let h = hash_bytes(tu.gkey(g));
+        let empty = chain.is_empty();
+        tu.set_head(g, &self.erec);
+        let mut group_gone = false;
+        if empty {
+            let h = mhash(tu.gkey(g), &tu.mask, tu.seed);
             tu.map.remove(h, g);
             tu.chains[g as usize] = Vec::new();
             tu.free_groups.push(g);
+            group_gone = true;
         }
         if tu.members.is_empty() {
-            self.tuples[t as usize] = Tuple {
-                mask: Box::new([]),
-                map: HashIndex::default(),
-                gkeys: Vec::new(),
-                chains: Vec::new(),
-                free_groups: Vec::new(),
-                members: BTreeSet::new(),
-                impure: 0,
-                bits: 0,
-            };
+            self.tuples[t as usize] = Tuple::new(Vec::new(), 0);
             self.free_tuples.push(t);
         } else {
             self.order_insert(t);
         }
-    }
-
-    #[inline]
-    pub(crate) fn lookup(&self, key: &[u8]) -> Option<u32> {
-        let mut best: Option<(i32, u32)> = None;
-        for &t in &self.order {
-            let tu = &self.tuples[t as usize];
-            if best.is_some_and(|b| tu.best() >= b) {
-                break;
-            }
-            let Some(g) = tu.find_group(key) else {
-                continue;
-            };
-            let chain = &self.tuples[t as usize].chains[g as usize];
-            let cand = if tu.impure == 0 {
-                chain.first().copied()
-            } else {
-                chain
-                    .iter()
-                    .copied()
-                    .take_while(|e| best.is_none_or(|b| (self.prio[*e as usize], *e) < b))
-                    .find(|e| self.verify(*e, key))
-            };
-            if let Some(e) = cand {
-                let c = (self.prio[e as usize], e);
-                if best.is_none_or(|b| c < b) {
-                    best = Some(c);
-                }
+        self.rank[i] = NO_RANK;
+        self.live -= 1;
+        if self.live == SMALL {
+            let mut v: Vec<u64> = self
+                .tuples
+                .iter()
+                .flat_map(|t| t.members.iter().copied())
+                .collect();
+            v.sort_unstable();
+            self.small = v;
+        } else if let Some(pos) = self.small.iter().position(|x| *x == r) {
+            self.small.remove(pos);
+        }
+        if group_gone {
+            self.groups -= 1;
+            self.filter.stale += 1;
+            if self.filter.stale > self.groups.max(64) {
+                self.rebuild_filter();
             }
         }
-        best.map(|b| b.1)
+    }
+
+    /// Entry index of the best entry matching `key` (`key.len() == kb`).
+    #[inline]
+    pub(crate) fn lookup(&self, key: &[u8]) -> Option<u32> {
+        match self.w {
+            1 => self.lookup_k(&words::fixed::<1>(key), key),
+            2 => self.lookup_k(&words::fixed::<2>(key), key),
+            3 => self.lookup_k(&words::fixed::<3>(key), key),
+            4 => self.lookup_k(&words::fixed::<4>(key), key),
+            n => self.lookup_k(&ByteWords { bytes: key, n }, key),
+        }
+    }
+
+    #[inline(always)]
+    fn lookup_k<K: Words + ?Sized>(&self, k: &K, key: &[u8]) -> Option<u32> {
+        if self.live <= SMALL {
+            return self
+                .small
+                .iter()
+                .map(|r| *r as u32)
+                .find(|e| self.verify(*e, k, key));
+        }
+        let w = self.w;
+        let n = self.visit.len();
+        let mut best = NO_RANK;
+        let mut start = 0;
+        'outer: while start < n {
+            if self.visit[start].best >= best {
+                break;
+            }
+            let end = (start + CHUNK).min(n);
+            // 1. filter every tuple of the chunk (independent hashes)
+            let mut pass = 0u64;
+            for j in start..end {
+                let v = &self.visit[j];
+                let h = mhash(k, &self.vmask[j * w..(j + 1) * w], v.seed);
+                pass |= u64::from(self.filter.test(h)) << (j - start);
+            }
+            // (hashes are recomputed below for the few tuples that passed:
+            // cheaper than keeping them all)
+            let hash = |j: usize| {
+                let v = &self.visit[start + j];
+                mhash(k, &self.vmask[(start + j) * w..(start + j + 1) * w], v.seed)
+            };
+            // 2. prefetch the buckets, then the first candidate group of
+            // each tuple that passed (their misses overlap)
+            let mut p = pass;
+            while p != 0 {
+                let j = p.trailing_zeros() as usize;
+                p &= p - 1;
+                self.tuples[self.visit[start + j].tuple as usize]
+                    .map
+                    .prefetch(hash(j));
+            }
+            let mut p = pass;
+            while p != 0 {
+                let j = p.trailing_zeros() as usize;
+                p &= p - 1;
+                let tu = &self.tuples[self.visit[start + j].tuple as usize];
+                if let Some(g) = tu.map.first_candidate(hash(j)) {
+                    prefetch_index(&tu.grec, g as usize * (3 * w + 2));
+                }
+            }
+            // 3. probe the tuples that passed, best first
+            while pass != 0 {
+                let j = start + pass.trailing_zeros() as usize;
+                pass &= pass - 1;
+                let v = &self.visit[j];
+                if v.best >= best {
+                    break 'outer;
+                }
+                let m = &self.vmask[j * w..(j + 1) * w];
+                let h = hash(j - start);
+                let tu = &self.tuples[v.tuple as usize];
+                let Some(g) = tu.map.find(h, |g| meq(tu.gkey(g), k, m)) else {
+                    continue;
+                };
+                let rec = tu.rec(g);
+                let r0 = rec[w];
+                if r0 >= best {
+                    continue;
+                }
+                if v.pure
+                    || (meq(&rec[w + 2..2 * w + 2], k, &rec[2 * w + 2..3 * w + 2])
+                        && (rec[w + 1] & HEAD_CHECK == 0 || self.ranges_ok(r0 as u32, key)))
+                {
+                    best = r0;
+                    continue;
+                }
+                if rec[w + 1] & MORE != 0 {
+                    for &r in &tu.chains[g as usize][1..] {
+                        if r >= best {
+                            break;
+                        }
+                        if self.verify(r as u32, k, key) {
+                            best = r;
+                            break;
+                        }
+                    }
+                }
+            }
+            start = end;
+        }
+        (best != NO_RANK).then_some(best as u32)
     }
 }

@@ -2,7 +2,9 @@
 //! bmv2's rules (normalisation, duplicates, handles, priorities, LPM).
 #![allow(clippy::unwrap_used)]
 
-use p4jet_tables::{EntryHandle, FieldMatch, KeyFieldSpec, MatchKey, MatchKind, Table, TableError};
+use p4jet_tables::{
+    CacheMode, EntryHandle, FieldMatch, KeyFieldSpec, MatchKey, MatchKind, Table, TableError,
+};
 use proptest::prelude::*;
 
 // ---------------------------------------------------------------- rng
@@ -545,10 +547,24 @@ fn spec(kind: MatchKind, bit_width: u32) -> KeyFieldSpec {
     KeyFieldSpec { kind, bit_width }
 }
 
+/// Every sequence runs with the default lookup cache (on once a ternary/range
+/// table has enough tuples) and with a 2-set cache that is always on (keys
+/// evict each other all the time; every write must invalidate it).
 fn run(specs: &[KeyFieldSpec], max: usize, seed: u64, ops: &[u8]) {
+    run_with(specs, max, seed, ops, CacheMode::Auto);
+    if specs
+        .iter()
+        .any(|s| matches!(s.kind, MatchKind::Ternary | MatchKind::Range))
+    {
+        run_with(specs, max, seed, ops, CacheMode::On(2));
+    }
+}
+
+fn run_with(specs: &[KeyFieldSpec], max: usize, seed: u64, ops: &[u8], mode: CacheMode) {
     let mut rng = Rng(seed);
     let g = Gen::new(specs, &mut rng);
     let mut t: Table<u32> = Table::new(specs.to_vec(), max).unwrap();
+    t.set_cache_mode(mode);
     let mut model = Model::new(specs.to_vec(), max);
     let mut twin = t.clone();
     let mut handles: Vec<EntryHandle> = vec![];

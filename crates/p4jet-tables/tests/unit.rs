@@ -2,7 +2,9 @@
 //! TableFull, BadMatchKey, LPM deletion fallback, priorities.
 #![allow(clippy::unwrap_used)]
 
-use p4jet_tables::{FieldMatch, KeyFieldSpec, MatchKey, MatchKind, Table, TableError, TableKind};
+use p4jet_tables::{
+    CacheMode, FieldMatch, KeyFieldSpec, MatchKey, MatchKind, Table, TableError, TableKind,
+};
 
 fn spec(kind: MatchKind, bit_width: u32) -> KeyFieldSpec {
     KeyFieldSpec { kind, bit_width }
@@ -580,4 +582,196 @@ fn many_lpm_routes_dir_and_hash_agree() {
         let kw = [k.as_slice(), &[1]].concat();
         assert_eq!(d.lookup(&k), w.lookup(&kw));
     }
+}
+
+/// A 6-field ACL like `p4jet gen acl` (prefixes, protocol, port, class,
+/// flag; random unique priorities), the packed keys of `n` packets aimed at
+/// its rules, and the rules.
+fn acl_like(rules: usize, n: usize, seed: u64) -> (Table<u32>, Vec<u8>) {
+    let mut s = seed;
+    let mut next = move || {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let f = [32, 32, 8, 16, 8, 8]
+        .map(|w| spec(MatchKind::Ternary, w))
+        .to_vec();
+    let mut t = Table::new(f, rules + 10).unwrap();
+    let pm = |l: u32| if l == 0 { 0u32 } else { u32::MAX << (32 - l) };
+    let mut prios: Vec<i32> = (1..=rules as i32).collect();
+    for i in (1..prios.len()).rev() {
+        prios.swap(i, (next() % (i as u64 + 1)) as usize);
+    }
+    let mut vals = vec![];
+    while t.len() < rules {
+        let ls = [0, 8, 16, 24, 32, 15, 20, 28][(next() % 8) as usize];
+        let ld = [0, 16, 24, 32][(next() % 4) as usize];
+        let (sv, dv) = (next() as u32 & pm(ls), next() as u32 & pm(ld));
+        let pr: (u8, u8) = [(6, 0xff), (17, 0xff), (0, 0)][(next() % 3) as usize];
+        let dp: (u16, u16) = if next() % 2 == 0 {
+            ([22, 53, 80, 443][(next() % 4) as usize], 0xffff)
+        } else {
+            (0, 0)
+        };
+        let cl: (u8, u8) = if next() % 4 == 0 {
+            ((next() % 4) as u8 + 1, 0xff)
+        } else {
+            (0, 0)
+        };
+        let fl: (u8, u8) = if next() % 5 == 0 {
+            (0x10, 0x10)
+        } else {
+            (0, 0)
+        };
+        if ls == 0 && ld == 0 && dp.1 == 0 {
+            continue; // as in p4jet gen: no rule matches (nearly) everything
+        }
+        let k = pkey(
+            vec![
+                tern(&sv.to_be_bytes(), &pm(ls).to_be_bytes()),
+                tern(&dv.to_be_bytes(), &pm(ld).to_be_bytes()),
+                tern(&[pr.0], &[pr.1]),
+                tern(&dp.0.to_be_bytes(), &dp.1.to_be_bytes()),
+                tern(&[cl.0], &[cl.1]),
+                tern(&[fl.0], &[fl.1]),
+            ],
+            prios[t.len()],
+        );
+        if t.insert(k, t.len() as u32).is_ok() {
+            vals.push((sv, ls, dv, ld, pr.0, dp.0));
+        }
+    }
+    let mut keys = vec![];
+    for _ in 0..n {
+        let (sv, ls, dv, ld, pr, dp) = vals[(next() % vals.len() as u64) as usize];
+        let x = next();
+        keys.extend_from_slice(&(sv | (x as u32 & !pm(ls))).to_be_bytes());
+        keys.extend_from_slice(&(dv | ((x >> 32) as u32 & !pm(ld))).to_be_bytes());
+        keys.push(if pr == 0 { 6 } else { pr });
+        keys.extend_from_slice(&(if dp == 0 { 8080 } else { dp }).to_be_bytes());
+        keys.extend_from_slice(&[(x >> 8) as u8 % 5, (x >> 16) as u8 & 0x18]);
+    }
+    (t, keys)
+}
+
+/// Linear scan in bmv2's order (smallest priority, then lowest handle).
+fn scan(t: &Table<u32>, key: &[u8]) -> Option<u32> {
+    let mut best: Option<(i32, u32)> = None;
+    for (h, k, _) in t.iter() {
+        let mut off = 0;
+        let ok = k.fields.iter().all(|f| {
+            let FieldMatch::Ternary { value, mask } = f else {
+                return false;
+            };
+            let n = value.len();
+            let r = (0..n).all(|i| key[off + i] & mask[i] == value[i]);
+            off += n;
+            r
+        });
+        if ok && best.is_none_or(|b| (k.priority, h) < b) {
+            best = Some((k.priority, h));
+        }
+    }
+    best.map(|b| b.1)
+}
+
+#[test]
+fn acl_like_table_matches_a_linear_scan() {
+    let (mut t, keys) = acl_like(3000, 3000, 7);
+    assert!(t.num_tuples() < 60, "{} tuples", t.num_tuples());
+    assert!(t.cache_active());
+    let kb = t.key_bytes();
+    let want: Vec<Option<u32>> = keys.chunks_exact(kb).map(|k| scan(&t, k)).collect();
+    assert!(want.iter().filter(|w| w.is_some()).count() > 2500);
+    for mode in [CacheMode::Auto, CacheMode::Off, CacheMode::On(16)] {
+        t.set_cache_mode(mode);
+        for _ in 0..2 {
+            for (k, w) in keys.chunks_exact(kb).zip(&want) {
+                assert_eq!(t.lookup(k).map(|x| x.0), *w, "{mode:?}");
+            }
+            let mut out = vec![None; 3000];
+            t.lookup_batch(&keys, &mut out);
+            let got: Vec<Option<u32>> = out.iter().map(|o| o.map(|x| x.0)).collect();
+            assert_eq!(got, want, "{mode:?} batch");
+        }
+    }
+}
+
+#[test]
+fn cached_results_follow_every_write() {
+    let (mut t, keys) = acl_like(500, 200, 11);
+    assert!(t.cache_active());
+    let kb = t.key_bytes();
+    let k0 = &keys[..kb];
+    let first = t.lookup(k0).map(|x| x.0);
+    assert_eq!(first, scan(&t, k0));
+    // a better (smaller priority) catch-all entry wins at once
+    let any = pkey(
+        (0..6)
+            .map(|i| {
+                tern(
+                    &vec![0; [4, 4, 1, 2, 1, 1][i]],
+                    &vec![0; [4, 4, 1, 2, 1, 1][i]],
+                )
+            })
+            .collect(),
+        -5,
+    );
+    let h = t.insert(any.clone(), 999).unwrap();
+    assert_eq!(t.lookup(k0).map(|(h, v)| (h, *v)), Some((h, 999)));
+    // modify: same entry, new value
+    t.modify(h, 1000).unwrap();
+    assert_eq!(t.lookup(k0).map(|(h, v)| (h, *v)), Some((h, 1000)));
+    // delete: back to the previous answer
+    t.delete(h).unwrap();
+    assert_eq!(t.lookup(k0).map(|x| x.0), first);
+    // a miss is cached and then a new entry must still be found
+    let miss = (0u32..1000)
+        .map(|i| {
+            let a = i.wrapping_mul(0x9E37_79B9).to_be_bytes();
+            [&a[..], &a[..], &[17, 0x27, 0x0f, 2, 0][..]].concat()
+        })
+        .find(|k| scan(&t, k).is_none())
+        .unwrap();
+    assert_eq!(t.lookup(&miss), None);
+    assert_eq!(t.lookup(&miss), None);
+    let h2 = t.insert(any, 7).unwrap();
+    assert_eq!(t.lookup(&miss).map(|x| x.0), Some(h2));
+    t.clear();
+    assert_eq!(t.lookup(&miss), None);
+    assert_eq!(t.lookup(k0), None);
+}
+
+#[test]
+fn cache_is_shared_safely_by_threads() {
+    let (mut t, keys) = acl_like(2000, 4000, 3);
+    let kb = t.key_bytes();
+    let want: Vec<Option<u32>> = keys.chunks_exact(kb).map(|k| scan(&t, k)).collect();
+    // a tiny cache: the threads keep filling the same ways
+    t.set_cache_mode(CacheMode::On(4));
+    let t = &t;
+    std::thread::scope(|s| {
+        for th in 0..3usize {
+            let (keys, want) = (&keys, &want);
+            s.spawn(move || {
+                for round in 0..20 {
+                    for (i, (k, w)) in keys.chunks_exact(kb).zip(want).enumerate() {
+                        if (i + th + round) % 3 == 0 {
+                            assert_eq!(t.lookup(k).map(|x| x.0), *w);
+                        }
+                    }
+                    let mut out = vec![None; 64];
+                    for (c, w) in keys.chunks_exact(64 * kb).zip(want.chunks_exact(64)) {
+                        t.lookup_batch(c, &mut out);
+                        for (o, w) in out.iter().zip(w) {
+                            assert_eq!(o.map(|x| x.0), *w);
+                        }
+                    }
+                }
+            });
+        }
+    });
 }

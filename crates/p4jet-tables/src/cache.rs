@@ -1,0 +1,155 @@
+//! Exact cache of lookup results (ternary and range tables).
+//!
+//! Set-associative (2 ways), keyed by the whole packed key, storing the
+//! lookup's answer (entry index or "no match") together with the table's
+//! *generation*. The table bumps its generation on every insert, delete and
+//! clear (all under `&mut`), so an answer computed before a write never
+//! matches after it: results are exactly those of the uncached lookup,
+//! whatever the priorities. `modify` keeps the generation (the cache holds
+//! entry indexes, values are read from the table).
+//!
+//! Lookups take `&self` and may run on several threads at once (left-right
+//! readers share one copy), so every word is an `AtomicU64` and each way is
+//! a seqlock: a filler claims the way by moving its sequence word from even
+//! to odd (compare-exchange; a busy way is skipped), writes, and publishes
+//! with the next even value; a reader retries nothing, it treats a way that
+//! is busy or changed while being read as a miss. On x86_64 a hit is plain
+//! loads; a fill costs one locked compare-exchange.
+
+use std::sync::atomic::{AtomicU64, Ordering, fence};
+
+use crate::words::{Words, seed_of};
+
+const WAYS: usize = 2;
+
+pub(crate) struct LookupCache {
+    /// key words
+    w: usize,
+    /// words per way: sequence, result, key
+    stride: usize,
+    sets_mask: usize,
+    seed: u64,
+    slots: Vec<AtomicU64>,
+}
+
+impl Clone for LookupCache {
+    /// A copy starts empty (a cache is only a hint of past lookups).
+    fn clone(&self) -> Self {
+        LookupCache::new(self.sets_mask + 1, self.w)
+    }
+}
+
+impl LookupCache {
+    /// `sets` is rounded up to a power of two.
+    pub(crate) fn new(sets: usize, w: usize) -> Self {
+        let sets = sets.max(1).next_power_of_two();
+        let stride = 2 + w;
+        LookupCache {
+            w,
+            stride,
+            sets_mask: sets - 1,
+            seed: seed_of(0x5eed),
+            slots: (0..sets * WAYS * stride)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        }
+    }
+
+    pub(crate) fn sets(&self) -> usize {
+        self.sets_mask + 1
+    }
+
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.slots.capacity() * 8
+    }
+
+    /// Forget everything (used when the generation wraps).
+    pub(crate) fn reset(&mut self) {
+        for s in &mut self.slots {
+            *s.get_mut() = 0;
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn hash<K: Words + ?Sized>(&self, k: &K) -> u64 {
+        crate::words::hash_key(k, self.seed)
+    }
+
+    #[inline(always)]
+    fn set_base(&self, h: u64) -> usize {
+        ((h >> 20) as usize & self.sets_mask) * WAYS * self.stride
+    }
+
+    /// Prefetch the set of hash `h`.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, h: u64) {
+        crate::prefetch::prefetch_index(&self.slots, self.set_base(h));
+    }
+
+    /// The cached answer for key `k` (hash `h`) at generation `gen`:
+    /// `Some(None)` = cached "no match".
+    #[inline(always)]
+    pub(crate) fn get<K: Words + ?Sized>(
+        &self,
+        k: &K,
+        h: u64,
+        generation: u32,
+    ) -> Option<Option<u32>> {
+        let base = self.set_base(h);
+        let w = self.w;
+        for way in 0..WAYS {
+            let b = base + way * self.stride;
+            let ws = &self.slots[b..b + 2 + w];
+            let s1 = ws[0].load(Ordering::Acquire);
+            let res = ws[1].load(Ordering::Relaxed);
+            let mut d = u64::from((res >> 32) as u32 ^ generation);
+            for i in 0..w {
+                d |= ws[2 + i].load(Ordering::Relaxed) ^ k.at(i);
+            }
+            fence(Ordering::Acquire);
+            let s2 = ws[0].load(Ordering::Relaxed);
+            if d == 0 && s1 == s2 && s1 & 1 == 0 {
+                return Some((res as u32).checked_sub(1));
+            }
+        }
+        None
+    }
+
+    /// Remember `result` for key `k` (hash `h`) at generation `gen`.
+    #[inline]
+    pub(crate) fn put<K: Words + ?Sized>(
+        &self,
+        k: &K,
+        h: u64,
+        generation: u32,
+        result: Option<u32>,
+    ) {
+        let base = self.set_base(h);
+        // an empty or stale way first, else one picked by the hash
+        let mut way = ((h >> 40) & 1) as usize;
+        for x in 0..WAYS {
+            let res = self.slots[base + x * self.stride + 1].load(Ordering::Relaxed);
+            if (res >> 32) as u32 != generation {
+                way = x;
+                break;
+            }
+        }
+        let b = base + way * self.stride;
+        let ws = &self.slots[b..b + self.stride];
+        let s = ws[0].load(Ordering::Relaxed);
+        if s & 1 != 0
+            || ws[0]
+                .compare_exchange(s, s.wrapping_add(1), Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        fence(Ordering::Release);
+        let r = result.map_or(0, |i| u64::from(i) + 1);
+        ws[1].store((u64::from(generation) << 32) | r, Ordering::Relaxed);
+        for i in 0..self.w {
+            ws[2 + i].store(k.at(i), Ordering::Relaxed);
+        }
+        ws[0].store(s.wrapping_add(2), Ordering::Release);
+    }
+}

@@ -55,7 +55,10 @@
 //!
 //! Threading: a port is `Send`, not shared: one worker owns it. For several
 //! workers on one interface, open one port each: AF_PACKET with the same
-//! [`Fanout`] group, or AF_XDP with one queue each ([`AfXdpOptions::queue`]).
+//! [`Fanout`] group, or AF_XDP with one queue each ([`AfXdpOptions::queue`],
+//! [`AfXdpPort::open_queues`]); [`open_worker_port`] makes that choice and says
+//! why. [`affinity`] pins threads to CPUs; [`wait_readable`] waits for any of
+//! several ports.
 //!
 //! Errors are `std::io::Error`s whose message names the file or interface
 //! concerned; malformed pcap input gives `ErrorKind::InvalidData` carrying a
@@ -65,6 +68,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
+pub mod affinity;
 pub mod afpacket;
 mod open;
 pub mod pcap;
@@ -73,10 +77,32 @@ pub mod tap;
 pub mod xdp;
 
 pub use afpacket::{AfPacketOptions, AfPacketPort, Fanout};
-pub use open::{Backend, OpenOptions, OpenedPort, open_port};
+pub use open::{Backend, OpenOptions, OpenedPort, open_port, open_worker_port};
 pub use pcap::{PcapFilePort, PcapRecorder};
 pub use tap::TapPort;
 pub use xdp::{AfXdpOptions, AfXdpPort, XdpMode, ZeroCopy};
+
+/// Waits until one of `fds` (from [`Port::poll_fd`]) is readable or `timeout`
+/// passes; returns whether one is. For a thread that serves several ports: poll
+/// them all without blocking, then wait here for any.
+pub fn wait_readable(fds: &[RawFd], timeout: Duration) -> io::Result<bool> {
+    if fds.is_empty() {
+        std::thread::sleep(timeout);
+        return Ok(false);
+    }
+    sys::poll_many(fds, timeout)
+}
+
+/// Number of receive queues of interface `iface` (ethtool channels; 1 when the
+/// driver does not say).
+pub fn rx_queue_count(iface: &str) -> io::Result<u32> {
+    let probe = sys::socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
+    sys::ifindex(iface)?;
+    Ok(sys::rx_queue_count(
+        std::os::fd::AsRawFd::as_raw_fd(&probe),
+        iface,
+    ))
+}
 
 /// Which kind of port this is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -127,6 +127,104 @@ pub fn open_port(spec: &str, opts: &OpenOptions) -> io::Result<OpenedPort> {
     })
 }
 
+/// Opens `-i PORT@IFACE` for worker `worker` of `workers`: each worker calls it and
+/// gets its own port on the interface, and together they receive every frame once,
+/// each flow on one worker.
+///
+/// * One worker: [`open_port`].
+/// * Several, [`Backend::Auto`] or [`Backend::AfXdp`]: when the interface has at least
+///   `workers` receive queues, AF_XDP on the queues `q` with `q % workers == worker`
+///   (the NIC's RSS keeps a flow on one queue). Otherwise, or if AF_XDP fails, `Auto`
+///   falls back to AF_PACKET; `AfXdp` fails.
+/// * AF_PACKET (forced or as the fallback): a socket per worker in the hash
+///   `PACKET_FANOUT` group `fanout_group`, which must be the same for all workers of
+///   this interface and differ between interfaces (and from other processes'
+///   groups in the namespace).
+///
+/// The reason says what was chosen and why, e.g. `veth0 has 1 receive queue for
+/// 2 workers`. TAP and pcap files cannot be shared by several workers.
+pub fn open_worker_port(
+    spec: &str,
+    opts: &OpenOptions,
+    worker: usize,
+    workers: usize,
+    fanout_group: u16,
+) -> io::Result<OpenedPort> {
+    if workers <= 1 {
+        return open_port(spec, opts);
+    }
+    let (port_num, iface) = parse_spec(spec)?;
+    let w = format!("worker {worker}/{workers}");
+    let fanout = |why: String| -> io::Result<(Box<dyn Port>, String)> {
+        let o = AfPacketOptions {
+            fanout: Some(crate::Fanout {
+                group_id: fanout_group,
+                defrag: false,
+            }),
+            ..opts.af_packet.clone()
+        };
+        let p = AfPacketPort::open(iface, &o)?;
+        let r = format!("{}, {w} ({why})", p.description());
+        Ok((Box::new(p), r))
+    };
+    let (port, reason): (Box<dyn Port>, String) = match &opts.backend {
+        Backend::Auto | Backend::AfXdp => {
+            let nq = crate::rx_queue_count(iface)?;
+            let mine: Vec<u32> = (0..nq)
+                .filter(|q| *q as usize % workers == worker)
+                .collect();
+            let forced = opts.backend == Backend::AfXdp;
+            if (nq as usize) < workers {
+                let why = format!(
+                    "{iface} has {nq} receive queue{} for {workers} workers: \
+                     one AF_XDP queue per worker is impossible",
+                    if nq == 1 { "" } else { "s" }
+                );
+                if forced {
+                    return Err(io::Error::new(io::ErrorKind::InvalidInput, why));
+                }
+                fanout(format!("auto: {why}"))?
+            } else {
+                match AfXdpPort::open_queues(iface, &opts.af_xdp, &mine) {
+                    Ok(p) => {
+                        let r = format!(
+                            "{}, {w} ({}: {iface} has {nq} receive queues)",
+                            p.description(),
+                            if forced { "AF_XDP forced" } else { "auto" }
+                        );
+                        (Box::new(p), r)
+                    }
+                    Err(e) if forced => return Err(e),
+                    Err(e) => fanout(format!("auto: AF_XDP unavailable: {e}"))?,
+                }
+            }
+        }
+        Backend::AfPacket => fanout("AF_PACKET forced".into())?,
+        Backend::Tap | Backend::PcapFiles(_) => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{spec}: TAP devices and pcap files serve one worker only"),
+            ));
+        }
+    };
+    let (port, reason): (Box<dyn Port>, String) = match &opts.record_dir {
+        Some(dir) => {
+            let r = format!("{reason}; recording is per worker: only worker 0 records");
+            if worker == 0 {
+                (Box::new(PcapRecorder::new(port, dir)?), r)
+            } else {
+                (port, r)
+            }
+        }
+        None => (port, reason),
+    };
+    Ok(OpenedPort {
+        port_num,
+        port,
+        reason: format!("port {port_num}@{iface}: {reason}"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

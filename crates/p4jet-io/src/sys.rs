@@ -100,6 +100,33 @@ pub(crate) fn poll_one(
     }
 }
 
+/// Waits until one of `fds` is readable (or has an error) or `timeout` passes.
+/// Returns whether one is. EINTR is retried with the remaining time.
+pub(crate) fn poll_many(fds: &[RawFd], timeout: Duration) -> io::Result<bool> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        // SAFETY: `pfds` is a valid pollfd array of the given length.
+        let r = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, poll_ms(left)) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        return Ok(r > 0);
+    }
+}
+
 /// Interface index of `name` (in the calling thread's network namespace).
 pub(crate) fn ifindex(name: &str) -> io::Result<u32> {
     let c = CString::new(name)

@@ -557,10 +557,23 @@ pub struct AfXdpPort {
 impl AfXdpPort {
     /// Opens interface `iface` with `opts`.
     pub fn open(iface: &str, opts: &AfXdpOptions) -> io::Result<AfXdpPort> {
-        Self::open_inner(iface, opts).map_err(|e| ctx(e, format_args!("AF_XDP on {iface}")))
+        Self::open_inner(iface, opts, None).map_err(|e| ctx(e, format_args!("AF_XDP on {iface}")))
     }
 
-    fn open_inner(iface: &str, opts: &AfXdpOptions) -> io::Result<AfXdpPort> {
+    /// Opens `iface` on the receive queues `queues` only (one worker's share of a
+    /// multi-queue interface; `opts.queue` is ignored).
+    pub fn open_queues(iface: &str, opts: &AfXdpOptions, queues: &[u32]) -> io::Result<AfXdpPort> {
+        if queues.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("AF_XDP on {iface}: no queue given"),
+            ));
+        }
+        Self::open_inner(iface, opts, Some(queues))
+            .map_err(|e| ctx(e, format_args!("AF_XDP on {iface}")))
+    }
+
+    fn open_inner(iface: &str, opts: &AfXdpOptions, only: Option<&[u32]>) -> io::Result<AfXdpPort> {
         let probe = sys::socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
         if opts.set_up {
             sys::set_up(probe.as_raw_fd(), iface)?;
@@ -568,7 +581,18 @@ impl AfXdpPort {
         let ifindex = sys::ifindex(iface)?;
         let mtu = sys::mtu(probe.as_raw_fd(), iface)?;
         let nq = sys::rx_queue_count(probe.as_raw_fd(), iface);
+        let wanted = match only {
+            Some(qs) => qs.to_vec(),
+            None => opts.queue.map(|q| vec![q]).unwrap_or_default(),
+        };
+        if let Some(q) = wanted.iter().find(|q| **q >= nq) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("queue {q} does not exist ({nq} receive queues)"),
+            ));
+        }
         let queues: Vec<u32> = match opts.queue {
+            _ if only.is_some() => wanted,
             Some(q) if q >= nq => {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,

@@ -16,6 +16,8 @@
 //! program, then moves to the new one. A swap therefore takes effect between packets.
 #![forbid(unsafe_code)]
 
+pub mod latency;
+pub mod pipeline;
 pub mod runtime;
 mod tm;
 mod worker;
@@ -27,6 +29,8 @@ use std::time::Instant;
 
 use p4jet_engine::{ControlState, Engine, EngineConfig, Externs, Op, OpResult};
 
+pub use latency::{LatencyHist, Stamps};
+pub use pipeline::{EgressStage, IngressStage};
 pub use tm::QueueConfig;
 pub use worker::{Core, PortCounters, STAGES, Worker};
 

@@ -7,6 +7,7 @@ use num_bigint::BigUint;
 use p4jet_engine::{ControlState, Engine, Externs, PacketCtx, Pipeline, Scratch};
 use p4jet_ir::expr::FieldRef;
 
+use crate::latency::{LatencyHist, Stamps};
 use crate::tm::{Pkt, QueueConfig, Tm};
 use crate::{Active, Clock, Dataplane, Digest, DigestQueue, SwitchConfig};
 
@@ -39,11 +40,11 @@ pub struct PortCounters {
 
 /// A forwarding worker.
 pub struct Worker {
-    reader: left_right::ReadHandle<ControlState>,
+    pub(crate) reader: left_right::ReadHandle<ControlState>,
     /// The switch's data plane (to notice configuration swaps).
-    dataplane: Arc<Dataplane>,
+    pub(crate) dataplane: Arc<Dataplane>,
     /// The program this worker runs (keeps it alive while the worker uses it).
-    active: Arc<Active>,
+    pub(crate) active: Arc<Active>,
     /// Everything but the state reader.
     pub core: Core,
 }
@@ -78,6 +79,13 @@ pub struct Core {
     pub timing: bool,
     /// Nanoseconds spent per stage: parse, ingress, traffic manager, egress, deparse+tx.
     pub stage_ns: [u64; 5],
+    /// Injection times by sequence number (latency measurement, off by default).
+    stamps: Option<Arc<Stamps>>,
+    /// The time [`Core::mark_rx`] read, given to the packets injected after it.
+    rx_stamp: u64,
+    /// Injection-to-transmission latency of the packets this core transmitted (only
+    /// with [`Core::enable_latency`]).
+    pub latency: LatencyHist,
 }
 
 /// Names of the stages of [`Core::stage_ns`].
@@ -91,6 +99,15 @@ fn lap(on: bool, t: &mut Option<std::time::Instant>, acc: &mut u64) {
             *acc += now.duration_since(*t0).as_nanos() as u64;
         }
         *t = Some(now);
+    }
+}
+
+/// `deq_qdepth` of a packet just dequeued: the depth left in its queue.
+fn deq_qdepth(tm: &Tm, ctx: &PacketCtx) -> usize {
+    if tm.is_empty() {
+        0
+    } else {
+        tm.depth(ctx.arch.port, ctx.arch.qid)
     }
 }
 
@@ -115,6 +132,18 @@ impl Worker {
         queues: Arc<Mutex<QueueConfig>>,
     ) -> Worker {
         let active = dataplane.current();
+        Self::with_active(dataplane, active, digests, cfg, clock, queues)
+    }
+
+    /// A worker running `active` (which the data plane published).
+    pub(crate) fn with_active(
+        dataplane: Arc<Dataplane>,
+        active: Arc<Active>,
+        digests: Arc<Mutex<DigestQueue>>,
+        cfg: SwitchConfig,
+        clock: Clock,
+        queues: Arc<Mutex<QueueConfig>>,
+    ) -> Worker {
         Worker {
             reader: active.readers.handle(),
             dataplane,
@@ -140,9 +169,26 @@ impl Worker {
                 seq: 0,
                 timing: false,
                 stage_ns: [0; 5],
+                stamps: None,
+                rx_stamp: 0,
+                latency: LatencyHist::default(),
             },
             active,
         }
+    }
+
+    /// A second worker over the same program as this one, sharing its switch (used for
+    /// the stages of a pipelined worker).
+    pub(crate) fn sibling(&self) -> Worker {
+        let c = &self.core;
+        Self::with_active(
+            self.dataplane.clone(),
+            self.active.clone(),
+            c.digests.clone(),
+            c.cfg.clone(),
+            c.clock.clone(),
+            c.queues.clone(),
+        )
     }
 
     /// Queues a received frame.
@@ -202,6 +248,12 @@ impl Worker {
             };
             self.core.step_with(&guard, tx, false);
         }
+        self.adopt(next);
+    }
+
+    /// Moves to program `next` now; received packets not yet in ingress are re-created
+    /// for its header layout, pooled contexts are dropped.
+    pub(crate) fn adopt(&mut self, next: Arc<Active>) {
         self.reader = next.readers.handle();
         self.core.engine = next.engine.clone();
         self.core.externs = next.externs.clone();
@@ -220,6 +272,11 @@ impl Worker {
             self.core.input.push_back(ctx);
         }
         self.active = next;
+    }
+
+    /// Whether the data plane published a program this worker does not run yet.
+    pub(crate) fn swap_pending(&self) -> bool {
+        self.dataplane.generation() != self.active.generation
     }
 }
 
@@ -262,8 +319,28 @@ impl Core {
         ctx.arch.preserved.clear();
         self.seq += 1;
         ctx.arch.sequence = self.seq;
+        if let Some(s) = &self.stamps {
+            s.set(self.seq, self.rx_stamp);
+        }
         self.port_mut(port).rx += 1;
         self.input.push_back(ctx);
+    }
+
+    /// Measures the latency of every packet from its injection to its transmission
+    /// into [`Core::latency`]; injection times go into `stamps` (shared with the other
+    /// stage of a pipelined worker). Call [`Core::mark_rx`] before each batch of
+    /// injections.
+    pub fn enable_latency(&mut self, stamps: Arc<Stamps>) {
+        self.rx_stamp = stamps.now_ns();
+        self.stamps = Some(stamps);
+    }
+
+    /// Reads the clock for the packets injected next (one read per batch).
+    #[inline]
+    pub fn mark_rx(&mut self) {
+        if let Some(s) = &self.stamps {
+            self.rx_stamp = s.now_ns();
+        }
     }
 
     /// One ingress batch, then the traffic manager drained through egress.
@@ -273,6 +350,109 @@ impl Core {
 
     /// [`Core::step`]; received packets enter ingress only if `take_input`.
     fn step_with(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8]), take_input: bool) {
+        self.ingress_half(cs, take_input);
+        while self.next_egress_batch() {
+            self.run_egress(cs, tx, true);
+        }
+    }
+
+    /// Stage 1 of a pipelined worker: [`Core::ingress_half`], then every packet ready
+    /// for egress is moved to `out` (fast lane first, then the traffic manager a batch
+    /// at a time, as [`Core::step`] would run them) with its `deq_qdepth` written at
+    /// dequeue time, since the egress stage has no view of this traffic manager.
+    pub(crate) fn ingress_stage(
+        &mut self,
+        cs: &ControlState,
+        take_input: bool,
+        out: &mut Vec<Pkt>,
+    ) {
+        self.ingress_half(cs, take_input);
+        let engine = self.engine.clone();
+        let e = &*engine;
+        while self.next_egress_batch() {
+            let tm = &self.tm;
+            for ctx in self.egress.iter_mut() {
+                let d = deq_qdepth(tm, ctx) as u128;
+                e.std_inform(&mut ctx.phv, e.sm.deq_qdepth, d);
+            }
+            out.append(&mut self.egress);
+        }
+    }
+
+    /// Stage 2 of a pipelined worker: egress for `batch` (packets from
+    /// [`Core::ingress_stage`]; `batch` is left empty), then the egress clones made
+    /// meanwhile, through this core's own traffic manager. Recirculated packets are left
+    /// for [`Core::take_recirc`].
+    pub(crate) fn egress_stage(
+        &mut self,
+        cs: &ControlState,
+        batch: &mut Vec<Pkt>,
+        tx: &mut dyn FnMut(u32, &[u8]),
+    ) {
+        if let Ok(q) = self.queues.lock() {
+            self.qcfg.clone_from(&q);
+        }
+        debug_assert!(self.egress.is_empty());
+        std::mem::swap(&mut self.egress, batch);
+        self.run_egress(cs, tx, false);
+        while self.next_egress_batch() {
+            self.run_egress(cs, tx, true);
+        }
+    }
+
+    /// Moves the recirculated packets waiting for ingress to `out`.
+    pub(crate) fn take_recirc(&mut self, out: &mut Vec<Pkt>) {
+        out.extend(self.recirc.drain(..));
+    }
+
+    /// Queues packets recirculated by the egress stage for ingress.
+    pub(crate) fn put_recirc(&mut self, pkts: &mut Vec<Pkt>) {
+        self.recirc.extend(pkts.drain(..));
+    }
+
+    /// Moves pooled contexts beyond `keep` to `out` (to recycle them in another stage).
+    pub(crate) fn take_spare(&mut self, keep: usize, out: &mut Vec<Pkt>) {
+        while self.pool.len() > keep {
+            match self.pool.pop() {
+                Some(c) => out.push(c),
+                None => break,
+            }
+        }
+    }
+
+    /// Adds contexts to the pool.
+    pub(crate) fn give_back(&mut self, ctxs: &mut Vec<Pkt>) {
+        self.pool.append(ctxs);
+    }
+
+    /// Packets resubmitted or recirculated, and queued in the traffic manager.
+    pub(crate) fn in_pipeline(&self) -> usize {
+        self.recirc.len() + self.tm.len() + self.fast.len()
+    }
+
+    /// Drops the packets waiting for ingress (the control state is gone).
+    pub(crate) fn clear_input(&mut self) {
+        self.input.clear();
+        self.recirc.clear();
+    }
+
+    /// Drops the packets inside the pipeline (resubmitted, recirculated, queued).
+    pub(crate) fn clear_pipeline(&mut self) {
+        self.recirc.clear();
+        self.fast.clear();
+        self.tm = Tm::default();
+    }
+
+    /// Packets per batch.
+    pub fn batch_size(&self) -> usize {
+        self.cfg.batch.max(1)
+    }
+
+    /// Ingress half of a step: the queue configuration, one batch (resubmitted and
+    /// recirculated packets first, then received ones if `take_input`), ingress and the
+    /// after-ingress decisions. What is to leave waits in the fast lane or the traffic
+    /// manager for [`Core::next_egress_batch`].
+    fn ingress_half(&mut self, cs: &ControlState, take_input: bool) {
         let max = self.cfg.batch.max(1);
         // queue limits: one look at the shared configuration per batch
         if let Ok(q) = self.queues.lock() {
@@ -294,19 +474,23 @@ impl Core {
         if !self.batch.is_empty() {
             self.ingress(cs);
         }
-        loop {
-            if !self.fast.is_empty() {
-                // the fast lane: packets that met an empty traffic manager without limits
-                std::mem::swap(&mut self.egress, &mut self.fast);
-            } else if !self.tm.is_empty() {
-                self.egress.clear();
-                let mut out = std::mem::take(&mut self.egress);
-                self.tm.dequeue_into(max, &mut out);
-                self.egress = out;
-            } else {
-                break;
-            }
-            self.run_egress(cs, tx);
+    }
+
+    /// Moves the next egress batch into `self.egress`: the whole fast lane, else up to a
+    /// batch from the traffic manager. False when nothing waits.
+    fn next_egress_batch(&mut self) -> bool {
+        if !self.fast.is_empty() {
+            // the fast lane: packets that met an empty traffic manager without limits
+            std::mem::swap(&mut self.egress, &mut self.fast);
+            true
+        } else if !self.tm.is_empty() {
+            self.egress.clear();
+            let mut out = std::mem::take(&mut self.egress);
+            self.tm.dequeue_into(self.cfg.batch.max(1), &mut out);
+            self.egress = out;
+            true
+        } else {
+            false
         }
     }
 
@@ -370,6 +554,7 @@ impl Core {
         {
             let mut c = self.alloc();
             c.copy_from(&ctx);
+            c.arch.sequence = ctx.arch.sequence;
             c.reset(p);
             e.std_inform(&mut c.phv, std.ingress_port, ctx.arch.port as u128);
             e.parse(cs, std::slice::from_mut(&mut c), &mut self.scratch);
@@ -493,12 +678,9 @@ impl Core {
                 // no recirculation requested
                 c.truncate = None;
                 c.recirculate = None;
+                c.arch.sequence = ctx.arch.sequence;
                 e.std_inform(&mut c.phv, e.sm.egress_rid, node.rid as u128);
-                e.std_inform(
-                    &mut c.phv,
-                    e.sm.instance_type,
-                    c.arch.instance_type as u128,
-                );
+                e.std_inform(&mut c.phv, e.sm.instance_type, c.arch.instance_type as u128);
                 self.enqueue(e, c, port, now);
             }
         }
@@ -538,7 +720,9 @@ impl Core {
         }
     }
 
-    fn run_egress(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8])) {
+    /// Egress for `self.egress`; `deq_qdepth` is taken from this core's traffic manager
+    /// if `compute_deq`, else it was written when the packet was dequeued.
+    fn run_egress(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8]), compute_deq: bool) {
         let engine = self.engine.clone();
         let e = &*engine;
         let p = &*e.prog;
@@ -561,15 +745,10 @@ impl Core {
                 std.deq_timedelta,
                 now.saturating_sub(ctx.arch.enq_us) as u128,
             );
-            e.std_inform(
-                &mut ctx.phv,
-                std.deq_qdepth,
-                if self.tm.is_empty() {
-                    0
-                } else {
-                    self.tm.depth(ctx.arch.port, ctx.arch.qid) as u128
-                },
-            );
+            if compute_deq {
+                let d = deq_qdepth(&self.tm, ctx) as u128;
+                e.std_inform(&mut ctx.phv, std.deq_qdepth, d);
+            }
             e.std_inform(&mut ctx.phv, std.egress_global_timestamp, now as u128);
             e.std_inform(&mut ctx.phv, std.qid, ctx.arch.qid as u128);
             // a recirculation requested in ingress stays with the packet (simple_switch
@@ -588,6 +767,7 @@ impl Core {
             now,
         );
         lap(on, &mut t, &mut self.stage_ns[3]);
+        let tx_ns = self.stamps.as_ref().map(|s| s.now_ns());
         for mut ctx in batch.drain(..) {
             // 1. E2E clone: current headers, metadata reset but the field list
             if let Some((session, fl)) = ctx.clone
@@ -595,6 +775,7 @@ impl Core {
             {
                 let mut c = self.alloc();
                 c.copy_from(&ctx);
+                c.arch.sequence = ctx.arch.sequence;
                 c.zero_metadata(p);
                 let mut keep = std::mem::take(&mut c.arch.preserved);
                 self.preserve(e, &ctx, fl, &mut keep);
@@ -655,6 +836,10 @@ impl Core {
             }
             tx(port, &ctx.pkt.data()[..n]);
             self.port_mut(port).tx += 1;
+            if let (Some(s), Some(now)) = (&self.stamps, tx_ns) {
+                self.latency
+                    .record(now.saturating_sub(s.get(ctx.arch.sequence)));
+            }
             self.free(ctx);
         }
         lap(on, &mut t, &mut self.stage_ns[4]);

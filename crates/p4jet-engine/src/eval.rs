@@ -100,9 +100,7 @@ fn param(c: &EvalCtx, i: u32) -> u128 {
         Some((a, data)) => {
             let off = a.param_offsets.get(i as usize).copied().unwrap_or(0) as usize;
             let w = a.params.get(i as usize).map(|x| x.1).unwrap_or(0);
-            let nbytes = w.div_ceil(8);
-            let pad = nbytes * 8 - w;
-            read_bits(data, off, pad, w)
+            crate::phv::read_param(data, off, w)
         }
         None => 0,
     }

@@ -230,6 +230,14 @@ pub fn build_input(
     out: &mut Vec<u8>,
 ) {
     let mut bb = BitBuf::new(out);
+    // Consecutive fields of one header that are adjacent in the PHV are pushed as one run
+    // (for a whole IPv4 header that is one byte copy instead of a bit loop per field).
+    let mut run: Option<(usize, u32)> = None; // (absolute start bit, length in bits)
+    let flush = |bb: &mut BitBuf, run: &mut Option<(usize, u32)>| {
+        if let Some((start, len)) = run.take() {
+            bb.push_bits(&c.phv.data, start / 8, (start % 8) as u32, len);
+        }
+    };
     for inp in &calc.inputs {
         match inp {
             CalcInput::Field(f) => {
@@ -248,20 +256,43 @@ pub fn build_input(
                 } else {
                     fi.loc.width
                 };
-                bb.push_bits(&c.phv.data, fi.loc.byte as usize, fi.loc.bit as u32, width);
+                let abs = fi.loc.byte as usize * 8 + fi.loc.bit as usize;
+                match &mut run {
+                    Some((start, len)) if *start + *len as usize == abs && !fi.varbit => {
+                        *len += width
+                    }
+                    _ => {
+                        flush(&mut bb, &mut run);
+                        run = Some((abs, width));
+                    }
+                }
+                if fi.varbit {
+                    flush(&mut bb, &mut run);
+                }
             }
             CalcInput::Const { value, width } => {
-                let nbytes = width.div_ceil(8) as usize;
-                let mut be = value.to_bytes_be();
-                if be.len() < nbytes {
-                    let mut v = vec![0u8; nbytes - be.len()];
-                    v.extend(be);
-                    be = v;
+                flush(&mut bb, &mut run);
+                if *width <= 128 {
+                    // no allocation: the constant as a 16-byte big-endian buffer
+                    let d = value.to_u64_digits();
+                    let v = (d.first().copied().unwrap_or(0) as u128)
+                        | ((d.get(1).copied().unwrap_or(0) as u128) << 64);
+                    let be = v.to_be_bytes();
+                    bb.push_bits(&be, 0, 128 - *width, *width);
+                } else {
+                    let nbytes = width.div_ceil(8) as usize;
+                    let mut be = value.to_bytes_be();
+                    if be.len() < nbytes {
+                        let mut v = vec![0u8; nbytes - be.len()];
+                        v.extend(be);
+                        be = v;
+                    }
+                    let skip = (be.len() * 8) as u32 - width;
+                    bb.push_bits(&be, 0, skip, *width);
                 }
-                let skip = (be.len() * 8) as u32 - width;
-                bb.push_bits(&be, 0, skip, *width);
             }
             CalcInput::Header(h) => {
+                flush(&mut bb, &mut run);
                 if !c.phv.valid[*h as usize] {
                     continue;
                 }
@@ -269,9 +300,13 @@ pub fn build_input(
                 let bytes = crate::header_bytes(p, c.phv, *h);
                 bb.push_bits(&c.phv.data, hi.offset as usize, 0, bytes * 8);
             }
-            CalcInput::Payload => bb.push_bytes(payload),
+            CalcInput::Payload => {
+                flush(&mut bb, &mut run);
+                bb.push_bytes(payload)
+            }
         }
     }
+    flush(&mut bb, &mut run);
 }
 
 #[cfg(test)]

@@ -1188,8 +1188,7 @@ impl Engine {
                 if let Some((a, data)) = action {
                     let off = a.param_offsets[*param as usize] as usize;
                     let w = a.params[*param as usize].1;
-                    let pad = w.div_ceil(8) * 8 - w;
-                    let v = crate::phv::read_bits(data, off, pad, w);
+                    let v = crate::phv::read_param(data, off, w);
                     ctx.phv.write(p.fields[*dst as usize].loc, v);
                 }
             }

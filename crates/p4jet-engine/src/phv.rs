@@ -139,6 +139,17 @@ impl Phv {
     }
 }
 
+/// Reads an action parameter of `width` bits stored big-endian in `ceil(width/8)` bytes at
+/// `data[off..]` (action-data blobs are packed this way).
+#[inline]
+pub fn read_param(data: &[u8], off: usize, width: u32) -> u128 {
+    let n = width.div_ceil(8) as usize;
+    if n == 0 || n > 16 || data.len() < off + n {
+        return read_bits(data, off, (n as u32 * 8).saturating_sub(width), width);
+    }
+    load_be(data, off, n) & mask(width)
+}
+
 /// Loads exactly `n` (1..=16) bytes big-endian: loads no wider than the field, so a
 /// recent narrower store to a neighbouring field never blocks store-to-load forwarding.
 #[inline(always)]

@@ -1,14 +1,26 @@
 //! `p4jet bench`: replays a trace from memory through the real engine and reports
-//! packets per second, ns per packet and the time per stage, next to a null program
-//! (parse nothing, forward to port 0) measured in the same run.
+//! packets per second, ns per packet, latency from injection to transmission and the
+//! time per stage, next to a null program (parse nothing, forward to port 0) measured in
+//! the same run.
+//!
+//! Modes: `rtc` (each worker thread runs every stage) and `pipeline` (per worker an
+//! ingress and an egress thread joined by p4jet-ring rings, see
+//! `p4jet_switch::pipeline`). `--sweep-queue-size` measures both modes for queue sizes
+//! 16..8192. The ring on its own is measured by `cargo run --release -p p4jet-ring
+//! --example ring_bench` (docs/ring.md).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use p4jet_switch::{STAGES, Switch, SwitchConfig, Worker};
+use p4jet_switch::{
+    EgressStage, IngressStage, LatencyHist, STAGES, Stamps, Switch, SwitchConfig, Worker,
+};
+
+use crate::run::Mode;
 
 /// `p4jet bench` options.
 #[derive(Args, Debug)]
@@ -21,13 +33,30 @@ pub struct BenchArgs {
     /// Trace to replay (pcap); every frame enters on port 0 unless --port-from-trace.
     #[arg(long = "trace")]
     pub trace: PathBuf,
-    /// Forwarding workers (threads).
+    /// Forwarding workers; the trace is spread over them by flow hash (a flow stays on
+    /// one worker). In pipeline mode each worker is two threads.
     #[arg(long = "workers", default_value_t = 1)]
     pub workers: usize,
+    /// `rtc`: one thread runs every stage; `pipeline`: ingress and egress threads
+    /// joined by rings of --queue-size slots.
+    #[arg(long = "mode", value_enum, default_value_t = Mode::Rtc)]
+    pub mode: Mode,
+    /// pipeline: slots of the rings between the stages (rounded up to a power of two;
+    /// default 1024). rtc: packets kept waiting in front of the worker, like a full rx
+    /// ring under overload (default: one batch).
+    #[arg(long = "queue-size")]
+    pub queue_size: Option<usize>,
+    /// Measure both modes for queue sizes 16, 32, ..., 8192 (throughput and latency,
+    /// --seconds each) instead of one configuration.
+    #[arg(long = "sweep-queue-size")]
+    pub sweep_queue_size: bool,
+    /// Pin forwarding thread k to the k-th CPU the process may use.
+    #[arg(long = "pin")]
+    pub pin: bool,
     /// Packets per batch.
     #[arg(long = "batch", default_value_t = 32)]
     pub batch: usize,
-    /// Seconds to measure each program.
+    /// Seconds to measure each program (each point of a sweep).
     #[arg(long = "seconds", default_value_t = 3.0)]
     pub seconds: f64,
     /// Print one JSON object instead of a table.
@@ -56,28 +85,6 @@ pub const NULL_PROGRAM: &str = r#"{
   "__meta__": {"version": [2, 23]}
 }"#;
 
-/// Results of one measured program.
-#[derive(Debug, Clone, Default)]
-pub struct Measure {
-    /// Packets forwarded.
-    pub packets: u64,
-    /// Packets injected.
-    pub injected: u64,
-    /// Wall time.
-    pub secs: f64,
-    /// Share of time per stage (fractions of the instrumented run).
-    pub stage_share: Vec<(String, f64)>,
-    /// Nanoseconds per packet per stage.
-    pub stage_ns: Vec<(String, f64)>,
-}
-
-impl Measure {
-    /// Packets per second.
-    pub fn pps(&self) -> f64 {
-        self.packets as f64 / self.secs.max(1e-9)
-    }
-}
-
 fn read_trace(path: &PathBuf) -> Result<Vec<Vec<u8>>, String> {
     let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut r =
@@ -93,18 +100,113 @@ fn read_trace(path: &PathBuf) -> Result<Vec<Vec<u8>>, String> {
     Ok(out)
 }
 
-/// Replays `frames` through a worker for `secs` seconds.
-pub fn measure(
-    w: &mut Worker,
-    frames: &[Vec<u8>],
-    port: u32,
-    batch: usize,
-    secs: f64,
-    progress: bool,
-) -> Measure {
-    let mut sent = 0u64;
-    let mut injected = 0u64;
-    let mut i = 0usize;
+/// Results of one measurement.
+#[derive(Debug, Clone, Default)]
+pub struct Measure {
+    /// Packets forwarded.
+    pub packets: u64,
+    /// Packets injected.
+    pub injected: u64,
+    /// Wall time.
+    pub secs: f64,
+    /// Share of time per stage (fractions of the instrumented run; rtc only).
+    pub stage_share: Vec<(String, f64)>,
+    /// Nanoseconds per packet per stage (rtc only).
+    pub stage_ns: Vec<(String, f64)>,
+    /// Injection-to-transmission latency of the forwarded packets.
+    pub latency: LatencyHist,
+    /// CPU time of the forwarding threads (ns, from /proc/thread-self/schedstat).
+    pub cpu_ns: u64,
+    /// Forwarding threads.
+    pub threads: usize,
+    /// pipeline: times the ingress stage found the ring to egress full.
+    pub ring_full_waits: u64,
+    /// pipeline: times the egress stage found its ring empty.
+    pub ring_empty_waits: u64,
+    /// pipeline: times a stage blocked in the kernel (parks, both sides).
+    pub ring_parks: u64,
+}
+
+impl Measure {
+    /// Packets per second.
+    pub fn pps(&self) -> f64 {
+        self.packets as f64 / self.secs.max(1e-9)
+    }
+
+    /// CPU time per forwarded packet (ns).
+    pub fn cpu_per_packet(&self) -> f64 {
+        self.cpu_ns as f64 / self.packets.max(1) as f64
+    }
+
+    /// Fraction of the wall time the forwarding threads were on a CPU (1 = each had a
+    /// core to itself all along).
+    pub fn cpu_share(&self) -> f64 {
+        self.cpu_ns as f64 / (self.secs.max(1e-9) * 1e9 * self.threads.max(1) as f64)
+    }
+
+    fn add(&mut self, r: &Measure) {
+        self.packets += r.packets;
+        self.injected += r.injected;
+        self.secs = self.secs.max(r.secs);
+        self.latency.merge(&r.latency);
+        self.cpu_ns += r.cpu_ns;
+        self.threads += r.threads;
+        self.ring_full_waits += r.ring_full_waits;
+        self.ring_empty_waits += r.ring_empty_waits;
+        self.ring_parks += r.ring_parks;
+    }
+}
+
+/// CPU time of the calling thread in ns (0 if unknown).
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// The load average (1, 5, 15 minutes).
+pub fn load_average() -> [f64; 3] {
+    let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut it = s.split_whitespace().map(|v| v.parse().unwrap_or(0.0));
+    [
+        it.next().unwrap_or(0.0),
+        it.next().unwrap_or(0.0),
+        it.next().unwrap_or(0.0),
+    ]
+}
+
+/// How one measurement runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Setup {
+    /// Ingress port of the frames.
+    pub port: u32,
+    /// Packets per batch.
+    pub batch: usize,
+    /// Seconds measured.
+    pub secs: f64,
+    /// rtc: packets kept waiting in front of the worker; pipeline: ring slots.
+    pub queue: usize,
+    /// Print the rate every second.
+    pub progress: bool,
+    /// Also measure the time per stage (rtc).
+    pub stages: bool,
+}
+
+fn pin(cpus: &[usize], i: usize) {
+    if !cpus.is_empty() {
+        let _ = p4jet_io::affinity::pin_to_nth_allowed(i, cpus);
+    }
+}
+
+/// Replays `frames` through a run-to-completion worker for `s.secs` seconds, keeping
+/// `s.queue` packets injected ahead of processing (a step takes at most a batch of
+/// them: below a batch, the batches are that small).
+pub fn measure(w: &mut Worker, frames: &[Vec<u8>], s: &Setup) -> Measure {
+    let batch = s.batch.max(1);
+    let backlog = s.queue.max(1);
+    let port = s.port;
+    w.core.enable_latency(Stamps::new());
     // warm up
     for f in frames
         .iter()
@@ -117,26 +219,32 @@ pub fn measure(
         }
     }
     w.run_until_idle(&mut |_, _| {});
-    let run = |sw: &mut Worker, dur: f64, sent: &mut u64, injected: &mut u64, i: &mut usize| {
+    w.core.latency.clear();
+    let mut i = 0usize;
+    let run = |w: &mut Worker, dur: f64, sent: &mut u64, injected: &mut u64, i: &mut usize| {
         let start = Instant::now();
         let mut next_report = start + Duration::from_secs(1);
+        let mut steps = 0u64;
         loop {
-            for _ in 0..batch {
-                sw.inject(port, &frames[*i]);
+            w.core.mark_rx();
+            let want = backlog.saturating_sub(w.pending());
+            for _ in 0..want {
+                w.inject(port, &frames[*i]);
                 *i += 1;
                 if *i == frames.len() {
                     *i = 0;
                 }
             }
-            *injected += batch as u64;
-            sw.step(&mut |_, _| *sent += 1);
-            if (*injected).is_multiple_of(batch as u64 * 64) {
+            *injected += want as u64;
+            w.step(&mut |_, _| *sent += 1);
+            steps += 1;
+            if steps.is_multiple_of(64) {
                 let now = Instant::now();
                 let el = now.duration_since(start).as_secs_f64();
                 if el >= dur {
                     return el;
                 }
-                if progress && now >= next_report {
+                if s.progress && now >= next_report {
                     eprint!("\r  {:.2} Mpps ...", *sent as f64 / el / 1e6);
                     let _ = std::io::stderr().flush();
                     next_report = now + Duration::from_secs(1);
@@ -144,39 +252,166 @@ pub fn measure(
             }
         }
     };
-    let el = run(w, secs, &mut sent, &mut injected, &mut i);
+    let (mut sent, mut injected) = (0u64, 0u64);
+    let cpu0 = thread_cpu_ns();
+    let el = run(w, s.secs, &mut sent, &mut injected, &mut i);
     w.run_until_idle(&mut |_, _| sent += 1);
-    if progress {
+    let cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+    if s.progress {
         eprint!("\r                              \r");
     }
-    // a shorter instrumented run for the stage shares
-    w.core.timing = true;
-    w.core.stage_ns = [0; 5];
-    let (mut s2, mut i2) = (0u64, 0u64);
-    let t0 = Instant::now();
-    let el2 = run(w, (secs / 4.0).max(0.2), &mut s2, &mut i2, &mut i);
-    let total_ns = t0.elapsed().as_nanos() as f64;
-    w.core.timing = false;
-    let staged: u64 = w.core.stage_ns.iter().sum();
-    let mut stage_share = vec![];
-    let mut stage_ns = vec![];
-    for (k, name) in STAGES.iter().enumerate() {
-        let ns = w.core.stage_ns[k] as f64;
-        stage_share.push((name.to_string(), ns / total_ns));
-        stage_ns.push((name.to_string(), ns / s2.max(1) as f64));
+    let latency = w.core.latency.clone();
+    let (mut stage_share, mut stage_ns) = (vec![], vec![]);
+    if s.stages {
+        // a shorter instrumented run for the stage shares
+        w.core.timing = true;
+        w.core.stage_ns = [0; 5];
+        let (mut s2, mut i2) = (0u64, 0u64);
+        let t0 = Instant::now();
+        run(w, (s.secs / 4.0).max(0.2), &mut s2, &mut i2, &mut i);
+        let total_ns = t0.elapsed().as_nanos() as f64;
+        w.core.timing = false;
+        let staged: u64 = w.core.stage_ns.iter().sum();
+        for (k, name) in STAGES.iter().enumerate() {
+            let ns = w.core.stage_ns[k] as f64;
+            stage_share.push((name.to_string(), ns / total_ns));
+            stage_ns.push((name.to_string(), ns / s2.max(1) as f64));
+        }
+        // the rest: rx (copy into pooled buffers), batching, loop overhead
+        let other = (total_ns - staged as f64).max(0.0);
+        stage_share.push(("rx+io".into(), other / total_ns));
+        stage_ns.push(("rx+io".into(), other / s2.max(1) as f64));
+        w.run_until_idle(&mut |_, _| {});
     }
-    // the rest: rx (copy into pooled buffers), batching, loop overhead
-    let other = (total_ns - staged as f64).max(0.0);
-    stage_share.push(("rx+io".into(), other / total_ns));
-    stage_ns.push(("rx+io".into(), other / s2.max(1) as f64));
-    let _ = el2;
     Measure {
         packets: sent,
         injected,
         secs: el,
         stage_share,
         stage_ns,
+        latency,
+        cpu_ns,
+        threads: 1,
+        ..Measure::default()
     }
+}
+
+/// Replays `frames` through a pipelined worker (`Switch::new_pipeline`, the egress
+/// stage on a second thread, pinned to the `egress_cpu`-th of `cpus`) for `s.secs`
+/// seconds.
+pub fn measure_pipeline(
+    (mut ing, mut egr): (IngressStage, EgressStage),
+    frames: &[Vec<u8>],
+    s: &Setup,
+    cpus: &[usize],
+    egress_cpu: usize,
+) -> Measure {
+    let batch = s.batch.max(1);
+    let port = s.port;
+    let stamps = Stamps::new();
+    ing.enable_latency(stamps.clone());
+    egr.enable_latency(stamps);
+    let sent = AtomicU64::new(0);
+    let clear = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        let h = sc.spawn(|| {
+            pin(cpus, egress_cpu);
+            let cpu0 = thread_cpu_ns();
+            let mut n = 0u64;
+            let mut cpu_from = cpu0;
+            loop {
+                let r = egr.step(&mut |_, _| n += 1, Duration::from_millis(10));
+                sent.store(n, Ordering::Release);
+                if clear.swap(false, Ordering::AcqRel) {
+                    egr.core_mut().latency.clear();
+                    cpu_from = thread_cpu_ns();
+                }
+                if r.is_err() {
+                    break;
+                }
+            }
+            (
+                egr.core().latency.clone(),
+                thread_cpu_ns().saturating_sub(cpu_from),
+                egr.ring_stats(),
+            )
+        });
+        // warm up
+        let mut i = 0usize;
+        let warm = frames.len().clamp(batch * 4, 65536);
+        let mut k = 0;
+        while k < warm {
+            for _ in 0..batch {
+                ing.inject(port, &frames[i]);
+                i = (i + 1) % frames.len();
+            }
+            k += batch;
+            let _ = ing.step();
+        }
+        let _ = ing.run_until_idle();
+        clear.store(true, Ordering::Release);
+        while clear.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        let sent0 = sent.load(Ordering::Acquire);
+        let stats0 = ing.ring_stats();
+        let cpu0 = thread_cpu_ns();
+        let start = Instant::now();
+        let mut next_report = start + Duration::from_secs(1);
+        let mut injected = 0u64;
+        let mut steps = 0u64;
+        loop {
+            ing.core_mut().mark_rx();
+            for _ in 0..batch {
+                ing.inject(port, &frames[i]);
+                i += 1;
+                if i == frames.len() {
+                    i = 0;
+                }
+            }
+            injected += batch as u64;
+            if ing.step().is_err() {
+                break;
+            }
+            steps += 1;
+            if steps.is_multiple_of(64) {
+                let now = Instant::now();
+                let el = now.duration_since(start).as_secs_f64();
+                if el >= s.secs {
+                    break;
+                }
+                if s.progress && now >= next_report {
+                    let n = sent.load(Ordering::Relaxed) - sent0;
+                    eprint!("\r  {:.2} Mpps ...", n as f64 / el / 1e6);
+                    let _ = std::io::stderr().flush();
+                    next_report = now + Duration::from_secs(1);
+                }
+            }
+        }
+        let _ = ing.run_until_idle();
+        let el = start.elapsed().as_secs_f64();
+        let cpu1 = thread_cpu_ns().saturating_sub(cpu0);
+        let stats1 = ing.ring_stats();
+        ing.close();
+        if s.progress {
+            eprint!("\r                              \r");
+        }
+        let (latency, cpu2, _) = h.join().unwrap_or_default();
+        let packets = sent.load(Ordering::Acquire) - sent0;
+        Measure {
+            packets,
+            injected,
+            secs: el,
+            latency,
+            cpu_ns: cpu1 + cpu2,
+            threads: 2,
+            ring_full_waits: stats1.producer_waits - stats0.producer_waits,
+            ring_empty_waits: stats1.consumer_waits - stats0.consumer_waits,
+            ring_parks: (stats1.producer_parks + stats1.consumer_parks)
+                - (stats0.producer_parks + stats0.consumer_parks),
+            ..Measure::default()
+        }
+    })
 }
 
 /// Flow hash of a frame (addresses and ports of IPv4/IPv6, else the MAC addresses) used to
@@ -197,54 +432,177 @@ pub fn flow_hash(f: &[u8]) -> u64 {
     })
 }
 
-/// Runs `workers` threads, each replaying its share of the trace; returns the aggregate.
+/// Runs `workers` workers (threads, or pairs of threads in pipeline mode), each
+/// replaying its share of the trace; returns the aggregate. With `pin`, forwarding
+/// thread k runs on the k-th allowed CPU.
 pub fn measure_parallel(
     sw: &Switch,
     frames: &[Vec<u8>],
-    port: u32,
-    batch: usize,
-    secs: f64,
+    s: &Setup,
     workers: usize,
-    progress: bool,
+    mode: Mode,
+    pin_threads: bool,
 ) -> Measure {
-    if workers <= 1 {
-        let mut w = sw.new_worker();
-        return measure(&mut w, frames, port, batch, secs, progress);
-    }
+    let cpus = if pin_threads {
+        p4jet_io::affinity::allowed_cpus().unwrap_or_default()
+    } else {
+        vec![]
+    };
+    let workers = workers.max(1);
     let mut parts: Vec<Vec<Vec<u8>>> = vec![vec![]; workers];
-    for f in frames {
-        parts[(flow_hash(f) % workers as u64) as usize].push(f.clone());
+    if workers == 1 {
+        parts[0] = frames.to_vec();
+    } else {
+        for f in frames {
+            parts[(flow_hash(f) % workers as u64) as usize].push(f.clone());
+        }
     }
     for p in parts.iter_mut() {
         if p.is_empty() {
             p.push(frames[0].clone());
         }
     }
-    let results: Vec<Measure> = std::thread::scope(|s| {
+    let results: Vec<Measure> = std::thread::scope(|sc| {
         let hs: Vec<_> = parts
             .iter()
             .enumerate()
             .map(|(k, part)| {
-                let mut w = sw.new_worker();
-                s.spawn(move || measure(&mut w, part, port, batch, secs, progress && k == 0))
+                let setup = Setup {
+                    progress: s.progress && k == 0,
+                    ..*s
+                };
+                let cpus = &cpus;
+                match mode {
+                    Mode::Rtc => {
+                        let mut w = sw.new_worker();
+                        sc.spawn(move || {
+                            pin(cpus, k);
+                            measure(&mut w, part, &setup)
+                        })
+                    }
+                    Mode::Pipeline => {
+                        let stages = sw.new_pipeline(s.queue);
+                        sc.spawn(move || {
+                            pin(cpus, 2 * k);
+                            measure_pipeline(stages, part, &setup, cpus, 2 * k + 1)
+                        })
+                    }
+                }
             })
             .collect();
         hs.into_iter().filter_map(|h| h.join().ok()).collect()
     });
-    let mut total = Measure {
-        secs: 0.0,
-        ..Measure::default()
-    };
+    let mut total = Measure::default();
     for r in &results {
-        total.packets += r.packets;
-        total.injected += r.injected;
-        total.secs = total.secs.max(r.secs);
+        total.add(r);
     }
     if let Some(first) = results.first() {
         total.stage_share = first.stage_share.clone();
         total.stage_ns = first.stage_ns.clone();
     }
     total
+}
+
+fn us(ns: f64) -> f64 {
+    ns / 1000.0
+}
+
+fn latency_json(h: &LatencyHist) -> serde_json::Value {
+    serde_json::json!({
+        "mean_us": us(h.mean_ns()),
+        "p50_us": us(h.quantile_ns(0.5) as f64),
+        "p99_us": us(h.quantile_ns(0.99) as f64),
+        "max_us": us(h.max_ns() as f64),
+        "samples": h.count(),
+    })
+}
+
+/// Queue sizes of `--sweep-queue-size`.
+pub const SWEEP_SIZES: [usize; 10] = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192];
+
+fn sweep(a: &BenchArgs, sw: &Switch, frames: &[Vec<u8>]) -> Result<ExitCode, String> {
+    let load0 = load_average();
+    let workers = a.workers.max(1);
+    let mut rows = vec![];
+    if !a.json {
+        println!("program          {}", a.program.display());
+        println!(
+            "workers          {workers}, batch {}, {} s per point, load average {:.2} {:.2} {:.2}",
+            a.batch, a.seconds, load0[0], load0[1], load0[2]
+        );
+        println!(
+            "queue: rtc = packets waiting in front of the worker (rx backlog), pipeline = ring slots between the stages"
+        );
+        println!("latency: injection to transmission, per packet");
+        println!(
+            "{:<9} {:>6} {:>8} {:>9} {:>10} {:>9} {:>9} {:>9} {:>5}",
+            "mode", "queue", "Mpps", "ns/pkt", "mean us", "p99 us", "max us", "cpu/pkt", "cpu%"
+        );
+    }
+    for mode in [Mode::Rtc, Mode::Pipeline] {
+        for q in SWEEP_SIZES {
+            let setup = Setup {
+                port: a.port,
+                batch: a.batch.max(1),
+                secs: a.seconds,
+                queue: q,
+                progress: false,
+                stages: false,
+            };
+            let m = measure_parallel(sw, frames, &setup, workers, mode, a.pin);
+            let pps = m.pps();
+            let cpu = m.cpu_per_packet();
+            if !a.json {
+                println!(
+                    "{:<9} {:>6} {:>8.3} {:>9.1} {:>10.1} {:>9.1} {:>9.1} {:>9.1} {:>5.0}",
+                    mode.to_string(),
+                    q,
+                    pps / 1e6,
+                    1e9 / pps.max(1e-9),
+                    us(m.latency.mean_ns()),
+                    us(m.latency.quantile_ns(0.99) as f64),
+                    us(m.latency.max_ns() as f64),
+                    cpu,
+                    100.0 * m.cpu_share()
+                );
+                let _ = std::io::stdout().flush();
+            }
+            rows.push(serde_json::json!({
+                "mode": mode.to_string(),
+                "queue_size": q,
+                "pps": pps,
+                "ns_per_packet": 1e9 / pps.max(1e-9),
+                "latency": latency_json(&m.latency),
+                "cpu_ns_per_packet": cpu,
+                "cpu_share": m.cpu_share(),
+                "forwarded_fraction": m.packets as f64 / m.injected.max(1) as f64,
+                "ring_full_waits": m.ring_full_waits,
+                "ring_empty_waits": m.ring_empty_waits,
+                "ring_parks": m.ring_parks,
+            }));
+        }
+    }
+    let load1 = load_average();
+    if a.json {
+        let o = serde_json::json!({
+            "program": a.program.display().to_string(),
+            "trace": a.trace.display().to_string(),
+            "frames": frames.len(),
+            "workers": workers,
+            "batch": a.batch,
+            "seconds_per_point": a.seconds,
+            "load_average_start": load0,
+            "load_average_end": load1,
+            "sweep": rows,
+        });
+        println!("{o}");
+    } else {
+        println!(
+            "load average     {:.2} {:.2} {:.2} at the end",
+            load1[0], load1[1], load1[2]
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `p4jet bench`.
@@ -264,6 +622,9 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
         return Err("some commands failed".into());
     }
     let load_s = t_load.elapsed().as_secs_f64();
+    if a.sweep_queue_size {
+        return sweep(&a, &sw, &frames);
+    }
     let entries: usize = sw
         .with_state(|s| s.tables.iter().map(|t| t.entries.len()).sum())
         .unwrap_or(0);
@@ -277,27 +638,30 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
             frames.len()
         );
     }
-    let m = measure_parallel(
-        &sw,
-        &frames,
-        a.port,
-        a.batch.max(1),
-        a.seconds,
-        workers,
-        !a.json,
-    );
-    let n = measure_parallel(
-        &null,
-        &frames,
-        a.port,
-        a.batch.max(1),
-        a.seconds,
-        workers,
-        !a.json,
-    );
+    let queue = a.queue_size.unwrap_or(match a.mode {
+        Mode::Rtc => a.batch.max(1),
+        Mode::Pipeline => 1024,
+    });
+    let load0 = load_average();
+    let setup = Setup {
+        port: a.port,
+        batch: a.batch.max(1),
+        secs: a.seconds,
+        queue,
+        progress: !a.json,
+        stages: true,
+    };
+    let m = measure_parallel(&sw, &frames, &setup, workers, a.mode, a.pin);
+    let n = measure_parallel(&null, &frames, &setup, workers, a.mode, a.pin);
+    let load1 = load_average();
     let pps = m.pps();
     let null_pps = n.pps();
     let avg_len = frames.iter().map(|f| f.len()).sum::<usize>() as f64 / frames.len() as f64;
+    let cpu = m.cpu_per_packet();
+    let queue_used = match a.mode {
+        Mode::Rtc => queue.max(1),
+        Mode::Pipeline => p4jet_switch::pipeline::ring_capacity(queue),
+    };
     if a.json {
         let stages: serde_json::Map<String, serde_json::Value> = m
             .stage_ns
@@ -310,10 +674,20 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
             "frames": frames.len(),
             "avg_frame_bytes": avg_len,
             "workers": workers,
+            "mode": a.mode.to_string(),
+            "queue_size": queue_used,
+            "threads": m.threads,
             "batch": a.batch,
             "pps": pps,
             "ns_per_packet": 1e9 / pps.max(1e-9),
+            "latency": latency_json(&m.latency),
+            "cpu_ns_per_packet": cpu,
+            "cpu_share": m.cpu_share(),
+            "ring_full_waits": m.ring_full_waits,
+            "ring_empty_waits": m.ring_empty_waits,
+            "ring_parks": m.ring_parks,
             "null_pps": null_pps,
+            "null_cpu_ns_per_packet": n.cpu_per_packet(),
             "null_ns_per_packet": 1e9 / null_pps.max(1e-9),
             "ratio_to_null": pps / null_pps.max(1e-9),
             "forwarded_fraction": m.packets as f64 / m.injected.max(1) as f64,
@@ -322,6 +696,8 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
             "table_memory_bytes": mem,
             "memory_bytes_per_entry": if entries > 0 { mem as f64 / entries as f64 } else { 0.0 },
             "load_seconds": load_s,
+            "load_average_start": load0,
+            "load_average_end": load1,
         });
         println!("{o}");
     } else {
@@ -338,7 +714,16 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
                 0.0
             }
         );
-        println!("workers          {workers}, batch {}", a.batch);
+        match a.mode {
+            Mode::Rtc => println!(
+                "mode             rtc: {workers} worker thread(s), batch {}, {queue_used} packets queued ahead",
+                a.batch
+            ),
+            Mode::Pipeline => println!(
+                "mode             pipeline: {workers} worker(s) x 2 threads, batch {}, rings of {queue_used} slots",
+                a.batch
+            ),
+        }
         println!(
             "forwarded        {} of {} injected ({:.1}%)",
             m.packets,
@@ -351,15 +736,41 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
             1e9 / pps.max(1e-9)
         );
         println!(
+            "latency          mean {:.1} us, p99 {:.1} us, max {:.1} us (injection to transmission)",
+            us(m.latency.mean_ns()),
+            us(m.latency.quantile_ns(0.99) as f64),
+            us(m.latency.max_ns() as f64)
+        );
+        println!(
+            "cpu              {cpu:.1} ns/packet over {} thread(s), on a CPU {:.0}% of the time",
+            m.threads,
+            100.0 * m.cpu_share()
+        );
+        if a.mode == Mode::Pipeline {
+            let per_k = |v: u64| 1000.0 * v as f64 / m.packets.max(1) as f64;
+            println!(
+                "ring             per 1000 packets: ingress found it full {:.2} times, egress found it empty {:.2} times, {:.3} parks",
+                per_k(m.ring_full_waits),
+                per_k(m.ring_empty_waits),
+                per_k(m.ring_parks)
+            );
+        }
+        println!(
             "null program     {:.3} Mpps, {:.1} ns/packet",
             null_pps / 1e6,
             1e9 / null_pps.max(1e-9)
         );
         println!("ratio to null    {:.3}", pps / null_pps.max(1e-9));
-        println!("time per stage (ns/packet, share):");
-        for ((k, ns), (_, sh)) in m.stage_ns.iter().zip(&m.stage_share) {
-            println!("  {k:<12} {ns:>8.1}  {:>5.1}%", sh * 100.0);
+        if !m.stage_ns.is_empty() {
+            println!("time per stage (ns/packet, share):");
+            for ((k, ns), (_, sh)) in m.stage_ns.iter().zip(&m.stage_share) {
+                println!("  {k:<12} {ns:>8.1}  {:>5.1}%", sh * 100.0);
+            }
         }
+        println!(
+            "load average     {:.2} {:.2} {:.2} before, {:.2} {:.2} {:.2} after",
+            load0[0], load0[1], load0[2], load1[0], load1[1], load1[2]
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

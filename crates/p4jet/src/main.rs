@@ -4,6 +4,7 @@
 
 mod bench;
 mod cli_cmd;
+mod forward;
 mod run;
 mod stf;
 

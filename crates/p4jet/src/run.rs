@@ -4,17 +4,17 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::Args;
 use p4jet_control::cli::Cli;
-use p4jet_io::pcap::Peek;
 use p4jet_io::{PcapFilePort, PcapRecorder, Port};
-use p4jet_switch::runtime::PortEvent;
-use p4jet_switch::{Switch, SwitchConfig, Worker};
+use p4jet_switch::{PortCounters, Switch, SwitchConfig};
 use p4jet_thrift::{ServerConfig, ServerHandle, SharedApi};
+
+use crate::forward;
 
 /// simple_switch options.
 #[derive(Args, Debug)]
@@ -97,6 +97,42 @@ pub struct RunArgs {
     /// `af_xdp` or `af_packet` (forced; fails if it cannot be opened).
     #[arg(long = "port-type", value_enum, default_value_t = PortType::Auto)]
     pub port_type: PortType,
+    /// Forwarding workers. Each owns its port on every live interface: its share of
+    /// the AF_XDP queues when the interface has a queue per worker, else an AF_PACKET
+    /// socket in the interface's hash fanout group (a flow stays on one worker).
+    /// pcap files (--use-files) are served by one worker.
+    #[arg(long = "workers", default_value_t = 1)]
+    pub workers: usize,
+    /// Pin forwarding thread k to the k-th CPU the process may use.
+    #[arg(long = "pin")]
+    pub pin: bool,
+    /// `rtc`: each worker runs every stage of a packet (run to completion);
+    /// `pipeline`: ingress and egress of each worker on two threads joined by rings.
+    #[arg(long = "mode", value_enum, default_value_t = Mode::Rtc)]
+    pub mode: Mode,
+    /// Slots of the rings between the stages of `--mode pipeline` (rounded up to a
+    /// power of two).
+    #[arg(long = "queue-size", default_value_t = 1024)]
+    pub queue_size: usize,
+}
+
+/// How a worker processes packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Run to completion: one thread runs every stage.
+    Rtc,
+    /// Ingress (rx, parse, ingress, traffic manager) and egress (egress, deparse, tx)
+    /// on two threads joined by p4jet-ring rings.
+    Pipeline,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Rtc => "rtc",
+            Mode::Pipeline => "pipeline",
+        })
+    }
 }
 
 /// Options after `--` (simple_switch target options).
@@ -147,19 +183,19 @@ pub fn split_target_options(args: &[String]) -> (Vec<String>, TargetOptions) {
 }
 
 /// An open port: pcap files (merged by timestamp on input) or a live interface.
-enum PortIo {
+pub(crate) enum PortIo {
     Pcap(Box<PcapFilePort>),
     Live(Box<dyn Port>),
 }
 
-struct PortEntry {
-    num: u32,
-    io: PortIo,
-    exhausted: bool,
+pub(crate) struct PortEntry {
+    pub(crate) num: u32,
+    pub(crate) io: PortIo,
+    pub(crate) exhausted: bool,
 }
 
 impl PortEntry {
-    fn port(&mut self) -> &mut dyn Port {
+    pub(crate) fn port(&mut self) -> &mut dyn Port {
         match &mut self.io {
             PortIo::Pcap(p) => p.as_mut(),
             PortIo::Live(p) => p.as_mut(),
@@ -270,7 +306,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         a.device_id
     )));
     sw.rt.elogger_socket = a.nanolog.clone();
-    let mut log: Option<Box<dyn Write + Send>> = if a.log_console {
+    let log: Option<Box<dyn Write + Send>> = if a.log_console {
         Some(Box::new(std::io::stdout()))
     } else if let Some(f) = &a.log_file {
         let mut p = f.as_os_str().to_owned();
@@ -307,10 +343,14 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         );
     }
 
-    // The data plane: a worker with its own wait-free reader of the control state.
+    let mut workers = a.workers.max(1);
+    if files && workers > 1 {
+        eprintln!("p4jet: --workers {workers} with --use-files: pcap files are read by one worker");
+        workers = 1;
+    }
+    // The data plane: workers with their own wait-free readers of the control state.
     // The control side (Thrift server) shares the switch behind a mutex that the
-    // forwarding loop never takes per packet.
-    let mut worker = sw.new_worker();
+    // forwarding threads never take per packet.
     let sw = Arc::new(Mutex::new(sw));
     let api: SharedApi = sw.clone();
     let addr = format!("{}:{}", a.thrift_ip, a.thrift_port);
@@ -329,10 +369,16 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         backend: a.port_type.backend(),
         files,
         pcap: a.pcap.clone(),
+        workers,
     };
-    let mut ports: Vec<PortEntry> = vec![];
-    for (num, name) in &ifaces {
-        ports.push(open_one(*num, name, &opts)?);
+    // every worker opens its own port on each interface, in port order
+    let mut ports: Vec<Vec<forward::PortHandle>> = vec![];
+    for k in 0..workers {
+        let mut mine = vec![];
+        for (num, name) in &ifaces {
+            mine.push(forward::PortHandle::new(open_one(*num, name, &opts, k)?));
+        }
+        ports.push(mine);
     }
     // Installed once the FIFOs are open: a SIGTERM while blocked opening one of them
     // ends the process the default way (exit status -15, which p4c's driver accepts).
@@ -342,17 +388,27 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
             .map_err(|e| format!("signal handler: {e}"))?;
     }
 
-    let r = forward(&a, &mut worker, &mut ports, &sw, &mut log, &term, &opts);
-    // flush outputs, stop the server, report
-    for pe in ports.iter_mut() {
-        let _ = pe.port().flush();
-    }
-    drop(ports);
+    let common = Arc::new(forward::Common {
+        stop: AtomicBool::new(false),
+        files,
+        exit_when_done: a.exit_when_done,
+        batch: a.batch.max(1),
+        log: log.map(Mutex::new),
+    });
+    let plan = forward::Plan {
+        mode: a.mode,
+        workers,
+        pin: a.pin,
+        queue_size: a.queue_size,
+        duration: a.duration,
+    };
+    let open = |num: u32, name: &str, k: usize| open_one(num, name, &opts, k);
+    // the threads flush their ports when they end
+    let r = forward::run(&sw, &plan, ports, common, &term, &open);
     if let Err(e) = server.stop() {
         eprintln!("p4jet: Thrift server: {e}");
     }
-    r?;
-    print_counts(&worker);
+    print_counts(&r?);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -360,9 +416,18 @@ struct OpenArgs {
     backend: p4jet_io::Backend,
     files: bool,
     pcap: Option<PathBuf>,
+    workers: usize,
 }
 
-fn open_one(num: u32, name: &str, o: &OpenArgs) -> Result<PortEntry, String> {
+/// A `PACKET_FANOUT` group id for port `num`: the same for every worker of this
+/// process, distinct between ports, and unlikely to be another process's.
+fn fanout_group(num: u32) -> u16 {
+    let pid = std::process::id();
+    ((pid.wrapping_mul(0x9e37_79b1) >> 16) as u16) ^ (num as u16)
+}
+
+/// Opens port `num@name` for worker `k`.
+fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, String> {
     let io = if o.files {
         let port = PcapFilePort::use_files(Path::new("."), name)
             .map_err(|e| format!("port {num}@{name}: {e}"))?;
@@ -372,12 +437,27 @@ fn open_one(num: u32, name: &str, o: &OpenArgs) -> Result<PortEntry, String> {
             backend: o.backend.clone(),
             ..Default::default()
         };
-        let opened = p4jet_io::open_port(&format!("{num}@{name}"), &oo)
-            .map_err(|e| format!("port {num}@{name}: {e}"))?;
+        let opened = p4jet_io::open_worker_port(
+            &format!("{num}@{name}"),
+            &oo,
+            k,
+            o.workers,
+            fanout_group(num),
+        )
+        .map_err(|e| format!("port {num}@{name}: {e}"))?;
         eprintln!("p4jet: {}", opened.reason);
         let port: Box<dyn Port> = match &o.pcap {
-            Some(dir) => Box::new(PcapRecorder::new(opened.port, dir).map_err(|e| e.to_string())?),
-            None => opened.port,
+            // one recording per port: the traffic of worker 0
+            Some(dir) if k == 0 => {
+                if o.workers > 1 {
+                    eprintln!(
+                        "p4jet: --pcap with {} workers records worker 0's share of the traffic only",
+                        o.workers
+                    );
+                }
+                Box::new(PcapRecorder::new(opened.port, dir).map_err(|e| e.to_string())?)
+            }
+            _ => opened.port,
         };
         PortIo::Live(port)
     };
@@ -388,169 +468,9 @@ fn open_one(num: u32, name: &str, o: &OpenArgs) -> Result<PortEntry, String> {
     })
 }
 
-/// Port additions and removals requested through the runtime API (`port_add`,
-/// `port_remove`), looked at a few times a second without ever waiting for the lock.
-fn port_events(sw: &Mutex<Switch>, ports: &mut Vec<PortEntry>, opts: &OpenArgs) -> Vec<String> {
-    let events = match sw.try_lock() {
-        Ok(mut s) => std::mem::take(&mut s.rt.port_events),
-        Err(_) => return vec![],
-    };
-    let mut errors = vec![];
-    for ev in events {
-        match ev {
-            PortEvent::Add { port, iface, .. } => match open_one(port, &iface, opts) {
-                Ok(pe) => {
-                    ports.retain(|p| p.num != port);
-                    ports.push(pe);
-                    ports.sort_by_key(|p| p.num);
-                }
-                Err(e) => errors.push(e),
-            },
-            PortEvent::Remove { port } => {
-                if let Some(pe) = ports.iter_mut().find(|p| p.num == port) {
-                    let _ = pe.port().flush();
-                }
-                ports.retain(|p| p.num != port);
-            }
-        }
-    }
-    errors
-}
-
-/// The forwarding loop: runs until SIGTERM/SIGINT, `--duration`, or (with
-/// `--exit-when-done`) until every input is consumed.
-fn forward(
-    a: &RunArgs,
-    worker: &mut Worker,
-    ports: &mut Vec<PortEntry>,
-    sw: &Mutex<Switch>,
-    log: &mut Option<Box<dyn Write + Send>>,
-    term: &AtomicBool,
-    opts: &OpenArgs,
-) -> Result<(), String> {
-    let start = Instant::now();
-    let batch = a.batch.max(1);
-    let files = opts.files;
-    let mut last_events = Instant::now();
-    loop {
-        if term.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        if a.duration > 0.0 && start.elapsed().as_secs_f64() >= a.duration {
-            return Ok(());
-        }
-        if last_events.elapsed() >= Duration::from_millis(100) {
-            last_events = Instant::now();
-            for e in port_events(sw, ports, opts) {
-                eprintln!("p4jet: {e}");
-            }
-        }
-        let mut got = 0usize;
-        if files {
-            got += read_pcaps(ports, worker, batch).map_err(|e| e.to_string())?;
-        } else {
-            for pe in ports.iter_mut() {
-                let num = pe.num;
-                let n = pe
-                    .port()
-                    .recv_batch(batch, Some(Duration::from_millis(1)), &mut |f| {
-                        worker.inject(num, f)
-                    })
-                    .map_err(|e| format!("port {num}: {e}"))?;
-                got += n;
-            }
-            if ports.is_empty() {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        }
-        // forward everything received
-        let mut tx_err = None;
-        {
-            let ports_ref = &mut *ports;
-            worker.run_until_idle(&mut |port, frame| {
-                if let Some(pe) = ports_ref.iter_mut().find(|p| p.num == port)
-                    && let Err(e) = pe.port().send_batch(&[frame])
-                {
-                    tx_err = Some(format!("port {port}: {e}"));
-                }
-            });
-        }
-        if let Some(e) = tx_err {
-            return Err(e);
-        }
-        for pe in ports.iter_mut() {
-            let num = pe.num;
-            pe.port().flush().map_err(|e| format!("port {num}: {e}"))?;
-        }
-        flush_trace(worker, log);
-        report_errors(worker);
-        if files && ports.iter().all(|p| p.exhausted) && worker.pending() == 0 {
-            if a.exit_when_done {
-                return Ok(());
-            }
-            // simple_switch keeps running after its inputs end; wait for SIGTERM
-            std::thread::sleep(Duration::from_millis(20));
-        } else if got == 0 && files {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    }
-}
-
-/// Reads the next frames of the pcap inputs in timestamp order (bmv2 reads its files
-/// without timing; ordering by timestamp makes runs repeatable).
-fn read_pcaps(ports: &mut [PortEntry], w: &mut Worker, batch: usize) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < batch {
-        let mut best: Option<(usize, Duration)> = None;
-        let mut pending = false;
-        for (i, pe) in ports.iter_mut().enumerate() {
-            if pe.exhausted {
-                continue;
-            }
-            let PortIo::Pcap(pc) = &mut pe.io else {
-                continue;
-            };
-            match pc.peek(Some(Duration::from_millis(0)))? {
-                Peek::Ready(ts) => {
-                    if best.is_none_or(|(_, b)| ts < b) {
-                        best = Some((i, ts));
-                    }
-                }
-                Peek::Exhausted => pe.exhausted = true,
-                Peek::Pending => pending = true,
-            }
-        }
-        // wait for inputs that may still deliver an earlier frame
-        if pending && n > 0 {
-            break;
-        }
-        let Some((i, _)) = best else { break };
-        let pe = &mut ports[i];
-        let num = pe.num;
-        n += pe.port().recv_batch(1, None, &mut |f| w.inject(num, f))?;
-    }
-    Ok(n)
-}
-
-fn flush_trace(w: &mut Worker, log: &mut Option<Box<dyn Write + Send>>) {
-    let lines = std::mem::take(&mut w.core.trace_out);
-    if let Some(out) = log {
-        for l in lines {
-            let _ = writeln!(out, "{l}");
-        }
-        let _ = out.flush();
-    }
-}
-
-fn report_errors(w: &mut Worker) {
-    for e in std::mem::take(&mut w.core.errors) {
-        eprintln!("p4jet: {e}");
-    }
-}
-
-fn print_counts(w: &Worker) {
+fn print_counts(counts: &[PortCounters]) {
     println!("port        rx        tx      drop");
-    for (i, c) in w.core.ports.iter().enumerate() {
+    for (i, c) in counts.iter().enumerate() {
         if c.rx == 0 && c.tx == 0 && c.drop == 0 {
             continue;
         }

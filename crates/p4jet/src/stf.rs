@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 
 use clap::Args;
 use p4jet_control::api::RuntimeApi;
@@ -16,7 +16,19 @@ use p4jet_control::stf::{
     CompareOptions, CounterIndex, CounterKind, Expectations, StfKind, StfOptions,
     added_entry_handle, compare, compare_digests, parse_stf,
 };
-use p4jet_switch::{Switch, SwitchConfig};
+use p4jet_switch::{EgressStage, IngressStage, Switch, SwitchConfig};
+
+use crate::run::Mode;
+
+/// How the STF runner forwards: the switch's own worker, or a pipelined worker whose
+/// egress stage runs on a second thread.
+enum Fwd<'s> {
+    Rtc,
+    Pipeline {
+        ingress: Box<IngressStage>,
+        egress: std::thread::ScopedJoinHandle<'s, EgressStage>,
+    },
+}
 
 /// `p4jet stf` options.
 #[derive(Args, Debug)]
@@ -36,6 +48,11 @@ pub struct StfArgs {
     /// Print the per-packet trace of failing tests.
     #[arg(short, long)]
     pub verbose: bool,
+    /// `rtc`: one worker runs every stage (as simple_switch's tests expect);
+    /// `pipeline`: the ingress and egress stages run on two threads joined by rings
+    /// (to check that the split changes nothing).
+    #[arg(long = "mode", value_enum, default_value_t = Mode::Rtc)]
+    pub mode: Mode,
 }
 
 /// Outcome of one STF file.
@@ -55,6 +72,7 @@ pub fn run_stf(
     strict_ports: bool,
     extensions: bool,
     trace: bool,
+    mode: Mode,
 ) -> Result<StfOutcome, String> {
     let program = Program::from_json_str(json).map_err(|e| e.to_string())?;
     let stmts = match parse_stf(text, &program, &StfOptions { extensions }) {
@@ -80,16 +98,49 @@ pub fn run_stf(
     };
     let mut sw = Switch::new(json, cfg)?;
     let mut cli = Cli::from_program(program);
-    let mut actual: BTreeMap<u32, Vec<Vec<u8>>> = BTreeMap::new();
+    let actual: Mutex<BTreeMap<u32, Vec<Vec<u8>>>> = Mutex::new(BTreeMap::new());
+    std::thread::scope(|sc| {
+        let fwd = match mode {
+            Mode::Rtc => Fwd::Rtc,
+            Mode::Pipeline => {
+                let (ingress, mut egress) = sw.new_pipeline(64);
+                let actual = &actual;
+                let egress = sc.spawn(move || {
+                    egress.run(&mut |p, f| {
+                        if let Ok(mut a) = actual.lock() {
+                            a.entry(p).or_default().push(f.to_vec());
+                        }
+                    });
+                    egress
+                });
+                Fwd::Pipeline {
+                    ingress: Box::new(ingress),
+                    egress,
+                }
+            }
+        };
+        run_statements(&mut sw, &mut cli, &stmts, fwd, &actual, strict_ports)
+    })
+}
+
+/// The STF statements against `sw`, then the comparison.
+fn run_statements(
+    sw: &mut Switch,
+    cli: &mut Cli,
+    stmts: &[p4jet_control::stf::StfStatement],
+    mut fwd: Fwd<'_>,
+    actual: &Mutex<BTreeMap<u32, Vec<Vec<u8>>>>,
+    strict_ports: bool,
+) -> Result<StfOutcome, String> {
     let mut names: HashMap<String, i32> = HashMap::new();
     let mut report = String::new();
     let mut failed = false;
-    for s in &stmts {
+    for s in stmts {
         match &s.kind {
             StfKind::Cli {
                 command,
                 entry_name,
-            } => match cli.execute(&mut sw, command) {
+            } => match cli.execute(sw, command) {
                 Ok(out) => {
                     if let Some(n) = entry_name
                         && let Some(h) = added_entry_handle(&out)
@@ -107,10 +158,22 @@ pub fn run_stf(
                     );
                 }
             },
-            StfKind::Packet { port, data } => {
-                sw.inject(*port, data);
-                sw.run_until_idle(&mut |p, f| actual.entry(p).or_default().push(f.to_vec()));
-            }
+            StfKind::Packet { port, data } => match &mut fwd {
+                Fwd::Rtc => {
+                    sw.inject(*port, data);
+                    sw.run_until_idle(&mut |p, f| {
+                        if let Ok(mut a) = actual.lock() {
+                            a.entry(p).or_default().push(f.to_vec());
+                        }
+                    });
+                }
+                Fwd::Pipeline { ingress, .. } => {
+                    ingress.inject(*port, data);
+                    ingress
+                        .run_until_idle()
+                        .map_err(|_| "the egress stage stopped".to_string())?;
+                }
+            },
             StfKind::CheckCounter(c) => {
                 let idx = match &c.index {
                     CounterIndex::Number(n) => Some(*n as i32),
@@ -169,7 +232,27 @@ pub fn run_stf(
             | StfKind::RemoveAll => {}
         }
     }
-    let exp = Expectations::from_statements(&stmts);
+    let mut errors = std::mem::take(&mut sw.worker.core.errors);
+    let mut trace = std::mem::take(&mut sw.worker.core.trace_out);
+    if let Fwd::Pipeline {
+        mut ingress,
+        egress,
+    } = fwd
+    {
+        ingress.close();
+        let mut egress = egress
+            .join()
+            .map_err(|_| "the egress stage panicked".to_string())?;
+        for core in [ingress.core_mut(), egress.core_mut()] {
+            errors.append(&mut core.errors);
+            trace.append(&mut core.trace_out);
+        }
+    }
+    let actual = match actual.lock() {
+        Ok(a) => a.clone(),
+        Err(p) => p.into_inner().clone(),
+    };
+    let exp = Expectations::from_statements(stmts);
     let cmp = compare(&exp, &actual, CompareOptions { strict_ports });
     let mut ok = cmp.passed() && !failed;
     if !cmp.passed() {
@@ -211,10 +294,9 @@ pub fn run_stf(
             }
         }
     }
-    for e in std::mem::take(&mut sw.worker.core.errors) {
+    for e in errors {
         let _ = writeln!(report, "  note: {e}");
     }
-    let trace = std::mem::take(&mut sw.worker.core.trace_out);
     Ok(StfOutcome {
         passed: ok,
         report,
@@ -236,7 +318,7 @@ pub fn main(a: StfArgs) -> Result<ExitCode, String> {
                 continue;
             }
         };
-        let out = run_stf(&json, &text, a.strict_ports, !a.p4c_only, a.verbose)
+        let out = run_stf(&json, &text, a.strict_ports, !a.p4c_only, a.verbose, a.mode)
             .map_err(|e| format!("{}: {e}", a.program.display()))?;
         if out.passed {
             println!("PASS {}", t.display());

@@ -1,6 +1,7 @@
 //! Every STF test of the corpus (tests/corpus/*/tests/*.stf and tests/ext/*.stf) passes
 #![allow(clippy::unwrap_used)]
-//! through `p4jet stf --strict-ports`, as the corpus's strict runner ran them on bmv2.
+//! through `p4jet stf --strict-ports`, as the corpus's strict runner ran them on bmv2, with
+//! the single-threaded worker and with the pipelined one.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,6 +27,17 @@ fn stf_files(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn corpus_stf_tests_pass() {
+    corpus_passes("rtc");
+}
+
+/// The same with the ingress and egress halves of the worker on two threads joined by
+/// rings (`--mode pipeline`): splitting the worker changes no result.
+#[test]
+fn corpus_stf_tests_pass_pipelined() {
+    corpus_passes("pipeline");
+}
+
+fn corpus_passes(mode: &str) {
     let mut programs: Vec<PathBuf> = std::fs::read_dir(corpus())
         .unwrap()
         .flatten()
@@ -44,6 +56,7 @@ fn corpus_stf_tests_pass() {
         let out = Command::new(env!("CARGO_BIN_EXE_p4jet"))
             .arg("stf")
             .arg("--strict-ports")
+            .args(["--mode", mode])
             .arg(&json)
             .args(&tests)
             .output()

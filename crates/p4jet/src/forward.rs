@@ -1,0 +1,646 @@
+//! The forwarding threads of `p4jet run`.
+//!
+//! * `--mode rtc` (run to completion, the default): `--workers N` threads, each a
+//!   [`Worker`] with its own wait-free reader of the control state and its own port on
+//!   every interface (an AF_PACKET socket in the interface's fanout group, or its share
+//!   of the AF_XDP queues), so a flow stays on one worker and needs no lock.
+//! * `--mode pipeline`: per worker two threads, an [`IngressStage`] (rx, parse,
+//!   ingress, traffic manager) and an [`EgressStage`] (egress, deparse, tx) joined by
+//!   p4jet-ring rings of `--queue-size` slots. The worker's ports are shared by its two
+//!   threads behind a mutex that each takes once per batch: the ingress thread to
+//!   receive (without blocking; it waits for traffic with `poll` outside the lock), the
+//!   egress thread to send the batch it staged.
+//!
+//! The main thread supervises: signals, `--duration`, port additions and removals
+//! requested over Thrift (opened once per worker and handed to its threads), and the end
+//! of the inputs with `--exit-when-done`. Per-port counters live in each thread's core
+//! and are summed when the threads end.
+
+use std::io::Write;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use p4jet_io::Port;
+use p4jet_io::pcap::Peek;
+use p4jet_switch::runtime::PortEvent;
+use p4jet_switch::{Core, EgressStage, IngressStage, PortCounters, Switch, Worker};
+
+use crate::run::{Mode, PortEntry, PortIo};
+
+/// One port as a forwarding thread holds it (shared with the other stage of its
+/// worker in pipeline mode).
+#[derive(Clone)]
+pub(crate) struct PortHandle {
+    pub num: u32,
+    pub port: Arc<Mutex<PortEntry>>,
+}
+
+impl PortHandle {
+    pub fn new(pe: PortEntry) -> PortHandle {
+        PortHandle {
+            num: pe.num,
+            port: Arc::new(Mutex::new(pe)),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, PortEntry> {
+        match self.port.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+}
+
+/// A port change for one forwarding thread.
+pub(crate) enum PortCmd {
+    Add(PortHandle),
+    Remove(u32),
+}
+
+/// Settings shared by every forwarding thread.
+pub(crate) struct Common {
+    pub stop: AtomicBool,
+    pub files: bool,
+    pub exit_when_done: bool,
+    pub batch: usize,
+    pub log: Option<Mutex<Box<dyn Write + Send>>>,
+}
+
+/// What one forwarding thread owns.
+struct Lane {
+    name: String,
+    ports: Vec<PortHandle>,
+    cmds: Receiver<PortCmd>,
+    cpu: Option<usize>,
+    fds: Vec<RawFd>,
+}
+
+impl Lane {
+    fn start(&mut self) {
+        if let Some(cpu) = self.cpu {
+            match p4jet_io::affinity::pin_current_thread(cpu) {
+                Ok(()) => eprintln!("p4jet: {} pinned to CPU {cpu}", self.name),
+                Err(e) => eprintln!("p4jet: {}: {e}", self.name),
+            }
+        }
+        self.refresh_fds();
+    }
+
+    fn refresh_fds(&mut self) {
+        self.fds = self
+            .ports
+            .iter()
+            .filter_map(|p| p.lock().port().poll_fd())
+            .collect();
+    }
+
+    /// Applies port additions and removals sent by the supervisor.
+    fn port_cmds(&mut self) {
+        let mut changed = false;
+        loop {
+            match self.cmds.try_recv() {
+                Ok(PortCmd::Add(h)) => {
+                    self.ports.retain(|p| p.num != h.num);
+                    self.ports.push(h);
+                    self.ports.sort_by_key(|p| p.num);
+                    changed = true;
+                }
+                Ok(PortCmd::Remove(num)) => {
+                    if let Some(p) = self.ports.iter().find(|p| p.num == num) {
+                        let _ = p.lock().port().flush();
+                    }
+                    self.ports.retain(|p| p.num != num);
+                    changed = true;
+                }
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        if changed {
+            self.refresh_fds();
+        }
+    }
+
+    /// Receives up to a batch per live port without blocking.
+    fn rx_live(&self, batch: usize, inject: &mut dyn FnMut(u32, &[u8])) -> Result<usize, String> {
+        let mut got = 0;
+        for ph in &self.ports {
+            let num = ph.num;
+            got += ph
+                .lock()
+                .port()
+                .recv_batch(batch, None, &mut |f| inject(num, f))
+                .map_err(|e| format!("port {num}: {e}"))?;
+        }
+        Ok(got)
+    }
+
+    /// Waits up to `d` for traffic on any live port.
+    fn wait(&self, d: Duration) -> Result<(), String> {
+        p4jet_io::wait_readable(&self.fds, d)
+            .map(|_| ())
+            .map_err(|e| format!("{}: poll: {e}", self.name))
+    }
+
+    fn exhausted(&self) -> bool {
+        self.ports.iter().all(|p| p.lock().exhausted)
+    }
+
+    fn flush_all(&self) -> Result<(), String> {
+        for ph in &self.ports {
+            let num = ph.num;
+            ph.lock()
+                .port()
+                .flush()
+                .map_err(|e| format!("port {num}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads the next frames of the pcap inputs in timestamp order (bmv2 reads its files
+/// without timing; ordering by timestamp makes runs repeatable).
+fn read_pcaps(
+    ports: &[PortHandle],
+    batch: usize,
+    inject: &mut dyn FnMut(u32, &[u8]),
+) -> Result<usize, String> {
+    let mut n = 0;
+    while n < batch {
+        let mut best: Option<(usize, Duration)> = None;
+        let mut pending = false;
+        for (i, ph) in ports.iter().enumerate() {
+            let mut pe = ph.lock();
+            if pe.exhausted {
+                continue;
+            }
+            let PortIo::Pcap(pc) = &mut pe.io else {
+                continue;
+            };
+            match pc
+                .peek(Some(Duration::from_millis(0)))
+                .map_err(|e| e.to_string())?
+            {
+                Peek::Ready(ts) => {
+                    if best.is_none_or(|(_, b)| ts < b) {
+                        best = Some((i, ts));
+                    }
+                }
+                Peek::Exhausted => pe.exhausted = true,
+                Peek::Pending => pending = true,
+            }
+        }
+        // wait for inputs that may still deliver an earlier frame
+        if pending && n > 0 {
+            break;
+        }
+        let Some((i, _)) = best else { break };
+        let num = ports[i].num;
+        n += ports[i]
+            .lock()
+            .port()
+            .recv_batch(1, None, &mut |f| inject(num, f))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(n)
+}
+
+/// Frames transmitted during one batch, copied out of the packet contexts so that
+/// each port is locked once per batch and gets them in one `send_batch`.
+#[derive(Default)]
+struct TxBuf {
+    data: Vec<u8>,
+    frames: Vec<(u32, usize, usize)>,
+}
+
+impl TxBuf {
+    #[inline]
+    fn push(&mut self, port: u32, frame: &[u8]) {
+        let s = self.data.len();
+        self.data.extend_from_slice(frame);
+        self.frames.push((port, s, self.data.len()));
+    }
+
+    /// Sends the staged frames, per port in order, and flushes those ports. Frames to
+    /// ports this thread does not have are dropped (as simple_switch drops frames to
+    /// unknown ports).
+    fn send(&mut self, ports: &[PortHandle], errors: &mut Vec<String>) -> Result<(), String> {
+        if self.frames.is_empty() {
+            return Ok(());
+        }
+        const CHUNK: usize = 64;
+        for ph in ports {
+            if !self.frames.iter().any(|f| f.0 == ph.num) {
+                continue;
+            }
+            let mut pe = ph.lock();
+            let port = pe.port();
+            let mut chunk: [&[u8]; CHUNK] = [&[]; CHUNK];
+            let mut n = 0;
+            let mut dropped = 0;
+            for &(p, s, e) in &self.frames {
+                if p != ph.num {
+                    continue;
+                }
+                chunk[n] = &self.data[s..e];
+                n += 1;
+                if n == CHUNK {
+                    dropped +=
+                        send_all(port, &chunk[..n]).map_err(|e| format!("port {}: {e}", ph.num))?;
+                    n = 0;
+                }
+            }
+            if n > 0 {
+                dropped +=
+                    send_all(port, &chunk[..n]).map_err(|e| format!("port {}: {e}", ph.num))?;
+            }
+            port.flush().map_err(|e| format!("port {}: {e}", ph.num))?;
+            if dropped > 0 {
+                errors.push(format!(
+                    "port {}: transmit ring full, {dropped} frame(s) dropped",
+                    ph.num
+                ));
+            }
+        }
+        self.data.clear();
+        self.frames.clear();
+        Ok(())
+    }
+}
+
+/// Sends every frame, flushing while the transmit ring is full; gives up (returns the
+/// number not sent) if the kernel does not make room.
+fn send_all(port: &mut dyn Port, frames: &[&[u8]]) -> std::io::Result<usize> {
+    let mut off = 0;
+    let mut stalls = 0;
+    while off < frames.len() {
+        let n = port.send_batch(&frames[off..])?;
+        off += n;
+        if n == 0 {
+            port.flush()?;
+            stalls += 1;
+            if stalls > 10_000 {
+                return Ok(frames.len() - off);
+            }
+            if stalls > 16 {
+                std::thread::yield_now();
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn flush_trace(core: &mut Core, c: &Common) {
+    let lines = std::mem::take(&mut core.trace_out);
+    if lines.is_empty() {
+        return;
+    }
+    if let Some(log) = &c.log {
+        let mut out = match log.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        for l in lines {
+            let _ = writeln!(out, "{l}");
+        }
+        let _ = out.flush();
+    }
+}
+
+fn report_errors(core: &mut Core, extra: &mut Vec<String>) {
+    for e in std::mem::take(&mut core.errors)
+        .into_iter()
+        .chain(extra.drain(..))
+    {
+        eprintln!("p4jet: {e}");
+    }
+}
+
+/// A run-to-completion worker thread.
+fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, String> {
+    lane.start();
+    let mut tx = TxBuf::default();
+    let mut errors = vec![];
+    let r = (|| -> Result<(), String> {
+        while !c.stop.load(Ordering::Relaxed) {
+            lane.port_cmds();
+            let got = if c.files {
+                read_pcaps(&lane.ports, c.batch, &mut |n, f| w.inject(n, f))?
+            } else {
+                lane.rx_live(c.batch, &mut |n, f| w.inject(n, f))?
+            };
+            w.run_until_idle(&mut |p, f| tx.push(p, f));
+            tx.send(&lane.ports, &mut errors)?;
+            flush_trace(&mut w.core, &c);
+            report_errors(&mut w.core, &mut errors);
+            if c.files {
+                lane.flush_all()?;
+                if lane.exhausted() && w.pending() == 0 {
+                    if c.exit_when_done {
+                        return Ok(());
+                    }
+                    // simple_switch keeps running after its inputs end; wait for SIGTERM
+                    std::thread::sleep(Duration::from_millis(20));
+                } else if got == 0 {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            } else if got == 0 {
+                lane.wait(Duration::from_millis(1))?;
+            }
+        }
+        Ok(())
+    })();
+    let f = lane.flush_all();
+    r?;
+    f?;
+    Ok(Done::Rtc(Box::new(w)))
+}
+
+/// The ingress thread of a pipelined worker.
+fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Result<Done, String> {
+    lane.start();
+    let mut errors = vec![];
+    let name = lane.name.clone();
+    let gone = move |_| format!("{name}: the egress stage stopped");
+    let r = (|| -> Result<(), String> {
+        while !c.stop.load(Ordering::Relaxed) {
+            lane.port_cmds();
+            let got = if c.files {
+                read_pcaps(&lane.ports, c.batch, &mut |n, f| st.inject(n, f))?
+            } else {
+                lane.rx_live(c.batch, &mut |n, f| st.inject(n, f))?
+            };
+            // everything received goes through ingress; recirculated packets come back
+            st.step().map_err(&gone)?;
+            while st.local_pending() > 0 {
+                st.step().map_err(&gone)?;
+            }
+            flush_trace(st.core_mut(), &c);
+            report_errors(st.core_mut(), &mut errors);
+            if c.files {
+                if lane.exhausted() && st.pending() == 0 {
+                    if c.exit_when_done {
+                        return Ok(());
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                } else if got == 0 {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            } else if got == 0 {
+                if st.in_flight() == 0 {
+                    lane.wait(Duration::from_millis(1))?;
+                } else {
+                    // recirculated packets may come back any moment
+                    std::thread::yield_now();
+                }
+            }
+        }
+        Ok(())
+    })();
+    st.close();
+    r?;
+    Ok(Done::Ingress(Box::new(st)))
+}
+
+/// The egress thread of a pipelined worker: runs until the ingress thread closes the
+/// ring.
+fn egress_thread(mut st: EgressStage, mut lane: Lane, c: Arc<Common>) -> Result<Done, String> {
+    lane.start();
+    let mut tx = TxBuf::default();
+    let mut errors = vec![];
+    let r = (|| -> Result<(), String> {
+        loop {
+            lane.port_cmds();
+            let r = st.step(&mut |p, f| tx.push(p, f), Duration::from_millis(5));
+            tx.send(&lane.ports, &mut errors)?;
+            flush_trace(st.core_mut(), &c);
+            report_errors(st.core_mut(), &mut errors);
+            if r.is_err() {
+                return Ok(());
+            }
+        }
+    })();
+    let f = lane.flush_all();
+    r?;
+    f?;
+    Ok(Done::Egress(Box::new(st)))
+}
+
+/// A forwarding thread's state when it ends.
+enum Done {
+    Rtc(Box<Worker>),
+    Ingress(Box<IngressStage>),
+    Egress(Box<EgressStage>),
+}
+
+impl Done {
+    fn counters(&self) -> &[PortCounters] {
+        match self {
+            Done::Rtc(w) => &w.core.ports,
+            Done::Ingress(s) => &s.core().ports,
+            Done::Egress(s) => &s.core().ports,
+        }
+    }
+}
+
+/// How `p4jet run` forwards.
+pub(crate) struct Plan {
+    pub mode: Mode,
+    pub workers: usize,
+    pub pin: bool,
+    pub queue_size: usize,
+    pub duration: f64,
+}
+
+/// Opens one port for worker `k`.
+pub(crate) type OpenFn<'a> = dyn Fn(u32, &str, usize) -> Result<PortEntry, String> + 'a;
+
+/// Starts the forwarding threads over `ports` (per worker), supervises them until a
+/// signal (`term`), `--duration`, or the end of the inputs, and returns the per-port
+/// counters summed over every thread.
+pub(crate) fn run(
+    sw: &Mutex<Switch>,
+    plan: &Plan,
+    ports: Vec<Vec<PortHandle>>,
+    common: Arc<Common>,
+    term: &AtomicBool,
+    open: &OpenFn<'_>,
+) -> Result<Vec<PortCounters>, String> {
+    let cpus = if plan.pin {
+        match p4jet_io::affinity::allowed_cpus() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("p4jet: --pin: {e}; threads are not pinned");
+                vec![]
+            }
+        }
+    } else {
+        vec![]
+    };
+    let cpu = |i: usize| (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
+    let threads_per_worker = match plan.mode {
+        Mode::Rtc => 1,
+        Mode::Pipeline => 2,
+    };
+    if plan.pin && plan.workers * threads_per_worker > cpus.len() && !cpus.is_empty() {
+        eprintln!(
+            "p4jet: --pin: {} forwarding threads on {} CPUs: some share a CPU",
+            plan.workers * threads_per_worker,
+            cpus.len()
+        );
+    }
+    let mut senders: Vec<Vec<Sender<PortCmd>>> = vec![];
+    let mut handles: Vec<(String, JoinHandle<Result<Done, String>>)> = vec![];
+    for (k, wports) in ports.into_iter().enumerate() {
+        let lane = |name: String, i: usize| {
+            let (s, r) = std::sync::mpsc::channel();
+            (
+                s,
+                Lane {
+                    name,
+                    ports: wports.clone(),
+                    cmds: r,
+                    cpu: cpu(i),
+                    fds: vec![],
+                },
+            )
+        };
+        let spawn = |name: &str, f: Box<dyn FnOnce() -> Result<Done, String> + Send>| {
+            std::thread::Builder::new()
+                .name(name.to_string())
+                .spawn(f)
+                .map_err(|e| format!("starting {name}: {e}"))
+        };
+        match plan.mode {
+            Mode::Rtc => {
+                let w = lock(sw).new_worker();
+                let (s, l) = lane(format!("worker {k}"), k);
+                let c = common.clone();
+                let name = l.name.clone();
+                handles.push((
+                    name.clone(),
+                    spawn(&name, Box::new(move || rtc_thread(w, l, c)))?,
+                ));
+                senders.push(vec![s]);
+            }
+            Mode::Pipeline => {
+                let (ing, egr) = lock(sw).new_pipeline(plan.queue_size);
+                let (s1, l1) = lane(format!("worker {k} ingress"), 2 * k);
+                let (s2, l2) = lane(format!("worker {k} egress"), 2 * k + 1);
+                let (c1, c2) = (common.clone(), common.clone());
+                let (n1, n2) = (l1.name.clone(), l2.name.clone());
+                handles.push((
+                    n1.clone(),
+                    spawn(&n1, Box::new(move || ingress_thread(ing, l1, c1)))?,
+                ));
+                handles.push((
+                    n2.clone(),
+                    spawn(&n2, Box::new(move || egress_thread(egr, l2, c2)))?,
+                ));
+                senders.push(vec![s1, s2]);
+            }
+        }
+    }
+    eprintln!(
+        "p4jet: forwarding with {} worker{} ({})",
+        plan.workers,
+        if plan.workers == 1 { "" } else { "s" },
+        match plan.mode {
+            Mode::Rtc => "run to completion".to_string(),
+            Mode::Pipeline => format!(
+                "pipelined: ingress and egress threads joined by rings of {} slots",
+                p4jet_switch::pipeline::ring_capacity(plan.queue_size)
+            ),
+        }
+    );
+
+    let start = Instant::now();
+    let mut last_events = Instant::now();
+    loop {
+        if term.load(Ordering::Relaxed)
+            || (plan.duration > 0.0 && start.elapsed().as_secs_f64() >= plan.duration)
+            || handles.iter().any(|(_, h)| h.is_finished())
+        {
+            break;
+        }
+        if last_events.elapsed() >= Duration::from_millis(100) {
+            last_events = Instant::now();
+            port_events(sw, &senders, open);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    common.stop.store(true, Ordering::Relaxed);
+    let mut counters: Vec<PortCounters> = vec![];
+    let mut first_err = None;
+    for (name, h) in handles {
+        match h.join() {
+            Ok(Ok(done)) => {
+                let (rx, tx, drop) = done
+                    .counters()
+                    .iter()
+                    .fold((0, 0, 0), |a, c| (a.0 + c.rx, a.1 + c.tx, a.2 + c.drop));
+                eprintln!("p4jet: {name}: rx {rx}, tx {tx}, drop {drop}");
+                for (i, c) in done.counters().iter().enumerate() {
+                    if counters.len() <= i {
+                        counters.resize(i + 1, PortCounters::default());
+                    }
+                    counters[i].rx += c.rx;
+                    counters[i].tx += c.tx;
+                    counters[i].drop += c.drop;
+                }
+            }
+            Ok(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(_) => {
+                first_err.get_or_insert(format!("{name} panicked"));
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(counters),
+    }
+}
+
+fn lock(sw: &Mutex<Switch>) -> MutexGuard<'_, Switch> {
+    match sw.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+/// Port additions and removals requested through the runtime API (`port_add`,
+/// `port_remove`), looked at a few times a second without ever waiting for the lock:
+/// each worker gets its own port, handed to its thread(s).
+fn port_events(sw: &Mutex<Switch>, senders: &[Vec<Sender<PortCmd>>], open: &OpenFn<'_>) {
+    let events = match sw.try_lock() {
+        Ok(mut s) => std::mem::take(&mut s.rt.port_events),
+        Err(_) => return,
+    };
+    for ev in events {
+        match ev {
+            PortEvent::Add { port, iface, .. } => {
+                for (k, ss) in senders.iter().enumerate() {
+                    match open(port, &iface, k) {
+                        Ok(pe) => {
+                            let h = PortHandle::new(pe);
+                            for s in ss {
+                                let _ = s.send(PortCmd::Add(h.clone()));
+                            }
+                        }
+                        Err(e) => eprintln!("p4jet: {e}"),
+                    }
+                }
+            }
+            PortEvent::Remove { port } => {
+                for s in senders.iter().flatten() {
+                    let _ = s.send(PortCmd::Remove(port));
+                }
+            }
+        }
+    }
+}

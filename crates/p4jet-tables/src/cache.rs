@@ -16,11 +16,14 @@
 //! is busy or changed while being read as a miss. On x86_64 a hit is plain
 //! loads; a fill costs one locked compare-exchange.
 
-use std::sync::atomic::{AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 
 use crate::words::{Words, seed_of};
 
 const WAYS: usize = 2;
+/// `score` is a smoothed hit rate in 1/256ths; below this, batches bypass
+/// the cache.
+const LOW_SCORE: u32 = 32;
 
 pub(crate) struct LookupCache {
     /// key words
@@ -30,6 +33,13 @@ pub(crate) struct LookupCache {
     sets_mask: usize,
     seed: u64,
     slots: Vec<AtomicU64>,
+    /// Smoothed hit rate of batched lookups (x256). When traffic has far
+    /// more flows than the cache holds, every probe misses and fills (a
+    /// locked compare-exchange and a cold line): batches then skip the
+    /// cache, and every 32nd batch tries it again. Updated with plain
+    /// relaxed loads and stores, once per batch (racing updates only blur
+    /// the estimate; results never depend on it).
+    score: AtomicU32,
 }
 
 impl Clone for LookupCache {
@@ -52,7 +62,33 @@ impl LookupCache {
             slots: (0..sets * WAYS * stride)
                 .map(|_| AtomicU64::new(0))
                 .collect(),
+            score: AtomicU32::new(256),
         }
+    }
+
+    /// Whether the next batch should skip the cache (see `score`).
+    #[inline]
+    pub(crate) fn bypass(&self) -> bool {
+        let s = self.score.load(Ordering::Relaxed);
+        if s < LOW_SCORE {
+            self.score.store(s + 1, Ordering::Relaxed);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Account a batch of `n` cached lookups with `hits` hits.
+    #[inline]
+    pub(crate) fn record(&self, hits: usize, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let rate = (hits * 256 / n) as u32;
+        let old = self.score.load(Ordering::Relaxed).min(256);
+        let new = (old * 3 + rate) / 4;
+        self.score
+            .store(if new < LOW_SCORE { 0 } else { new }, Ordering::Relaxed);
     }
 
     pub(crate) fn sets(&self) -> usize {

@@ -851,7 +851,8 @@ impl<V: Clone> Table<V> {
     }
 
     /// Batched cached tuple-space lookup: hash every key of a stage and
-    /// prefetch its cache set, then answer each key.
+    /// prefetch its cache set, then answer each key. Skips the cache while
+    /// it keeps missing (see `LookupCache::bypass`).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn cached_batch<'a, 'k, K: Words>(
@@ -864,8 +865,15 @@ impl<V: Clone> Table<V> {
         load: impl Fn(&'k [u8]) -> K,
     ) {
         let kb = self.key_bytes;
+        if c.bypass() {
+            for (i, o) in out.iter_mut().enumerate().take(n) {
+                *o = self.resolve(t.lookup(&keys[i * kb..(i + 1) * kb]));
+            }
+            return;
+        }
         let d = self.prefetch_distance;
         let mut hs = [0u64; exact::MAX_BATCH];
+        let mut hits = 0;
         let mut i = 0;
         while i < n {
             let m = (n - i).min(d);
@@ -878,7 +886,10 @@ impl<V: Clone> Table<V> {
                 let kbytes = &keys[(i + j) * kb..(i + j + 1) * kb];
                 let k = load(kbytes);
                 let r = match c.get(&k, *h, self.generation) {
-                    Some(r) => r,
+                    Some(r) => {
+                        hits += 1;
+                        r
+                    }
                     None => {
                         let r = t.lookup(kbytes);
                         c.put(&k, *h, self.generation, r);
@@ -889,6 +900,7 @@ impl<V: Clone> Table<V> {
             }
             i += m;
         }
+        c.record(hits, n);
     }
 
     /// Batched lookup of `n = min(keys.len() / key_bytes(), out.len())` keys

@@ -34,7 +34,77 @@ fn class_of(p: u16) -> u8 {
     }
 }
 
+/// Wide LPM (Waldvogel) with many routes: `lookup` vs `lookup_batch`.
+fn wide_lpm(n: usize) {
+    let mut x = 0x1234_5678_9abc_def0u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut t: Table<u32> = Table::new(
+        vec![KeyFieldSpec {
+            kind: MatchKind::Lpm,
+            bit_width: 128,
+        }],
+        n,
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    let mut routes = vec![];
+    while t.len() < n {
+        let v = (u128::from(0x2000 | (next() % 0x1000)) << 112) | (u128::from(next()) << 48);
+        let l = [32, 40, 44, 48, 48, 48, 56, 64, 64, 128][(next() % 10) as usize] as u32;
+        let m = if l == 0 { 0 } else { u128::MAX << (128 - l) };
+        let k = MatchKey {
+            fields: vec![FieldMatch::Lpm {
+                value: (v & m).to_be_bytes().to_vec(),
+                prefix_len: l,
+            }],
+            priority: 0,
+        };
+        if t.insert(k, l).is_ok() {
+            routes.push((v & m, m));
+        }
+    }
+    let ins = t0.elapsed().as_secs_f64();
+    let keys: Vec<u8> = (0..1 << 16)
+        .flat_map(|_| {
+            let (v, m) = routes[(next() % routes.len() as u64) as usize];
+            let h = (u128::from(next()) << 64 | u128::from(next())) & !m;
+            (v | h).to_be_bytes()
+        })
+        .collect();
+    let (mut bl, mut bb) = (f64::MAX, f64::MAX);
+    let mut out = vec![None; 32];
+    let mut acc = 0u32;
+    for r in 0..20 {
+        let ks = &keys[(r % 8) * 8192 * 16..((r % 8) + 1) * 8192 * 16];
+        let t0 = Instant::now();
+        for k in ks.chunks_exact(16) {
+            acc = acc.wrapping_add(t.lookup(k).map_or(0, |x| x.0));
+        }
+        bl = bl.min(t0.elapsed().as_secs_f64() * 1e9 / 8192.0);
+        let t1 = Instant::now();
+        for c in ks.chunks_exact(32 * 16) {
+            t.lookup_batch(c, &mut out);
+            acc = acc.wrapping_add(out[31].map_or(0, |x: (u32, &u32)| x.0));
+        }
+        bb = bb.min(t1.elapsed().as_secs_f64() * 1e9 / 8192.0);
+    }
+    println!(
+        "wide LPM {n} routes ({}, inserted in {ins:.2} s, {:.0} B/route): lookup {bl:.1} ns, batch {bb:.1} ns ({acc})",
+        t.structure(),
+        t.memory_bytes() as f64 / n as f64
+    );
+}
+
 fn main() {
+    if let Ok(n) = std::env::var("WLPM").map(|s| s.parse().unwrap_or(200_000)) {
+        wide_lpm(n);
+        return;
+    }
     let dir = std::env::args().nth(1).unwrap_or("/tmp/acl".into());
     let cmds = std::fs::read_to_string(format!("{dir}/commands.txt")).unwrap();
     let widths = [4usize, 4, 1, 2, 1, 1];

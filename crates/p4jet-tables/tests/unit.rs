@@ -775,3 +775,49 @@ fn cache_is_shared_safely_by_threads() {
         }
     });
 }
+
+#[test]
+fn wide_lpm_batch_in_lock_step_matches_lookup() {
+    // enough routes for lookup_batch to take the lock-step path
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut t: Table<u32> = Table::new(vec![spec(MatchKind::Lpm, 128)], 40_000).unwrap();
+    let mut routes = vec![];
+    let mut handles = vec![];
+    while t.len() < 20_000 {
+        let v = (u128::from(0x2000 | (next() % 0x100)) << 112) | (u128::from(next()) << 40);
+        let l = [16, 24, 32, 40, 44, 48, 48, 56, 64, 128][(next() % 10) as usize];
+        let m = u128::MAX << (128 - l);
+        if let Ok(h) = t.insert(key(vec![lpm(&(v & m).to_be_bytes(), l)]), l) {
+            routes.push((v & m, m));
+            handles.push(h);
+        }
+    }
+    let check = |t: &Table<u32>, min_hits: usize| {
+        let mut keys = vec![];
+        for i in 0..4096u64 {
+            let (v, m) = routes[(i * 7919 % routes.len() as u64) as usize];
+            let host = ((u128::from(i) << 64) | u128::from(i.wrapping_mul(31))) & !m;
+            keys.extend_from_slice(&(v | host).to_be_bytes());
+        }
+        keys.extend_from_slice(&[0x77; 16 * 64]); // misses
+        let n = keys.len() / 16;
+        let mut out = vec![None; n];
+        t.lookup_batch(&keys, &mut out);
+        for (i, o) in out.iter().enumerate() {
+            assert_eq!(*o, t.lookup(&keys[i * 16..(i + 1) * 16]), "key {i}");
+        }
+        assert!(out.iter().filter(|o| o.is_some()).count() >= min_hits);
+    };
+    check(&t, 4096);
+    // delete every third route: batch and single lookups still agree
+    for h in handles.iter().step_by(3) {
+        t.delete(*h).unwrap();
+    }
+    check(&t, 2000);
+}

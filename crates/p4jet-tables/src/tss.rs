@@ -55,9 +55,9 @@ const SMALL: usize = 8;
 /// Tuples filtered per pass of a lookup.
 const CHUNK: usize = 64;
 /// The filter is grown (and rebuilt) when it has fewer bits per live group.
-const FILTER_MIN_BITS: usize = 12;
+const FILTER_MIN_BITS: usize = 24;
 /// Bits per live group right after a rebuild (rounded up to a power of two).
-const FILTER_BUILD_BITS: usize = 24;
+const FILTER_BUILD_BITS: usize = 48;
 
 /// Rank of an entry: `(priority, index)` packed so that `u64` order is
 /// bmv2's order. The low 32 bits are the entry index.

@@ -658,8 +658,12 @@ fn run_with(specs: &[KeyFieldSpec], max: usize, seed: u64, ops: &[u8], mode: Cac
 }
 
 fn cfg() -> ProptestConfig {
+    // PROPTEST_CASES overrides the default of 96 cases per property
     ProptestConfig {
-        cases: 96,
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(96),
         ..ProptestConfig::default()
     }
 }

@@ -223,9 +223,42 @@ pub struct Scratch {
 
 const NONE: u32 = u32::MAX;
 
+/// `dst.copy_from_slice(src)` for short runs without a `memcpy` call (table keys are
+/// mostly 1 to 16 bytes).
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = dst.len().min(src.len());
+    if n > 16 {
+        dst[..n].copy_from_slice(&src[..n]);
+        return;
+    }
+    let mut i = 0;
+    while n - i >= 8 {
+        dst[i..i + 8].copy_from_slice(&src[i..i + 8]);
+        i += 8;
+    }
+    if n - i >= 4 {
+        dst[i..i + 4].copy_from_slice(&src[i..i + 4]);
+        i += 4;
+    }
+    if n - i >= 2 {
+        dst[i..i + 2].copy_from_slice(&src[i..i + 2]);
+        i += 2;
+    }
+    if n > i {
+        dst[i] = src[i];
+    }
+}
+
 /// One key element of a table, ready for key building.
 #[derive(Debug, Clone)]
 enum KeyPart {
+    /// A run of PHV bytes copied as is (byte-aligned fields of whole bytes, or metadata
+    /// slots whose padding bits are zero; adjacent ones merged).
+    Bytes {
+        byte: usize,
+        n: usize,
+    },
     Field {
         loc: FieldLoc,
         nbytes: usize,
@@ -396,7 +429,15 @@ impl Engine {
                             };
                             let loc = prog.fields[fid as usize].loc;
                             let nbytes = k.width.div_ceil(8) as usize;
-                            if k.width <= 128 {
+                            let plain = loc.nbytes as usize == nbytes
+                                && loc.width == k.width
+                                && (loc.own || (loc.bit == 0 && loc.width % 8 == 0));
+                            if k.mask.is_none() && plain && matches!(f, FieldRef::Static(_)) {
+                                KeyPart::Bytes {
+                                    byte: loc.byte as usize,
+                                    n: nbytes,
+                                }
+                            } else if k.width <= 128 {
                                 let mask = k.mask.as_ref().map(|m| {
                                     let d = m.to_u64_digits();
                                     (d.first().copied().unwrap_or(0) as u128)
@@ -419,7 +460,20 @@ impl Engine {
                             }
                         }
                     })
-                    .collect()
+                    .fold(Vec::new(), |mut plan: Vec<KeyPart>, part| {
+                        // merge a byte run that continues the previous one
+                        if let (
+                            Some(KeyPart::Bytes { byte, n }),
+                            KeyPart::Bytes { byte: b2, n: n2 },
+                        ) = (plan.last_mut(), &part)
+                            && *byte + *n == *b2
+                        {
+                            *n += *n2;
+                            return plan;
+                        }
+                        plan.push(part);
+                        plan
+                    })
             })
             .collect();
         let sm = StdLocs::new(&prog);
@@ -945,6 +999,10 @@ impl Engine {
         let mut off = 0;
         for part in &self.key_plans[t as usize] {
             match part {
+                KeyPart::Bytes { byte, n } => {
+                    copy_short(&mut out[off..off + n], &phv.data[*byte..*byte + n]);
+                    off += n;
+                }
                 KeyPart::Field { loc, nbytes, mask } => {
                     let mut v = phv.read_raw(*loc);
                     if let Some(m) = mask {
@@ -1134,6 +1192,29 @@ impl Engine {
             guard += 1;
             if guard > 1_000_000 {
                 break;
+            }
+            // the commonest primitives without the general dispatcher's frame
+            match &a.body[pc] {
+                Prim::AssignConst { dst, value } => {
+                    ctx.phv.write(p.fields[*dst as usize].loc, *value);
+                    pc += 1;
+                    continue;
+                }
+                Prim::AssignParam { dst, param } => {
+                    let off = a.param_offsets[*param as usize] as usize;
+                    let w = a.params[*param as usize].1;
+                    let v = crate::phv::read_param(&call.data, off, w);
+                    ctx.phv.write(p.fields[*dst as usize].loc, v);
+                    pc += 1;
+                    continue;
+                }
+                Prim::CopyField { dst, src } => {
+                    let v = ctx.phv.read(p.fields[*src as usize].loc);
+                    ctx.phv.write(p.fields[*dst as usize].loc, v);
+                    pc += 1;
+                    continue;
+                }
+                _ => {}
             }
             let jumped = self.prim(
                 cs,

@@ -61,8 +61,12 @@ impl Phv {
         // Empty slices are skipped: libc's AVX-512 memset turns a zero-length fill of a
         // dangling pointer into a masked store that costs a microcode assist per call.
         self.data.fill(0);
-        for (v, h) in self.valid.iter_mut().zip(&p.headers) {
-            *v = h.metadata;
+        if self.valid.len() == p.valid_init.len() {
+            self.valid.copy_from_slice(&p.valid_init);
+        } else {
+            for (v, h) in self.valid.iter_mut().zip(&p.headers) {
+                *v = h.metadata;
+            }
         }
         if !self.stack_next.is_empty() {
             self.stack_next.fill(0);

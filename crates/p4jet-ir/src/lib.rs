@@ -719,6 +719,9 @@ pub struct Program {
     pub phv_bytes: u32,
     /// Byte ranges of metadata headers (zeroed on arrival).
     pub metadata_ranges: Vec<(u32, u32)>,
+    /// Validity of each header on arrival (metadata headers are always valid), copied
+    /// into every packet's PHV in one go.
+    pub valid_init: Vec<bool>,
     /// Number of varbit slots.
     pub varbit_slots: u32,
     /// Expressions.

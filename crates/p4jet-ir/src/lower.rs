@@ -98,6 +98,7 @@ pub fn lower(j: &p4jet_json::Program) -> Result<Program, LoadError> {
             union_stacks: vec![],
             phv_bytes: 0,
             metadata_ranges: vec![],
+            valid_init: vec![],
             varbit_slots: 0,
             exprs: ExprPool::default(),
             parser: Parser {
@@ -395,6 +396,7 @@ impl<'a> Ctx<'a> {
             if h.metadata {
                 self.p.metadata_ranges.push((offset, max_bytes));
             }
+            self.p.valid_init.push(h.metadata);
             self.p.headers.push(HeaderInfo {
                 name: h.name.clone(),
                 type_name: h.header_type.clone(),

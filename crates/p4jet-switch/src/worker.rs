@@ -519,7 +519,11 @@ impl Core {
         }
         // simple_switch: a resubmitted/recirculated/cloned instance has ingress_port 0
         // unless preserved; the port was recorded as 0 when it was requeued.
+        let mut t = None;
+        let on = self.timing;
+        lap(on, &mut t, &mut 0);
         e.parse(cs, &mut batch, &mut self.scratch);
+        lap(on, &mut t, &mut self.stage_ns[0]);
         e.run_control(
             cs,
             &self.externs,
@@ -528,9 +532,11 @@ impl Core {
             &mut self.scratch,
             now,
         );
+        lap(on, &mut t, &mut self.stage_ns[1]);
         for ctx in batch.drain(..) {
             self.after_ingress(e, cs, ctx, now);
         }
+        lap(on, &mut t, &mut self.stage_ns[2]);
         self.batch = batch;
     }
 
@@ -727,6 +733,9 @@ impl Core {
         let e = &*engine;
         let p = &*e.prog;
         let std = &e.sm;
+        let mut t = None;
+        let on = self.timing;
+        lap(on, &mut t, &mut 0);
         let now = self.clock.now_us();
         let mut batch = std::mem::take(&mut self.egress);
         for ctx in batch.iter_mut() {
@@ -755,9 +764,6 @@ impl Core {
             // keeps it in the packet's registers) and happens after egress
             ctx.clone = None;
         }
-        let mut t = None;
-        let on = self.timing;
-        lap(on, &mut t, &mut 0);
         e.run_control(
             cs,
             &self.externs,

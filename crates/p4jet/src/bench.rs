@@ -65,6 +65,10 @@ pub struct BenchArgs {
     /// Ingress port of the replayed frames.
     #[arg(long = "port", default_value_t = 0)]
     pub port: u32,
+    /// Skip the null program and the instrumented stage run (for profilers: only the
+    /// program's own replay runs; null figures are reported as 0).
+    #[arg(long = "profile-only")]
+    pub profile_only: bool,
 }
 
 /// A program that parses nothing and forwards everything to port 0.
@@ -571,6 +575,7 @@ fn sweep(a: &BenchArgs, sw: &Switch, frames: &[Vec<u8>]) -> Result<ExitCode, Str
                 "mode": mode.to_string(),
                 "queue_size": q,
                 "pps": pps,
+            "packets": m.packets,
                 "ns_per_packet": 1e9 / pps.max(1e-9),
                 "latency": latency_json(&m.latency),
                 "cpu_ns_per_packet": cpu,
@@ -649,10 +654,14 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
         secs: a.seconds,
         queue,
         progress: !a.json,
-        stages: true,
+        stages: !a.profile_only,
     };
     let m = measure_parallel(&sw, &frames, &setup, workers, a.mode, a.pin);
-    let n = measure_parallel(&null, &frames, &setup, workers, a.mode, a.pin);
+    let n = if a.profile_only {
+        Measure::default()
+    } else {
+        measure_parallel(&null, &frames, &setup, workers, a.mode, a.pin)
+    };
     let load1 = load_average();
     let pps = m.pps();
     let null_pps = n.pps();
@@ -679,6 +688,7 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
             "threads": m.threads,
             "batch": a.batch,
             "pps": pps,
+            "packets": m.packets,
             "ns_per_packet": 1e9 / pps.max(1e-9),
             "latency": latency_json(&m.latency),
             "cpu_ns_per_packet": cpu,

@@ -505,6 +505,7 @@ impl Core {
             ctx.reset(p);
             let len = ctx.pkt.len() as u128;
             ctx.ingress_len = len as u32;
+            ctx.length_reg = len as u64;
             e.std_inform(&mut ctx.phv, std.ingress_port, ctx.arch.port as u128);
             e.std_inform(&mut ctx.phv, std.packet_length, len);
             e.std_inform(
@@ -570,6 +571,9 @@ impl Core {
             e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
             e.std_inform(&mut c.phv, std.packet_length, c.pkt.len() as u128);
             c.ingress_len = ctx.ingress_len;
+            // the length register as the pass began (add/remove_header of this pass
+            // changed the original's, not the clone's)
+            c.length_reg = ctx.ingress_len as u64;
             self.send_to_session(e, cs, c, ms, now);
         }
         // 2. digest
@@ -737,7 +741,7 @@ impl Core {
                 std.egress_spec,
                 (self.cfg.drop_port + 1) as u128,
             );
-            e.std_inform(&mut ctx.phv, std.packet_length, ctx.pkt.len() as u128);
+            e.std_inform(&mut ctx.phv, std.packet_length, ctx.length_reg as u128);
             e.std_inform(&mut ctx.phv, std.enq_timestamp, ctx.arch.enq_us as u128);
             e.std_inform(&mut ctx.phv, std.enq_qdepth, ctx.arch.enq_qdepth as u128);
             e.std_inform(

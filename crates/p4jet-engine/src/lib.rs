@@ -97,6 +97,10 @@ pub struct PacketCtx {
     pub payload_off: usize,
     /// Length as received (counters and meters use it).
     pub ingress_len: u32,
+    /// simple_switch's packet length register: set by the switch when a pass starts,
+    /// adjusted by `add_header` (setValid) and `remove_header` (setInvalid); egress
+    /// reads `packet_length` from it. Wrapping, as bmv2's unsigned register.
+    pub length_reg: u64,
     /// `exit` was called in this control.
     pub exit: bool,
     /// Clone requested: (session, field list id).
@@ -144,6 +148,7 @@ impl PacketCtx {
             phv: Phv::new(p),
             payload_off: 0,
             ingress_len: 0,
+            length_reg: 0,
             exit: false,
             clone: None,
             resubmit: None,
@@ -188,6 +193,7 @@ impl PacketCtx {
         }
         self.payload_off = other.payload_off;
         self.ingress_len = other.ingress_len;
+        self.length_reg = other.length_reg;
         self.exit = other.exit;
         self.clone = other.clone;
         self.resubmit = other.resubmit;
@@ -1338,6 +1344,10 @@ impl Engine {
                         ctx.phv.varbit_bits[s as usize] = 0;
                     }
                     self.set_valid(&mut ctx.phv, h);
+                    // simple_switch's add_header: the length register grows by the
+                    // header's size (siblings a union member invalidates are not taken off)
+                    let n = header_bytes(p, &ctx.phv, h) as u64;
+                    ctx.length_reg = ctx.length_reg.wrapping_add(n);
                 }
             }
             Prim::AddHeaderFast(h) => {
@@ -1346,7 +1356,13 @@ impl Engine {
                 }
             }
             Prim::RemoveHeader(h) => {
-                if let Some(h) = resolve_header(p, &ec!(), h) {
+                if let Some(h) = resolve_header(p, &ec!(), h)
+                    && ctx.phv.valid[h as usize]
+                {
+                    // simple_switch's remove_header: the length register shrinks by the
+                    // size of a header that was valid
+                    let n = header_bytes(p, &ctx.phv, h) as u64;
+                    ctx.length_reg = ctx.length_reg.wrapping_sub(n);
                     ctx.phv.valid[h as usize] = false;
                 }
             }
@@ -1385,7 +1401,11 @@ impl Engine {
             }
             Prim::Exit => ctx.exit = true,
             Prim::Truncate(len) => {
-                ctx.truncate = eval_index(p, &ec!(), *len).map(|v| v.min(u32::MAX as u64) as u32);
+                // bmv2's Packet::truncate keeps the smallest length asked for
+                if let Some(v) = eval_index(p, &ec!(), *len) {
+                    let v = v.min(u32::MAX as u64) as u32;
+                    ctx.truncate = Some(ctx.truncate.map_or(v, |t| t.min(v)));
+                }
             }
             Prim::LogMsg { fmt, args } => {
                 let mut out = String::new();

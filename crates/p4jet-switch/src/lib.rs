@@ -52,6 +52,27 @@ impl Clock {
             Clock::Manual(v) => v.load(Ordering::Relaxed),
         }
     }
+
+    /// Now, in nanoseconds since start (a manual clock counts whole microseconds).
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        match self {
+            Clock::Real(t) => t.elapsed().as_nanos() as u64,
+            Clock::Manual(v) => v.load(Ordering::Relaxed).saturating_mul(1000),
+        }
+    }
+
+    /// Whether the caller sets the time (see [`Clock::Manual`]).
+    pub fn is_manual(&self) -> bool {
+        matches!(self, Clock::Manual(_))
+    }
+
+    /// Moves a manual clock forward to `us` (never back); a real clock is left alone.
+    pub fn advance_to(&self, us: u64) {
+        if let Clock::Manual(v) = self {
+            v.fetch_max(us, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Switch options (simple_switch flags).
@@ -400,9 +421,17 @@ impl Switch {
     }
 
     /// Processes everything queued until the switch is idle; calls `tx` for each frame
-    /// sent.
+    /// sent. Packets of rate-limited queues are waited for with a real clock; with a
+    /// manual clock they stay queued until it reaches their departure time (see
+    /// [`Worker::run_until_idle`] and [`Switch::next_due_us`]).
     pub fn run_until_idle(&mut self, tx: &mut dyn FnMut(u32, &[u8])) {
         self.worker.run_until_idle(tx);
+    }
+
+    /// When the next packet waiting in a rate-limited queue of the switch's worker may
+    /// leave (µs of the switch clock, rounded up); None when none waits.
+    pub fn next_due_us(&self) -> Option<u64> {
+        self.worker.next_due_us()
     }
 
     /// Acknowledges all digest samples (clears the learning filter).

@@ -21,14 +21,19 @@
 //!   contexts are dropped), so the two can never wait for each other.
 //! * An in-flight counter (packets handed to stage 2 and not yet sent, dropped or
 //!   back in stage 1) tells when the pipeline is idle.
+//! * Rate-limited queues (`set_queue_rate`): stage 1 hands a packet over when its
+//!   departure time comes; egress clones wait in stage 2's queues, counted as in flight,
+//!   and stage 2 publishes how many wait and until when, so that stage 1 can tell "idle
+//!   but for paced packets" from "busy" (with a manual clock, `run_until_idle` returns
+//!   then; see [`IngressStage::next_due_us`]).
 //! * Configuration swaps: stage 1 notices the new generation, stops taking input,
 //!   finishes the packets inside the pipeline with the old program (including
 //!   recirculations coming back), waits until none is in flight, then sends the new
 //!   program down the ring and moves to it; stage 2 moves when the message arrives.
 //!   A packet is processed entirely by one program, as with [`Worker`].
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use p4jet_ring::{Closed, Consumer, Producer, RingConfig};
@@ -47,8 +52,29 @@ enum Msg {
 
 /// State shared by the two stages.
 struct Shared {
-    /// Packets handed to egress and not yet transmitted, dropped or back in stage 1.
+    /// Packets handed to egress and not yet transmitted, dropped or back in stage 1,
+    /// and egress clones waiting in stage 2's rate-limited queues.
     inflight: AtomicUsize,
+    /// Stage 2's queued egress clones (changed together with `inflight` for them).
+    waiting: Mutex<Waiting>,
+}
+
+/// Egress clones queued in stage 2.
+#[derive(Debug, Clone, Copy)]
+struct Waiting {
+    /// How many.
+    count: usize,
+    /// Departure time of the first (ns of the switch clock; u64::MAX: none).
+    due_ns: u64,
+}
+
+impl Shared {
+    fn waiting(&self) -> Waiting {
+        match self.waiting.lock() {
+            Ok(g) => *g,
+            Err(p) => *p.into_inner(),
+        }
+    }
 }
 
 /// Rounds a requested ring size to the capacity used: a power of two, at least 2.
@@ -108,6 +134,10 @@ fn pipeline(w1: Worker, w2: Worker, cap: usize) -> (IngressStage, EgressStage) {
     let (free_out, free_in) = ring(cap);
     let shared = Arc::new(Shared {
         inflight: AtomicUsize::new(0),
+        waiting: Mutex::new(Waiting {
+            count: 0,
+            due_ns: u64::MAX,
+        }),
     });
     let max = w2.core.batch_size();
     (
@@ -168,6 +198,51 @@ impl IngressStage {
     /// Packets waiting for ingress in this stage.
     pub fn local_pending(&self) -> usize {
         self.w.pending()
+    }
+
+    /// Whether [`IngressStage::step`] can make progress now (packets waiting for
+    /// ingress, or queued packets due).
+    pub fn local_ready(&self) -> bool {
+        if self.w.swap_pending() {
+            let core = &self.w.core;
+            core.pipeline_ready()
+                || (core.in_pipeline() == 0 && self.in_flight() == 0 && self.w.pending() > 0)
+        } else {
+            self.w.core.ready()
+        }
+    }
+
+    /// When the next packet waiting in a rate-limited queue of either stage may leave
+    /// (µs of the switch clock, rounded up); None when none waits.
+    pub fn next_due_us(&self) -> Option<u64> {
+        let local = self.w.core.next_due_us();
+        let w = self.shared.waiting();
+        let remote = (w.count > 0 && w.due_ns != u64::MAX).then(|| w.due_ns.div_ceil(1000));
+        match (local, remote) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Time until a packet of either stage's rate-limited queues may leave, when
+    /// everything left waits for that (None: something can be done now, or nothing
+    /// waits).
+    pub fn idle_until(&self) -> Option<Duration> {
+        if self.local_ready() {
+            return None;
+        }
+        let w = self.shared.waiting();
+        if self.in_flight() != w.count {
+            // the egress stage has work
+            return None;
+        }
+        let clock = self.w.core.clock();
+        let now = clock.now_ns();
+        let mut due = w.due_ns;
+        if let Some(d) = self.w.core.until_due() {
+            due = due.min(now.saturating_add(d.as_nanos() as u64));
+        }
+        (due != u64::MAX).then(|| Duration::from_nanos(due.saturating_sub(now)))
     }
 
     /// Packets handed to the egress stage that have not left the pipeline yet.
@@ -274,7 +349,9 @@ impl IngressStage {
     }
 
     /// Steps until every packet injected so far has left the pipeline (the egress stage
-    /// must be running on another thread).
+    /// must be running on another thread). Packets of rate-limited queues are waited
+    /// for with a real clock; with a manual clock this returns once only they are left
+    /// (advance the clock to [`IngressStage::next_due_us`] and call again).
     pub fn run_until_idle(&mut self) -> Result<(), Closed> {
         loop {
             let n = self.step()?;
@@ -282,6 +359,16 @@ impl IngressStage {
                 return Ok(());
             }
             if n == 0 {
+                if let Some(d) = self.idle_until() {
+                    if d.is_zero() {
+                        // due now: the stage holding it releases it at its next step
+                    } else if self.w.core.clock().is_manual() {
+                        return Ok(());
+                    } else {
+                        std::thread::sleep(d.min(Duration::from_millis(1)));
+                        continue;
+                    }
+                }
                 std::thread::yield_now();
             }
         }
@@ -325,18 +412,28 @@ impl EgressStage {
         wait: Duration,
     ) -> Result<usize, Closed> {
         self.flush_back();
-        let wait = if self.back.is_empty() {
+        let mut wait = if self.back.is_empty() {
             wait
         } else {
             wait.min(Duration::from_micros(50))
         };
+        if let Some(d) = self.w.core.until_due() {
+            // egress clones wait in a rate-limited queue
+            wait = wait.min(d);
+        }
         match self
             .from_ingress
             .pop_batch_timeout(&mut self.msgs, self.max, wait)
         {
-            Ok(0) => return Ok(0),
+            Ok(0) => {
+                if self.w.core.queued() > 0 && self.w.core.ready() {
+                    self.process(tx);
+                }
+                return Ok(0);
+            }
             Ok(_) => {}
             Err(Closed) => {
+                self.drain_queued(tx);
                 if !self.back.is_empty() {
                     let lost = self.back.len();
                     self.back.clear();
@@ -355,6 +452,8 @@ impl EgressStage {
                 Msg::Pkt(p) => self.batch.push(p),
                 Msg::Swap(next) => {
                     self.process(tx);
+                    // (stage 1 swaps once nothing is in flight, queued clones included)
+                    self.drain_queued(tx);
                     self.w.adopt(next);
                 }
             }
@@ -369,9 +468,68 @@ impl EgressStage {
         while self.step(tx, Duration::from_millis(10)).is_ok() {}
     }
 
+    /// At the end: egress clones still queued leave at their departure time (real
+    /// clock); a manual clock would never get there, so they are dropped and reported.
+    fn drain_queued(&mut self, tx: &mut dyn FnMut(u32, &[u8])) {
+        while self.w.core.queued() > 0 {
+            if !self.w.core.ready() && !self.w.core.wait_for_due() {
+                let lost = self.w.core.queued();
+                self.w.core.clear_pipeline();
+                self.w.core.errors.push(format!(
+                    "{lost} egress clone(s) dropped at shutdown: their rate-limited queue \
+                     was not due (manual clock)"
+                ));
+                self.publish_waiting(lost, 0);
+                return;
+            }
+            self.process(tx);
+        }
+    }
+
+    /// Publishes the egress clones queued here; `before` were queued before the last
+    /// processing and `k` packets from stage 1 were processed since.
+    fn publish_waiting(&mut self, before: usize, k: usize) {
+        let after = self.w.core.queued();
+        if before == 0 && after == 0 {
+            if k > 0 {
+                self.shared.inflight.fetch_sub(k, Ordering::AcqRel);
+            }
+            return;
+        }
+        let due_ns = self
+            .w
+            .core
+            .until_due()
+            .map(|d| {
+                self.w
+                    .core
+                    .clock()
+                    .now_ns()
+                    .saturating_add(d.as_nanos() as u64)
+            })
+            .unwrap_or(u64::MAX);
+        let mut w = match self.shared.waiting.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        // queued clones count as in flight, changed under the lock with `waiting`
+        let add = after;
+        let sub = before + k;
+        if add >= sub {
+            self.shared.inflight.fetch_add(add - sub, Ordering::AcqRel);
+        } else {
+            self.shared.inflight.fetch_sub(sub - add, Ordering::AcqRel);
+        }
+        *w = Waiting {
+            count: after,
+            due_ns,
+        };
+    }
+
     fn process(&mut self, tx: &mut dyn FnMut(u32, &[u8])) {
         let k = self.batch.len();
-        if k == 0 {
+        let queued = self.w.core.queued();
+        if k == 0 && !(queued > 0 && self.w.core.ready()) {
             return;
         }
         match self.w.reader.enter() {
@@ -396,7 +554,7 @@ impl EgressStage {
             let _ = self.free_out.try_push_batch(&mut self.spare);
             self.spare.clear();
         }
-        self.shared.inflight.fetch_sub(k, Ordering::AcqRel);
+        self.publish_waiting(queued, k);
     }
 
     fn flush_back(&mut self) {

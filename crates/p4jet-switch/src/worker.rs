@@ -202,17 +202,52 @@ impl Worker {
     }
 
     /// Runs until no packet is left; `tx` receives every transmitted frame.
+    ///
+    /// Packets of rate-limited queues (`set_queue_rate`) leave at their departure
+    /// time: with a real clock this sleeps until then. A manual clock only moves when
+    /// its owner moves it, so with one this returns once nothing else can be done, the
+    /// paced packets still queued: advance the clock to [`Worker::next_due_us`] and
+    /// call again (what `p4jet stf` does).
     pub fn run_until_idle(&mut self, tx: &mut dyn FnMut(u32, &[u8])) {
-        while self.pending() > 0 {
+        loop {
+            self.run_ready(tx);
+            if self.pending() == 0 || !self.core.wait_for_due() {
+                return;
+            }
+        }
+    }
+
+    /// Processes everything that can be processed now (received, resubmitted and
+    /// recirculated packets, queued packets due) and returns without waiting for the
+    /// departure time of rate-limited packets (see [`Worker::next_due_us`]).
+    pub fn run_ready(&mut self, tx: &mut dyn FnMut(u32, &[u8])) {
+        while self.ready() {
             self.step(tx);
         }
+    }
+
+    /// Whether a step can make progress now.
+    pub fn ready(&self) -> bool {
+        if self.swap_pending() {
+            // the old program's packets first; the swap, then received packets
+            self.core.pipeline_ready() || (self.core.in_pipeline() == 0 && self.pending() > 0)
+        } else {
+            self.core.ready()
+        }
+    }
+
+    /// When the next packet waiting in a rate-limited queue may leave (µs of the
+    /// switch clock, rounded up); None when no packet is queued.
+    pub fn next_due_us(&self) -> Option<u64> {
+        self.core.next_due_us()
     }
 
     /// One ingress batch, then the traffic manager drained through egress. Moves to a
     /// swapped-in program first, if there is one.
     pub fn step(&mut self, tx: &mut dyn FnMut(u32, &[u8])) {
-        if self.dataplane.generation() != self.active.generation {
-            self.follow_swap(tx);
+        if self.dataplane.generation() != self.active.generation && !self.follow_swap(tx) {
+            // packets of the old program wait in a rate-limited queue
+            return;
         }
         let Some(guard) = self.reader.enter() else {
             self.core.errors.push("control state is gone".into());
@@ -230,13 +265,17 @@ impl Worker {
 
     /// Moves to the data plane's current program: packets already inside the pipeline
     /// (recirculating or queued for egress) finish with the old one; received packets
-    /// not yet in ingress are kept for the new one.
-    pub(crate) fn follow_swap(&mut self, tx: &mut dyn FnMut(u32, &[u8])) {
+    /// not yet in ingress are kept for the new one. False when the move must wait:
+    /// packets of the old program are in a rate-limited queue and not due yet.
+    pub(crate) fn follow_swap(&mut self, tx: &mut dyn FnMut(u32, &[u8])) -> bool {
         let next = self.dataplane.current();
         if next.generation == self.active.generation {
-            return;
+            return true;
         }
         while self.core.recirc.len() + self.core.tm.len() > 0 {
+            if !self.core.pipeline_ready() {
+                return false;
+            }
             let Some(guard) = self.reader.enter() else {
                 self.core
                     .errors
@@ -249,6 +288,7 @@ impl Worker {
             self.core.step_with(&guard, tx, false);
         }
         self.adopt(next);
+        true
     }
 
     /// Moves to program `next` now; received packets not yet in ingress are re-created
@@ -307,6 +347,57 @@ impl Core {
     /// Packets waiting anywhere in the worker.
     pub fn pending(&self) -> usize {
         self.input.len() + self.recirc.len() + self.tm.len() + self.fast.len()
+    }
+
+    /// Whether a step can make progress now: input, resubmitted or recirculated
+    /// packets, or a queued packet that may leave.
+    pub fn ready(&self) -> bool {
+        !self.input.is_empty() || self.pipeline_ready()
+    }
+
+    /// [`Core::ready`] without the received packets.
+    pub(crate) fn pipeline_ready(&self) -> bool {
+        !self.recirc.is_empty() || !self.fast.is_empty() || self.tm_ready()
+    }
+
+    /// Whether a queued packet may leave now.
+    fn tm_ready(&self) -> bool {
+        if self.tm.paced() == 0 {
+            !self.tm.is_empty()
+        } else {
+            self.tm.has_due(self.clock.now_ns())
+        }
+    }
+
+    /// When the next queued packet may leave (µs of the switch clock, rounded up; now
+    /// or earlier for a packet without a rate limit); None when nothing is queued.
+    pub fn next_due_us(&self) -> Option<u64> {
+        self.tm.next_due_ns().map(|t| t.div_ceil(1000))
+    }
+
+    /// Time until the next queued packet may leave (zero when one may leave now); None
+    /// when nothing is queued.
+    pub fn until_due(&self) -> Option<std::time::Duration> {
+        let t = self.tm.next_due_ns()?;
+        let now = self.clock.now_ns();
+        Some(std::time::Duration::from_nanos(t.saturating_sub(now)))
+    }
+
+    /// Sleeps until the next queued packet may leave (real clock); false when nothing
+    /// is queued or the clock is manual (only its owner moves it).
+    pub(crate) fn wait_for_due(&self) -> bool {
+        if self.clock.is_manual() {
+            return false;
+        }
+        match self.until_due() {
+            Some(d) => {
+                if !d.is_zero() {
+                    std::thread::sleep(d);
+                }
+                true
+            }
+            None => false,
+        }
     }
 
     /// Queues a received frame.
@@ -393,8 +484,10 @@ impl Core {
             self.qcfg.clone_from(&q);
         }
         debug_assert!(self.egress.is_empty());
-        std::mem::swap(&mut self.egress, batch);
-        self.run_egress(cs, tx, false);
+        if !batch.is_empty() {
+            std::mem::swap(&mut self.egress, batch);
+            self.run_egress(cs, tx, false);
+        }
         while self.next_egress_batch() {
             self.run_egress(cs, tx, true);
         }
@@ -423,6 +516,16 @@ impl Core {
     /// Adds contexts to the pool.
     pub(crate) fn give_back(&mut self, ctxs: &mut Vec<Pkt>) {
         self.pool.append(ctxs);
+    }
+
+    /// Packets queued in the traffic manager.
+    pub(crate) fn queued(&self) -> usize {
+        self.tm.len()
+    }
+
+    /// The switch clock.
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// Packets resubmitted or recirculated, and queued in the traffic manager.
@@ -484,11 +587,18 @@ impl Core {
             std::mem::swap(&mut self.egress, &mut self.fast);
             true
         } else if !self.tm.is_empty() {
+            // rate-limited packets leave at their departure time (one clock read)
+            let now_ns = if self.tm.paced() > 0 {
+                self.clock.now_ns()
+            } else {
+                u64::MAX
+            };
             self.egress.clear();
             let mut out = std::mem::take(&mut self.egress);
-            self.tm.dequeue_into(self.cfg.batch.max(1), &mut out);
+            self.tm
+                .dequeue_into(self.cfg.batch.max(1), &mut out, now_ns);
             self.egress = out;
-            true
+            !self.egress.is_empty()
         } else {
             false
         }
@@ -505,6 +615,7 @@ impl Core {
             ctx.reset(p);
             let len = ctx.pkt.len() as u128;
             ctx.ingress_len = len as u32;
+            ctx.length_reg = len as u64;
             e.std_inform(&mut ctx.phv, std.ingress_port, ctx.arch.port as u128);
             e.std_inform(&mut ctx.phv, std.packet_length, len);
             e.std_inform(
@@ -576,6 +687,9 @@ impl Core {
             e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
             e.std_inform(&mut c.phv, std.packet_length, c.pkt.len() as u128);
             c.ingress_len = ctx.ingress_len;
+            // the length register as the pass began (add/remove_header of this pass
+            // changed the original's, not the clone's)
+            c.length_reg = ctx.ingress_len as u64;
             self.send_to_session(e, cs, c, ms, now);
         }
         // 2. digest
@@ -719,7 +833,8 @@ impl Core {
             return;
         }
         ctx.arch.enq_qdepth = self.tm.depth(port, prio) as u32;
-        if let Err(ctx) = self.tm.enqueue(&self.qcfg, port, prio, ctx) {
+        let now_ns = now.saturating_mul(1000);
+        if let Err(ctx) = self.tm.enqueue(&self.qcfg, port, prio, ctx, now_ns) {
             self.errors
                 .push(format!("egress queue of port {port} full: packet dropped"));
             self.free(ctx);
@@ -746,7 +861,7 @@ impl Core {
                 std.egress_spec,
                 (self.cfg.drop_port + 1) as u128,
             );
-            e.std_inform(&mut ctx.phv, std.packet_length, ctx.pkt.len() as u128);
+            e.std_inform(&mut ctx.phv, std.packet_length, ctx.length_reg as u128);
             e.std_inform(&mut ctx.phv, std.enq_timestamp, ctx.arch.enq_us as u128);
             e.std_inform(&mut ctx.phv, std.enq_qdepth, ctx.arch.enq_qdepth as u128);
             e.std_inform(

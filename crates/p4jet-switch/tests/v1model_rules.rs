@@ -1260,8 +1260,6 @@ fn exit_in_ingress_still_forwards() {
 /// (setValid) and remove_header (setInvalid) adjust; egress reads packet_length from
 /// it. Here ingress adds the 4-byte `extra` header: egress sees 79, not 75.
 #[test]
-#[ignore = "p4jet-engine does not track simple_switch's packet length register: \
-            setValid/setInvalid in ingress do not change packet_length in egress"]
 fn packet_length_in_egress_counts_headers_added_in_ingress() {
     let mut r = rig(&[]);
     let f = frame(
@@ -1284,7 +1282,6 @@ fn packet_length_in_egress_counts_headers_added_in_ingress() {
 
 /// simple_switch's Packet::truncate keeps the smallest length asked for.
 #[test]
-#[ignore = "p4jet-engine keeps the last truncate() length, simple_switch the smallest"]
 fn truncate_twice_keeps_the_smallest_length() {
     let mut r = rig(&[]);
     let f = frame(
@@ -1300,4 +1297,61 @@ fn truncate_twice_keeps_the_smallest_length() {
     );
     let out = r.run(&[(6, f.clone())]);
     assert_out(&out, &[(2, with_obs(&f, ig0(6), eg0(6, 2))[..20].to_vec())]);
+}
+
+/// The packet length register travels with the packet: multicast copies take the
+/// original's (grown by the header ingress added), an I2E clone the length the pass
+/// started with (simple_switch sets it to `ingress_packet_size`).
+#[test]
+fn packet_length_register_in_multicast_copies_and_clones() {
+    let mut r = rig(MIRROR_AND_GROUP);
+    let f = frame(
+        1,
+        &Ctl {
+            iflags: I_EXTRA | I_MCAST,
+            mgid: 1,
+            ..Ctl::default()
+        },
+    );
+    let out = r.run(&[(6, f.clone())]);
+    let mut exp = f.clone();
+    exp.splice(PAYLOAD_OFF..PAYLOAD_OFF, [0x0b, 0xad, 0xca, 0xfe]);
+    let copy = |port: u16| {
+        with_obs(
+            &exp,
+            ig0(6),
+            Eg {
+                instance_type: 5,
+                rid: 7,
+                mcast_grp: 1,
+                packet_length: L + 4,
+                ..eg0(6, port)
+            },
+        )
+    };
+    assert_out(&out, &[(1, copy(1)), (3, copy(3))]);
+
+    let f = frame(
+        1,
+        &Ctl {
+            iflags: I_EXTRA | I_CLONE,
+            i_session: 5,
+            out_port: 2,
+            ..Ctl::default()
+        },
+    );
+    let out = r.run(&[(6, f.clone())]);
+    let mut exp = f.clone();
+    exp.splice(PAYLOAD_OFF..PAYLOAD_OFF, [0x0b, 0xad, 0xca, 0xfe]);
+    let eg = Eg {
+        packet_length: L + 4,
+        ..eg0(6, 2)
+    };
+    assert_out(
+        &out,
+        &[
+            (2, with_obs(&exp, ig0(6), eg)),
+            (4, with_obs(&f, Ig::default(), eg_i2e(4, 0))),
+        ],
+    );
 }

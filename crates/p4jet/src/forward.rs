@@ -319,6 +319,12 @@ fn report_errors(core: &mut Core, extra: &mut Vec<String>) {
     }
 }
 
+/// How long an idle forwarding thread may wait: `max`, or less when a packet of a
+/// rate-limited queue is due sooner.
+fn nap(due: Option<Duration>, max: Duration) -> Duration {
+    due.map_or(max, |d| d.min(max))
+}
+
 /// A run-to-completion worker thread.
 fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, String> {
     lane.start();
@@ -332,7 +338,8 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
             } else {
                 lane.rx_live(c.batch, &mut |n, f| w.inject(n, f))?
             };
-            w.run_until_idle(&mut |p, f| tx.push(p, f));
+            // packets of rate-limited queues leave later: never wait for them here
+            w.run_ready(&mut |p, f| tx.push(p, f));
             tx.send(&lane.ports, &mut errors)?;
             flush_trace(&mut w.core, &c);
             report_errors(&mut w.core, &mut errors);
@@ -345,10 +352,10 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
                     // simple_switch keeps running after its inputs end; wait for SIGTERM
                     std::thread::sleep(Duration::from_millis(20));
                 } else if got == 0 {
-                    std::thread::sleep(Duration::from_micros(200));
+                    std::thread::sleep(nap(w.core.until_due(), Duration::from_micros(200)));
                 }
             } else if got == 0 {
-                lane.wait(Duration::from_millis(1))?;
+                lane.wait(nap(w.core.until_due(), Duration::from_millis(1)))?;
             }
         }
         Ok(())
@@ -375,7 +382,7 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
             };
             // everything received goes through ingress; recirculated packets come back
             st.step().map_err(&gone)?;
-            while st.local_pending() > 0 {
+            while st.local_ready() {
                 st.step().map_err(&gone)?;
             }
             flush_trace(st.core_mut(), &c);
@@ -387,10 +394,13 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
                     }
                     std::thread::sleep(Duration::from_millis(20));
                 } else if got == 0 {
-                    std::thread::sleep(Duration::from_micros(200));
+                    std::thread::sleep(nap(st.idle_until(), Duration::from_micros(200)));
                 }
             } else if got == 0 {
-                if st.in_flight() == 0 {
+                if let Some(d) = st.idle_until() {
+                    // only packets of rate-limited queues are left
+                    lane.wait(nap(Some(d), Duration::from_millis(1)))?;
+                } else if st.in_flight() == 0 {
                     lane.wait(Duration::from_millis(1))?;
                 } else {
                     // recirculated packets may come back any moment

@@ -1,5 +1,7 @@
 //! `p4jet stf`: runs STF tests (p4c's bmv2 STF format plus the corpus extensions) against
-//! a program, in process, with a clock held still.
+//! a program, in process, with a clock held still. Only rate-limited queues
+//! (`set_queue_rate`) move it: once a packet is processed, the clock jumps to each
+//! departure time of the packets they hold, so that they leave in order, paced.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -161,17 +163,35 @@ fn run_statements(
             StfKind::Packet { port, data } => match &mut fwd {
                 Fwd::Rtc => {
                     sw.inject(*port, data);
-                    sw.run_until_idle(&mut |p, f| {
+                    let mut tx = |p: u32, f: &[u8]| {
                         if let Ok(mut a) = actual.lock() {
                             a.entry(p).or_default().push(f.to_vec());
                         }
-                    });
+                    };
+                    sw.run_until_idle(&mut tx);
+                    // packets of rate-limited queues (set_queue_rate): the held clock
+                    // jumps to each departure time in turn
+                    while let Some(t) = sw.next_due_us() {
+                        let before = (sw.clock.now_us(), sw.worker.pending());
+                        sw.clock.advance_to(t);
+                        sw.run_until_idle(&mut tx);
+                        if (sw.clock.now_us(), sw.worker.pending()) == before {
+                            break;
+                        }
+                    }
                 }
                 Fwd::Pipeline { ingress, .. } => {
                     ingress.inject(*port, data);
-                    ingress
-                        .run_until_idle()
-                        .map_err(|_| "the egress stage stopped".to_string())?;
+                    let stopped = |_| "the egress stage stopped".to_string();
+                    ingress.run_until_idle().map_err(stopped)?;
+                    while let Some(t) = ingress.next_due_us() {
+                        let before = (sw.clock.now_us(), ingress.pending());
+                        sw.clock.advance_to(t);
+                        ingress.run_until_idle().map_err(stopped)?;
+                        if (sw.clock.now_us(), ingress.pending()) == before {
+                            break;
+                        }
+                    }
                 }
             },
             StfKind::CheckCounter(c) => {

@@ -14,7 +14,11 @@
 # For each run: WARMUP s after the start, then s0's rx counter over SECS s is the
 # rate at the sink; g0's tx counter over the same window is the offered rate;
 # the 1-minute load average at the end of the window is printed with it (it
-# includes the generator and the forwarder: about 2 on an idle machine).
+# includes the generator and the forwarder: about 2 on an idle machine), and the
+# CPU time over the window of the forwarder process, of the generator process,
+# and the machine's softirq and steal time, in CPUs (1.00 = one CPU throughout).
+# "Mpps per forwarder CPU" (sink rate / forwarder CPU) depends less on how much
+# CPU other work left us than the rate itself.
 #
 # Usage (root, from the workspace root, after building):
 #   cargo build --release -p p4jet --bin p4jet
@@ -90,6 +94,11 @@ echo "table_add IngressImpl.dmac forward 02:00:00:00:00:02 => 1" >"$CMDS"
 counter() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/$3"; }
 now() { date +%s.%N; }
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
+# CPU ticks (1/CLK_TCK s) used by process $1 (all threads), user + system
+proc_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# machine-wide "softirq steal" ticks
+sys_ticks() { awk '$1 == "cpu" { print $8, $9 }' /proc/stat; }
+HZ=$(getconf CLK_TCK)
 
 ip netns exec "$G" "$VETH_GEN" g0 >"$TMP/gen.log" 2>&1 &
 GEN_PID=$!
@@ -115,7 +124,10 @@ N=${#NAMES[@]}
 RESULTS=$TMP/results
 : >"$RESULTS"
 echo "veth_bench: $ROUNDS rounds x ${NAMES[*]}, ${SECS} s per run after ${WARMUP} s warm-up, $(nproc) CPUs, kernel $(uname -r)"
-printf '%-5s %-15s %14s %14s %8s  %s\n' round forwarder "offered Mpps" "at sink Mpps" load "forwarder's own counters"
+# CPU columns in CPUs (1.00 = one CPU busy for the whole window): the forwarder
+# process, the generator process, softirq time and steal time of the whole machine
+printf '%-5s %-15s %8s %8s %6s %6s %6s %6s %6s  %s\n' round forwarder offered sink load fwdCPU genCPU sirq steal "forwarder's own counters"
+printf '%-5s %-15s %8s %8s %6s %6s %6s %6s %6s\n' "" "" Mpps Mpps "" CPUs CPUs CPUs CPUs
 for r in $(seq 1 "$ROUNDS"); do
     for k in $(seq 0 $((N - 1))); do
         name=${NAMES[$(((k + r - 1) % N))]}
@@ -127,8 +139,13 @@ for r in $(seq 1 "$ROUNDS"); do
             die "$name exited early: $(cat "$log")"
         fi
         t0=$(now); s0=$(counter "$S" s0 rx_packets); g0=$(counter "$G" g0 tx_packets)
+        f0=$(proc_ticks "$FWD_PID"); q0=$(proc_ticks "$GEN_PID"); read -r si0 st0 < <(sys_ticks)
         sleep "$SECS"
         t1=$(now); s1=$(counter "$S" s0 rx_packets); g1=$(counter "$G" g0 tx_packets)
+        f1=$(proc_ticks "$FWD_PID"); q1=$(proc_ticks "$GEN_PID"); read -r si1 st1 < <(sys_ticks)
+        read -r fcpu gcpu sirq steal < <(awk -v dt="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" \
+            -v hz="$HZ" -v f="$((f1 - f0))" -v q="$((q1 - q0))" -v si="$((si1 - si0))" -v st="$((st1 - st0))" \
+            'BEGIN { d = dt * hz; printf "%.2f %.2f %.2f %.2f\n", f / d, q / d, si / d, st / d }')
         load=$(loadavg)
         kill -TERM "$FWD_PID"; wait "$FWD_PID" 2>/dev/null; FWD_PID=""
         read -r sink offered < <(awk -v t0="$t0" -v t1="$t1" -v s0="$s0" -v s1="$s1" \
@@ -139,18 +156,19 @@ for r in $(seq 1 "$ROUNDS"); do
         p4jet-*) own=$(awk '$1 == 0 { printf "port0 rx %s ", $2 } $1 == 1 { printf "port1 tx %s", $3 }' "$log") ;;
         *) own=$(grep -- '->' "$log" | tail -n 1) ;;
         esac
-        printf '%-5s %-15s %14s %14s %8s  %s\n' "$r" "$name" "$offered" "$sink" "$load" "$own"
-        echo "$name $sink $load $offered" >>"$RESULTS"
+        printf '%-5s %-15s %8s %8s %6s %6s %6s %6s %6s  %s\n' "$r" "$name" "$offered" "$sink" "$load" \
+            "$fcpu" "$gcpu" "$sirq" "$steal" "$own"
+        echo "$name $sink $load $offered $fcpu $sirq" >>"$RESULTS"
         sleep 0.5 # let the kernel release the AF_XDP queues
     done
 done
 
 echo
-echo "| forwarder | rate at the sink, 64 B frames (per round) | median | offered (median) | load average (1 min) |"
-echo "|---|---|---|---|---|"
+echo "| forwarder | rate at the sink, 64 B frames (per round) | median | offered (median) | forwarder CPU (median) | sink Mpps per forwarder CPU (median) | softirq CPU (median) | load average (1 min) |"
+echo "|---|---|---|---|---|---|---|---|"
 for name in "${NAMES[@]}"; do
     awk -v n="$name" '$1 == n' "$RESULTS" | awk -v name="$name" '
-        { rate[NR] = $2; load[NR] = $3; off[NR] = $4 }
+        { rate[NR] = $2; load[NR] = $3; off[NR] = $4; fc[NR] = $5; si[NR] = $6; eff[NR] = $5 > 0 ? $2 / $5 : 0 }
         function median(a, cnt,   s, i, j, t) {
             for (i = 1; i <= cnt; i++) s[i] = a[i]
             for (i = 1; i <= cnt; i++) for (j = i + 1; j <= cnt; j++)
@@ -164,7 +182,8 @@ for name in "${NAMES[@]}"; do
                 if (load[i] + 0 < lmin + 0) lmin = load[i]
                 if (load[i] + 0 > lmax + 0) lmax = load[i]
             }
-            printf "| %s | %s Mpps | %.3f Mpps | %.3f Mpps | %s – %s |\n",
-                name, rates, median(rate, NR), median(off, NR), lmin, lmax
+            printf "| %s | %s Mpps | %.3f Mpps | %.3f Mpps | %.2f | %.2f | %.2f | %s – %s |\n",
+                name, rates, median(rate, NR), median(off, NR), median(fc, NR), median(eff, NR),
+                median(si, NR), lmin, lmax
         }'
 done

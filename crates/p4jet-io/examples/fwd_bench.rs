@@ -24,6 +24,8 @@ use p4jet_io::{AfPacketOptions, AfPacketPort, AfXdpOptions, AfXdpPort, Port, Xdp
 
 #[path = "shared/fwd.rs"]
 mod fwd;
+#[path = "shared/gen.rs"]
+mod generate;
 
 struct Topo {
     g: String,
@@ -112,30 +114,6 @@ impl Drop for Topo {
     }
 }
 
-fn udp_frame(sport: u16, size: usize) -> Vec<u8> {
-    let mut f = vec![0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x08, 0x00];
-    let ip_len = (size - 14) as u16;
-    let mut ip = vec![
-        0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-    ];
-    ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
-    let mut sum: u32 = ip
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&sport.to_be_bytes());
-    f.extend_from_slice(&9u16.to_be_bytes());
-    f.extend_from_slice(&(ip_len - 20).to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
-    f.resize(size, 0);
-    f
-}
-
 /// Generator thread: enters netns G, sends until `stop`.
 fn generator(
     ns: String,
@@ -157,7 +135,7 @@ fn generator(
             },
         )
         .map_err(|e| e.to_string())?;
-        let frames: Vec<Vec<u8>> = (0..256u16).map(|i| udp_frame(1024 + i, size)).collect();
+        let frames = generate::flows(256, size);
         let refs: Vec<&[u8]> = frames.iter().map(|f| f.as_slice()).collect();
         while !stop.load(Ordering::Relaxed) {
             let n = port.send_batch(&refs).map_err(|e| e.to_string())?;

@@ -437,7 +437,7 @@ impl Engine {
                             let nbytes = k.width.div_ceil(8) as usize;
                             let plain = loc.nbytes as usize == nbytes
                                 && loc.width == k.width
-                                && (loc.own || (loc.bit == 0 && loc.width % 8 == 0));
+                                && (loc.own || (loc.bit == 0 && loc.width.is_multiple_of(8)));
                             if k.mask.is_none() && plain && matches!(f, FieldRef::Static(_)) {
                                 KeyPart::Bytes {
                                     byte: loc.byte as usize,

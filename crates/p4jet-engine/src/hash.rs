@@ -309,6 +309,120 @@ pub fn build_input(
     flush(&mut bb, &mut run);
 }
 
+/// One input of a calculation resolved at load time (see [`plan`]).
+#[derive(Debug, Clone)]
+pub enum PlanItem {
+    /// Adjacent fields of one header (`bits` bits from PHV bit `start`), pushed when the
+    /// header is valid.
+    Run {
+        /// Header whose validity decides.
+        header: u32,
+        /// First PHV bit.
+        start: usize,
+        /// Length in bits.
+        bits: u32,
+    },
+    /// A constant: `width` bits of `be` after the first `skip` bits.
+    Const {
+        /// Value, 16 bytes big-endian.
+        be: [u8; 16],
+        /// Bits skipped at the front.
+        skip: u32,
+        /// Width in bits.
+        width: u32,
+    },
+    /// A whole header (skipped when invalid).
+    Header(u32),
+    /// Everything after the parsed headers.
+    Payload,
+}
+
+/// Resolves a calculation's inputs once: static fields become runs of adjacent PHV bits
+/// (an IPv4 header checksum is two runs instead of eleven field look-ups per packet).
+/// `None` when an input needs run-time resolution (a field of a stack element picked at
+/// run time, a varbit field, a constant wider than 128 bits): [`build_input`] handles
+/// those.
+pub fn plan(p: &Program, calc: &Calculation) -> Option<Vec<PlanItem>> {
+    let mut items: Vec<PlanItem> = Vec::new();
+    for inp in &calc.inputs {
+        match inp {
+            CalcInput::Field(p4jet_ir::FieldRef::Static(fid)) => {
+                let fi = p.fields.get(*fid as usize)?;
+                if fi.varbit {
+                    return None;
+                }
+                let abs = fi.loc.byte as usize * 8 + fi.loc.bit as usize;
+                if let Some(PlanItem::Run {
+                    header,
+                    start,
+                    bits,
+                }) = items.last_mut()
+                    && *header == fi.header
+                    && *start + *bits as usize == abs
+                {
+                    *bits += fi.loc.width;
+                    continue;
+                }
+                items.push(PlanItem::Run {
+                    header: fi.header,
+                    start: abs,
+                    bits: fi.loc.width,
+                });
+            }
+            CalcInput::Field(_) => return None,
+            CalcInput::Const { value, width } => {
+                if *width > 128 {
+                    return None;
+                }
+                let d = value.to_u64_digits();
+                let v = (d.first().copied().unwrap_or(0) as u128)
+                    | ((d.get(1).copied().unwrap_or(0) as u128) << 64);
+                items.push(PlanItem::Const {
+                    be: v.to_be_bytes(),
+                    skip: 128 - *width,
+                    width: *width,
+                });
+            }
+            CalcInput::Header(h) => items.push(PlanItem::Header(*h)),
+            CalcInput::Payload => items.push(PlanItem::Payload),
+        }
+    }
+    Some(items)
+}
+
+/// [`build_input`] from a [`plan`]: the same bytes.
+pub fn build_planned(
+    p: &Program,
+    phv: &crate::phv::Phv,
+    items: &[PlanItem],
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) {
+    let mut bb = BitBuf::new(out);
+    for item in items {
+        match item {
+            PlanItem::Run {
+                header,
+                start,
+                bits,
+            } => {
+                if phv.valid[*header as usize] {
+                    bb.push_bits(&phv.data, start / 8, (start % 8) as u32, *bits);
+                }
+            }
+            PlanItem::Const { be, skip, width } => bb.push_bits(be, 0, *skip, *width),
+            PlanItem::Header(h) => {
+                if phv.valid[*h as usize] {
+                    let hi = &p.headers[*h as usize];
+                    let bytes = crate::header_bytes(p, phv, *h);
+                    bb.push_bits(&phv.data, hi.offset as usize, 0, bytes * 8);
+                }
+            }
+            PlanItem::Payload => bb.push_bytes(payload),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

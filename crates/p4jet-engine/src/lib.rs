@@ -390,6 +390,8 @@ pub struct Engine {
     /// Standard metadata locations.
     pub sm: StdLocs,
     key_plans: Vec<Vec<KeyPart>>,
+    /// Per calculation, its inputs resolved at load time (None: resolved per packet).
+    calc_plans: Vec<Option<Vec<hash::PlanItem>>>,
 }
 
 /// Loads a bmv2 JSON text into an engine.
@@ -483,11 +485,17 @@ impl Engine {
             })
             .collect();
         let sm = StdLocs::new(&prog);
+        let calc_plans = prog
+            .calculations
+            .iter()
+            .map(|c| hash::plan(&prog, c))
+            .collect();
         Engine {
             prog,
             cfg,
             sm,
             key_plans,
+            calc_plans,
         }
     }
 
@@ -921,7 +929,14 @@ impl Engine {
             ahead: &[],
             action: None,
         };
-        hash::build_input(p, &ec, c, payload, &mut sc.calc);
+        match self
+            .calc_plans
+            .get(calc as usize)
+            .and_then(|x| x.as_deref())
+        {
+            Some(items) => hash::build_planned(p, &ctx.phv, items, payload, &mut sc.calc),
+            None => hash::build_input(p, &ec, c, payload, &mut sc.calc),
+        }
         let custom = c
             .custom_slot
             .and_then(|s| cs.and_then(|cs| cs.crc.get(s as usize).copied().flatten()));

@@ -465,3 +465,109 @@ pub fn eval_big(p: &Program, c: &EvalCtx, id: ExprId) -> BigInt {
         }
     }
 }
+
+/// A truth test recognised at load time (the shapes p4c emits for `if` statements:
+/// `hdr.isValid()`, `field == const`, `field < const`, their negations) and evaluated
+/// without walking the expression tree.
+#[derive(Debug, Clone, Copy)]
+pub struct FastCond {
+    kind: FastKind,
+    negate: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum FastKind {
+    Valid(u32),
+    /// `field OP k` on an unsigned field of at most 128 bits.
+    Cmp {
+        loc: p4jet_ir::FieldLoc,
+        op: BinOp,
+        k: u128,
+    },
+}
+
+impl FastCond {
+    /// Recognises root `id` used as a truth test; `None` for anything else.
+    pub fn compile(p: &Program, id: ExprId) -> Option<FastCond> {
+        if p.exprs.wide.get(id as usize).copied().unwrap_or(true) {
+            return None;
+        }
+        Self::shape(p, id)
+    }
+
+    fn shape(p: &Program, id: ExprId) -> Option<FastCond> {
+        let n = p.exprs.nodes.get(id as usize)?;
+        match &n.expr {
+            Expr::Valid(HeaderRef::Static(h)) => Some(FastCond {
+                kind: FastKind::Valid(*h),
+                negate: false,
+            }),
+            Expr::Un(UnOp::D2b, a) => Self::shape(p, *a),
+            Expr::Un(UnOp::Not, a) => Self::shape(p, *a).map(|f| FastCond {
+                negate: !f.negate,
+                ..f
+            }),
+            Expr::Bin(
+                op @ (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge),
+                a,
+                b,
+            ) => {
+                let ordered = !matches!(op, BinOp::Eq | BinOp::Ne);
+                if ordered && n.signed_cmp {
+                    return None;
+                }
+                let (na, nb) = (
+                    p.exprs.nodes.get(*a as usize)?,
+                    p.exprs.nodes.get(*b as usize)?,
+                );
+                let (f, k, op) = match (&na.expr, &nb.expr) {
+                    (Expr::Field(FieldRef::Static(f)), Expr::Const(_)) => (*f, nb, *op),
+                    (Expr::Const(_), Expr::Field(FieldRef::Static(f))) => {
+                        let flipped = match op {
+                            BinOp::Lt => BinOp::Gt,
+                            BinOp::Le => BinOp::Ge,
+                            BinOp::Gt => BinOp::Lt,
+                            BinOp::Ge => BinOp::Le,
+                            o => *o,
+                        };
+                        (*f, na, flipped)
+                    }
+                    _ => return None,
+                };
+                let loc = p.fields.get(f as usize)?.loc;
+                if loc.signed || loc.width > 128 || k.interp != Interp::Unsigned {
+                    return None;
+                }
+                Some(FastCond {
+                    kind: FastKind::Cmp {
+                        loc,
+                        op,
+                        k: k.konst,
+                    },
+                    negate: false,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The truth value for this PHV.
+    #[inline]
+    pub fn test(&self, phv: &Phv) -> bool {
+        let b = match self.kind {
+            FastKind::Valid(h) => phv.valid.get(h as usize).copied().unwrap_or(false),
+            FastKind::Cmp { loc, op, k } => {
+                let v = phv.read_raw(loc);
+                match op {
+                    BinOp::Eq => v == k,
+                    BinOp::Ne => v != k,
+                    BinOp::Lt => v < k,
+                    BinOp::Le => v <= k,
+                    BinOp::Gt => v > k,
+                    _ => v >= k,
+                }
+            }
+        };
+        b != self.negate
+    }
+}

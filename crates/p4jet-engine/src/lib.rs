@@ -392,6 +392,8 @@ pub struct Engine {
     key_plans: Vec<Vec<KeyPart>>,
     /// Per calculation, its inputs resolved at load time (None: resolved per packet).
     calc_plans: Vec<Option<Vec<hash::PlanItem>>>,
+    /// Per expression id, the control conditions recognised at load time.
+    fast_conds: Vec<Option<eval::FastCond>>,
 }
 
 /// Loads a bmv2 JSON text into an engine.
@@ -490,12 +492,21 @@ impl Engine {
             .iter()
             .map(|c| hash::plan(&prog, c))
             .collect();
+        let mut fast_conds = vec![None; prog.exprs.nodes.len()];
+        for node in prog.ingress.nodes.iter().chain(&prog.egress.nodes) {
+            if let ControlNode::Cond { expr, .. } = node
+                && let Some(slot) = fast_conds.get_mut(*expr as usize)
+            {
+                *slot = eval::FastCond::compile(&prog, *expr);
+            }
+        }
         Engine {
             prog,
             cfg,
             sm,
             key_plans,
             calc_plans,
+            fast_conds,
         }
     }
 
@@ -981,12 +992,17 @@ impl Engine {
                             if sc.cur[i] != ni {
                                 continue;
                             }
-                            let ec = EvalCtx {
-                                phv: &chunk[i].phv,
-                                ahead: &[],
-                                action: None,
+                            let b = match self.fast_conds.get(*expr as usize) {
+                                Some(Some(fc)) => fc.test(&chunk[i].phv),
+                                _ => {
+                                    let ec = EvalCtx {
+                                        phv: &chunk[i].phv,
+                                        ahead: &[],
+                                        action: None,
+                                    };
+                                    eval_bool(p, &ec, *expr)
+                                }
                             };
-                            let b = eval_bool(p, &ec, *expr);
                             if self.cfg.trace {
                                 chunk[i].log.push(format!("condition {name} is {b}"));
                             }

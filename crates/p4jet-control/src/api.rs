@@ -474,6 +474,22 @@ pub struct BmAddEntryOptions {
     pub priority: Option<i32>,
 }
 
+/// One entry of [`RuntimeApi::bm_mt_add_entries`]: the arguments of one
+/// `bm_mt_add_entry` call, owned so that the switch can keep the bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BmAddEntryRequest<'a> {
+    /// Table (full name).
+    pub table_name: &'a str,
+    /// Match key.
+    pub match_key: Vec<BmMatchParam>,
+    /// Action (full name).
+    pub action_name: &'a str,
+    /// Action data, one byte string per parameter.
+    pub action_data: Vec<Vec<u8>>,
+    /// Options.
+    pub options: BmAddEntryOptions,
+}
+
 /// `BmCounterValue` (bmv2 counts both for every counter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct BmCounterValue {
@@ -723,6 +739,38 @@ pub trait RuntimeApi {
         action_data: &[Vec<u8>],
         options: BmAddEntryOptions,
     ) -> ApiResult<BmEntryHandle, InvalidTableOperation>;
+
+    /// Adds entries to direct tables, in order; one result per entry, each
+    /// exactly what `bm_mt_add_entry` with the same arguments would return at
+    /// that point of the sequence (a refused entry changes nothing and the
+    /// following ones are still added). Not an RPC: bulk loaders (commands
+    /// files) use it so that the switch can apply many entries at once (p4jet
+    /// publishes them together, so a reader sees all or none of them). The
+    /// default calls `bm_mt_add_entry` for each entry.
+    fn bm_mt_add_entries(
+        &mut self,
+        entries: Vec<BmAddEntryRequest<'_>>,
+    ) -> Vec<ApiResult<BmEntryHandle, InvalidTableOperation>> {
+        entries
+            .into_iter()
+            .map(|e| {
+                self.bm_mt_add_entry(
+                    e.table_name,
+                    &e.match_key,
+                    e.action_name,
+                    &e.action_data,
+                    e.options,
+                )
+            })
+            .collect()
+    }
+
+    /// A hint that about `additional` entries are about to be added to this
+    /// table (a bulk load), so that the switch can size the table once. Not an
+    /// RPC; changes nothing visible. The default does nothing.
+    fn bm_mt_reserve_entries(&mut self, table_name: &str, additional: usize) {
+        let _ = (table_name, additional);
+    }
 
     /// Sets the default action of a direct table.
     fn bm_mt_set_default_action(

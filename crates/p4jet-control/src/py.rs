@@ -275,10 +275,21 @@ pub(crate) fn center(s: &str, w: usize) -> String {
 
 /// `":".join("{:02x}")` over bytes (runtime_CLI's `printable_byte_str`).
 pub(crate) fn printable_bytes(b: &[u8]) -> String {
-    b.iter()
-        .map(|x| format!("{x:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
+    let mut s = String::with_capacity(3 * b.len());
+    push_printable_bytes(&mut s, b);
+    s
+}
+
+/// Appends [`printable_bytes`] of `b` to `out`.
+pub(crate) fn push_printable_bytes(out: &mut String, b: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (i, x) in b.iter().enumerate() {
+        if i > 0 {
+            out.push(':');
+        }
+        out.push(char::from(HEX[usize::from(x >> 4)]));
+        out.push(char::from(HEX[usize::from(x & 15)]));
+    }
 }
 
 /// `"".join("{:02x}")` over bytes (runtime_CLI's `hexstr`).

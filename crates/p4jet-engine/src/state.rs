@@ -143,6 +143,19 @@ pub struct ControlState {
     pub mirror: BTreeMap<u32, MirrorSession>,
     /// Result of the last applied op (read by the writer after publishing).
     pub last: OpResult,
+    /// Results of the last [`Op::AddEntries`], one per entry, in order.
+    pub added: Vec<Result<EntryHandle, TableError>>,
+}
+
+/// One entry of [`Op::AddEntries`].
+#[derive(Debug, Clone)]
+pub struct NewEntry {
+    /// Table.
+    pub table: u32,
+    /// Key.
+    pub key: MatchKey,
+    /// Value.
+    pub value: EntryValue,
 }
 
 /// Result of a control op.
@@ -170,6 +183,18 @@ pub enum Op {
         key: MatchKey,
         /// Value.
         value: EntryValue,
+    },
+    /// Add entries in order, each as [`Op::AddEntry`] would (a refused entry
+    /// changes nothing); the results go to [`ControlState::added`]. Bulk loads
+    /// publish many entries with one op.
+    AddEntries(Vec<NewEntry>),
+    /// Make room for this many more entries in a table (a hint: nothing visible
+    /// changes).
+    Reserve {
+        /// Table.
+        table: u32,
+        /// Entries.
+        additional: usize,
     },
     /// Modify an entry's action.
     ModifyEntry {
@@ -357,6 +382,7 @@ impl ControlState {
             pre: Pre::default(),
             mirror: BTreeMap::new(),
             last: OpResult::Ok,
+            added: Vec::new(),
         })
     }
 
@@ -368,14 +394,70 @@ impl ControlState {
         };
     }
 
+    /// [`ControlState::apply`] of an op that is not needed afterwards: table
+    /// entries are moved into the tables instead of copied.
+    pub fn apply_owned(&mut self, op: Op) {
+        match op {
+            Op::AddEntry { table, key, value } => {
+                self.last = match self.table(table) {
+                    Ok(t) => match t.entries.insert(key, value) {
+                        Ok(h) => OpResult::Handle(h),
+                        Err(e) => OpResult::Table(e),
+                    },
+                    Err(e) => e,
+                };
+            }
+            Op::AddEntries(entries) => {
+                self.add_entries(entries.len(), |tables, added| {
+                    for e in entries {
+                        added.push(match tables.get_mut(e.table as usize) {
+                            Some(t) => t.entries.insert(e.key, e.value),
+                            None => Err(no_table(e.table)),
+                        });
+                    }
+                });
+                self.last = OpResult::Ok;
+            }
+            op => self.apply(&op),
+        }
+    }
+
+    /// Runs `add` with the tables and the cleared result list of [`Op::AddEntries`].
+    fn add_entries(
+        &mut self,
+        n: usize,
+        add: impl FnOnce(&mut [TableState], &mut Vec<Result<EntryHandle, TableError>>),
+    ) {
+        let mut added = std::mem::take(&mut self.added);
+        added.clear();
+        added.reserve(n);
+        add(&mut self.tables, &mut added);
+        self.added = added;
+    }
+
     fn apply_inner(&mut self, op: &Op) -> Result<OpResult, OpResult> {
         match op {
             Op::AddEntry { table, key, value } => {
                 let t = self.table(*table)?;
                 t.entries
-                    .insert(key.clone(), value.clone())
+                    .insert_ref(key, value.clone())
                     .map(OpResult::Handle)
                     .map_err(OpResult::Table)
+            }
+            Op::AddEntries(entries) => {
+                self.add_entries(entries.len(), |tables, added| {
+                    for e in entries {
+                        added.push(match tables.get_mut(e.table as usize) {
+                            Some(t) => t.entries.insert_ref(&e.key, e.value.clone()),
+                            None => Err(no_table(e.table)),
+                        });
+                    }
+                });
+                Ok(OpResult::Ok)
+            }
+            Op::Reserve { table, additional } => {
+                self.table(*table)?.entries.reserve(*additional);
+                Ok(OpResult::Ok)
             }
             Op::ModifyEntry {
                 table,
@@ -575,13 +657,17 @@ impl ControlState {
     }
 }
 
+fn no_table(t: u32) -> TableError {
+    TableError::InvalidSpec(format!("no table {t}"))
+}
+
 impl left_right::Absorb<Op> for ControlState {
     fn absorb_first(&mut self, op: &mut Op, _other: &Self) {
         self.apply(op);
     }
 
     fn absorb_second(&mut self, op: Op, _other: &Self) {
-        self.apply(&op);
+        self.apply_owned(op);
     }
 
     fn sync_with(&mut self, first: &Self) {

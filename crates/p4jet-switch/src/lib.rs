@@ -400,6 +400,29 @@ impl Switch {
         self.writer.publish();
     }
 
+    /// Adds table entries with one publish ([`Op::AddEntries`]); returns one result
+    /// per entry.
+    pub fn apply_entries(
+        &mut self,
+        entries: Vec<p4jet_engine::state::NewEntry>,
+    ) -> Vec<Result<p4jet_tables::EntryHandle, p4jet_tables::TableError>> {
+        let n = entries.len();
+        self.writer.append(Op::AddEntries(entries));
+        self.writer.publish();
+        self.writer
+            .enter()
+            .map(|s| s.added.clone())
+            .filter(|a| a.len() == n)
+            .unwrap_or_else(|| {
+                vec![
+                    Err(p4jet_tables::TableError::InvalidSpec(
+                        "switch state gone".into()
+                    ));
+                    n
+                ]
+            })
+    }
+
     /// Reads the current control state.
     pub fn with_state<R>(&self, f: impl FnOnce(&ControlState) -> R) -> Option<R> {
         self.writer.enter().map(|g| f(&g))

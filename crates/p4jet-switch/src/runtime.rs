@@ -29,14 +29,14 @@ use md5::{Digest as _, Md5};
 use num_bigint::BigUint;
 use num_traits::One;
 use p4jet_control::api::{
-    ApiError, ApiResult, BmActionEntry, BmAddEntryOptions, BmConfig, BmCounterValue, BmCrc16Config,
-    BmCrc32Config, BmEntryHandle, BmGroupHandle, BmLearningBufferId, BmLearningListId,
-    BmLearningSampleId, BmMatchParam, BmMcL1Handle, BmMcLagIndex, BmMcMgrp, BmMcMgrpHandle,
-    BmMcRid, BmMemberHandle, BmMeterRateConfig, BmMtActProfGroup, BmMtActProfMember, BmMtEntry,
-    BmMtEntryLife, BmParseVSetValue, BmRegisterValue, BmResourceType, CounterOperationErrorCode,
-    CrcErrorCode, DevMgrErrorCode, DevMgrPortInfo, IdLookupErrorCode, InvalidCounterOperation,
-    InvalidCrcOperation, InvalidDevMgrOperation, InvalidIdLookup, InvalidLearnOperation,
-    InvalidMcOperation, InvalidMeterOperation, InvalidMirroringOperation,
+    ApiError, ApiResult, BmActionEntry, BmAddEntryOptions, BmAddEntryRequest, BmConfig,
+    BmCounterValue, BmCrc16Config, BmCrc32Config, BmEntryHandle, BmGroupHandle, BmLearningBufferId,
+    BmLearningListId, BmLearningSampleId, BmMatchParam, BmMcL1Handle, BmMcLagIndex, BmMcMgrp,
+    BmMcMgrpHandle, BmMcRid, BmMemberHandle, BmMeterRateConfig, BmMtActProfGroup,
+    BmMtActProfMember, BmMtEntry, BmMtEntryLife, BmParseVSetValue, BmRegisterValue, BmResourceType,
+    CounterOperationErrorCode, CrcErrorCode, DevMgrErrorCode, DevMgrPortInfo, IdLookupErrorCode,
+    InvalidCounterOperation, InvalidCrcOperation, InvalidDevMgrOperation, InvalidIdLookup,
+    InvalidLearnOperation, InvalidMcOperation, InvalidMeterOperation, InvalidMirroringOperation,
     InvalidParseVSetOperation, InvalidRegisterOperation, InvalidSwapOperation,
     InvalidTableOperation, InvalidToeplitzHashOperation, LearnOperationErrorCode,
     McOperationErrorCode, MeterOperationErrorCode, MirroringOperationErrorCode,
@@ -45,7 +45,7 @@ use p4jet_control::api::{
 };
 use p4jet_engine::hash::CrcParams;
 use p4jet_engine::state::{
-    ControlState, EntryAction, EntryValue, McNode, MeterCell, MirrorSession, TableState,
+    ControlState, EntryAction, EntryValue, McNode, MeterCell, MirrorSession, NewEntry, TableState,
     handle_index,
 };
 use p4jet_engine::{Op, OpResult};
@@ -274,6 +274,28 @@ fn pack_action_data(action: &Action, data: &[Vec<u8>]) -> Option<Box<[u8]>> {
     Some(blob.into_boxed_slice())
 }
 
+/// [`pack_action_data`] of data the caller gives away: an action with one parameter
+/// taking its whole blob keeps the parameter's bytes when they have its size.
+fn pack_action_data_owned(action: &Action, mut data: Vec<Vec<u8>>) -> Option<Box<[u8]>> {
+    if let ([(_, w)], [v]) = (&action.params[..], &mut data[..]) {
+        let nb = w.div_ceil(8) as usize;
+        if v.len() == nb
+            && action.data_bytes as usize == nb
+            && action.param_offsets.first().is_none_or(|o| *o == 0)
+        {
+            let mut v = std::mem::take(v);
+            // fit_bytes of a value of the parameter's size: only the top bits go
+            if !w.is_multiple_of(8)
+                && let Some(b) = v.first_mut()
+            {
+                *b &= (1u8 << (w % 8)) - 1;
+            }
+            return Some(v.into_boxed_slice());
+        }
+    }
+    pack_action_data(action, &data)
+}
+
 /// The parameters of an action call, one byte string per parameter.
 fn unpack_action_data(action: &Action, blob: &[u8]) -> Vec<Vec<u8>> {
     action
@@ -326,29 +348,38 @@ fn build_match_key(ti: &TableInfo, params: &[BmMatchParam], priority: i32) -> Re
     if params.len() != ti.keys.len() {
         return Err(TC::BAD_MATCH_KEY);
     }
+    build_match_key_owned(ti, params.to_vec(), priority)
+}
+
+/// [`build_match_key`] keeping the bytes of `params`.
+fn build_match_key_owned(
+    ti: &TableInfo,
+    params: Vec<BmMatchParam>,
+    priority: i32,
+) -> Result<MatchKey, TC> {
+    if params.len() != ti.keys.len() {
+        return Err(TC::BAD_MATCH_KEY);
+    }
     let mut fields = Vec::with_capacity(params.len());
     for (k, p) in ti.keys.iter().zip(params) {
         let is_valid_field = matches!(k.source, KeySource::Valid(_));
         let mut fm = match (k.kind, p) {
-            (MatchKind::Valid, BmMatchParam::Valid { key }) => FieldMatch::Valid(*key),
-            (MatchKind::Exact, BmMatchParam::Exact { key }) => FieldMatch::Exact(key.clone()),
+            (MatchKind::Valid, BmMatchParam::Valid { key }) => FieldMatch::Valid(key),
+            (MatchKind::Exact, BmMatchParam::Exact { key }) => FieldMatch::Exact(key),
             // `$valid$` keys are exact matches on a 1-bit field; accept the VALID form too
             (MatchKind::Exact, BmMatchParam::Valid { key }) if is_valid_field => {
-                FieldMatch::Exact(vec![u8::from(*key)])
+                FieldMatch::Exact(vec![u8::from(key)])
             }
             (MatchKind::Lpm, BmMatchParam::Lpm { key, prefix_length }) => FieldMatch::Lpm {
-                value: key.clone(),
-                prefix_len: u32::try_from(*prefix_length).map_err(|_| TC::BAD_MATCH_KEY)?,
+                value: key,
+                prefix_len: u32::try_from(prefix_length).map_err(|_| TC::BAD_MATCH_KEY)?,
             },
             (MatchKind::Ternary | MatchKind::Optional, BmMatchParam::Ternary { key, mask }) => {
-                FieldMatch::Ternary {
-                    value: key.clone(),
-                    mask: mask.clone(),
-                }
+                FieldMatch::Ternary { value: key, mask }
             }
             (MatchKind::Range, BmMatchParam::Range { start, end }) => FieldMatch::Range {
-                low: start.clone(),
-                high: end.clone(),
+                low: start,
+                high: end,
             },
             _ => return Err(TC::BAD_MATCH_KEY),
         };
@@ -511,6 +542,22 @@ impl Switch {
         Ok(ActionCall { action: a, data })
     }
 
+    /// [`Switch::table_call`] keeping the bytes of `data` when it can.
+    fn table_call_owned(
+        prog: &Program,
+        ti: &TableInfo,
+        action_name: &str,
+        data: Vec<Vec<u8>>,
+    ) -> Result<ActionCall, TC> {
+        let a = Self::table_action(prog, ti, action_name).ok_or(TC::INVALID_ACTION_NAME)?;
+        let action = prog
+            .actions
+            .get(a as usize)
+            .ok_or(TC::INVALID_ACTION_NAME)?;
+        let data = pack_action_data_owned(action, data).ok_or(TC::BAD_ACTION_DATA)?;
+        Ok(ActionCall { action: a, data })
+    }
+
     fn record_entry_time(&mut self, table: u32, h: u32) {
         let now = self.now_ms();
         self.rt.entry_times_ms.insert((table, h & 0x00ff_ffff), now);
@@ -534,13 +581,28 @@ impl Switch {
                 },
             })?
             .ok_or_else(|| internal("AddEntry returned no handle"))?;
+        self.entry_added(table, h);
+        Ok(h as BmEntryHandle)
+    }
+
+    /// What bmv2 does for a new entry besides adding it: its direct counter starts at
+    /// zero and its ageing clock starts now (only read for tables that support
+    /// timeouts).
+    fn entry_added(&mut self, table: u32, h: EntryHandle) {
         if let Some(Some(cells)) = self.externs.direct_counters.get(table as usize)
             && let Some(c) = cells.get(handle_index(h))
         {
             c.write(0, 0);
         }
-        self.record_entry_time(table, h);
-        Ok(h as BmEntryHandle)
+        if self
+            .engine
+            .prog
+            .tables
+            .get(table as usize)
+            .is_some_and(|ti| ti.support_timeout)
+        {
+            self.record_entry_time(table, h);
+        }
     }
 
     fn entry_to_bm(
@@ -1021,6 +1083,75 @@ impl RuntimeApi for Switch {
         let call = Self::table_call(&prog, ti, action_name, action_data)?;
         let key = build_match_key(ti, match_key, options.priority.unwrap_or(0))?;
         self.add_entry_common(t, key, EntryAction::Direct(call))
+    }
+
+    fn bm_mt_add_entries(
+        &mut self,
+        entries: Vec<BmAddEntryRequest<'_>>,
+    ) -> Vec<ApiResult<BmEntryHandle, InvalidTableOperation>> {
+        let prog = self.prog();
+        // what bm_mt_add_entry checks before it applies: either a refusal or the entry
+        let mut checked = Vec::with_capacity(entries.len());
+        let mut ops = Vec::with_capacity(entries.len());
+        let mut last_table: Option<(&str, u32)> = None;
+        for e in entries {
+            let t = match last_table {
+                Some((name, t)) if name == e.table_name => Ok(t),
+                _ => self.direct_table(e.table_name),
+            };
+            let entry = t.and_then(|t| {
+                last_table = Some((e.table_name, t));
+                let ti = &prog.tables[t as usize];
+                Self::table_action(&prog, ti, e.action_name).ok_or(TC::INVALID_ACTION_NAME)?;
+                if ti.const_entries.is_some() {
+                    return Err(TC::IMMUTABLE_TABLE_ENTRIES.into());
+                }
+                let call = Self::table_call_owned(&prog, ti, e.action_name, e.action_data)?;
+                let key = build_match_key_owned(ti, e.match_key, e.options.priority.unwrap_or(0))?;
+                Ok(NewEntry {
+                    table: t,
+                    key,
+                    value: EntryValue {
+                        action: EntryAction::Direct(call),
+                        timeout_ms: 0,
+                    },
+                })
+            });
+            checked.push(match entry {
+                Ok(entry) => {
+                    let t = entry.table;
+                    ops.push(entry);
+                    Ok(t)
+                }
+                Err(e) => Err(e),
+            });
+        }
+        let added = if ops.is_empty() {
+            Vec::new()
+        } else {
+            self.apply_entries(ops)
+        };
+        let mut added = added.into_iter();
+        checked
+            .into_iter()
+            .map(|c| {
+                let t = c?;
+                match added.next() {
+                    Some(Ok(h)) => {
+                        self.entry_added(t, h);
+                        Ok(h as BmEntryHandle)
+                    }
+                    Some(Err(e)) => Err(table_error(&e).into()),
+                    None => Err(internal(STATE_GONE)),
+                }
+            })
+            .collect()
+    }
+
+    fn bm_mt_reserve_entries(&mut self, table_name: &str, additional: usize) {
+        if let Ok(table) = self.direct_table(table_name) {
+            self.apply_many([Op::Reserve { table, additional }]);
+        }
     }
 
     fn bm_mt_set_default_action(
@@ -1603,7 +1734,7 @@ impl RuntimeApi for Switch {
             cs.tables[t as usize]
                 .entries
                 .iter()
-                .map(|(h, k, v)| (h, k.clone(), v.clone()))
+                .map(|(h, k, v)| (h, k.into_owned(), v.clone()))
                 .collect()
         })?;
         Ok(raw
@@ -1624,7 +1755,7 @@ impl RuntimeApi for Switch {
         let found = self.read_cs(|cs| {
             let ts = &cs.tables[t as usize];
             match ts.entries.get(h) {
-                Some((k, v)) => Ok((k.clone(), v.clone())),
+                Some((k, v)) => Ok((k.into_owned(), v.clone())),
                 None => Err(handle_error(&ts.entries, h)),
             }
         })?;
@@ -1664,9 +1795,11 @@ impl RuntimeApi for Switch {
         let key = build_match_key(ti, match_key, options.priority.unwrap_or(0))?;
         let found = self.read_cs(|cs| {
             let ts = &cs.tables[t as usize];
-            ts.entries
-                .find(&key)
-                .and_then(|h| ts.entries.get(h).map(|(k, v)| (h, k.clone(), v.clone())))
+            ts.entries.find(&key).and_then(|h| {
+                ts.entries
+                    .get(h)
+                    .map(|(k, v)| (h, k.into_owned(), v.clone()))
+            })
         })?;
         // bmv2 answers BAD_MATCH_KEY both for a malformed key and for a key not found
         let (h, k, v) = found.ok_or(TC::BAD_MATCH_KEY)?;

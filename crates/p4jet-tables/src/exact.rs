@@ -33,6 +33,12 @@ impl ExactIndex {
         self.map.clear();
     }
 
+    /// The packed key stored for `id`.
+    pub(crate) fn key(&self, id: u32) -> Option<&[u8]> {
+        let s = id as usize * self.kb;
+        self.keys.get(s..s + self.kb)
+    }
+
     #[inline(always)]
     fn key_of(keys: &[u8], kb: usize, id: u32) -> &[u8] {
         let s = id as usize * kb;
@@ -48,6 +54,16 @@ impl ExactIndex {
     fn find_hashed(&self, h: u64, key: &[u8]) -> Option<u32> {
         let (keys, kb) = (&self.keys, self.kb);
         self.map.find(h, |id| Self::key_of(keys, kb, id) == key)
+    }
+
+    /// Room for ids below `ids` and for `len` keys in the map.
+    pub(crate) fn reserve(&mut self, ids: usize, len: usize) {
+        let kb = self.kb;
+        self.keys
+            .reserve_exact((ids * kb).saturating_sub(self.keys.len()));
+        let keys = &self.keys;
+        self.map
+            .reserve(len, |x| hash_bytes(Self::key_of(keys, kb, x)));
     }
 
     pub(crate) fn insert(&mut self, id: u32, key: &[u8]) {

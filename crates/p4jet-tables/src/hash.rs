@@ -212,8 +212,22 @@ impl HashIndex {
         self.len += 1;
     }
 
+    /// Grows the index (if needed) so that it holds `len` ids without growing again.
+    pub(crate) fn reserve(&mut self, len: usize, rehash: impl Fn(u32) -> u64) {
+        let mut nb = self.buckets.len().max(1);
+        while len * 8 > nb * SLOTS * 7 {
+            nb *= 2;
+        }
+        if nb > self.buckets.len() {
+            self.resize(nb, rehash);
+        }
+    }
+
     fn grow(&mut self, rehash: impl Fn(u32) -> u64) {
-        let nb = (self.buckets.len() * 2).max(1);
+        self.resize((self.buckets.len() * 2).max(1), rehash);
+    }
+
+    fn resize(&mut self, nb: usize, rehash: impl Fn(u32) -> u64) {
         let old = std::mem::replace(&mut self.buckets, vec![Bucket::EMPTY; nb]);
         self.mask = nb - 1;
         self.len = 0;

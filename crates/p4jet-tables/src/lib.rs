@@ -31,6 +31,7 @@ mod tss;
 mod wlpm;
 mod words;
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use cache::LookupCache;
@@ -129,6 +130,9 @@ pub struct MatchKey {
     pub priority: i32,
 }
 
+/// Exact keys up to this many bytes are packed on the stack when inserted.
+const SMALL_KEY: usize = 64;
+
 /// bmv2 entry handle: `(version << 24) | index`, where `index` is the lowest
 /// free slot and `version` (8 bits) is bumped each time the slot is freed.
 pub type EntryHandle = u32;
@@ -174,8 +178,7 @@ impl Field {
 
     /// bmv2's normalisation of a value: high bits of the first byte cleared,
     /// static key mask applied.
-    fn norm_value(&self, v: &[u8]) -> Vec<u8> {
-        let mut v = v.to_vec();
+    fn norm_in_place(&self, v: &mut [u8]) {
         if let Some(b) = v.first_mut() {
             *b &= self.byte0;
         }
@@ -184,7 +187,6 @@ impl Field {
                 *a &= b;
             }
         }
-        v
     }
 }
 
@@ -230,7 +232,8 @@ pub struct Table<V> {
     kind: TableKind,
     max_size: usize,
     slots: Vec<Slot<V>>,
-    /// normalised match keys, parallel to `slots`
+    /// normalised match keys, parallel to `slots`; empty for exact tables, whose
+    /// keys are rebuilt from the packed keys of their index
     keys: Vec<Option<MatchKey>>,
     free: BTreeSet<u32>,
     len: usize,
@@ -475,6 +478,11 @@ impl<V: Clone> Table<V> {
 
     /// Check and normalise a key as bmv2 does (see docs/tables.md).
     fn normalize(&self, key: &MatchKey) -> Result<MatchKey, TableError> {
+        self.normalize_owned(key.clone())
+    }
+
+    /// [`Table::normalize`] in place, keeping the key's buffers.
+    fn normalize_owned(&self, mut key: MatchKey) -> Result<MatchKey, TableError> {
         if key.fields.len() != self.fields.len() {
             return Err(bad(format!(
                 "expected {} fields, got {}",
@@ -483,8 +491,7 @@ impl<V: Clone> Table<V> {
             )));
         }
         let masked_table = matches!(self.kind, TableKind::Ternary | TableKind::Range);
-        let mut out = Vec::with_capacity(self.fields.len());
-        for (i, (f, m)) in self.fields.iter().zip(&key.fields).enumerate() {
+        for (i, (f, m)) in self.fields.iter().zip(key.fields.iter_mut()).enumerate() {
             let len_ok = |v: &[u8], what: &str| {
                 if v.len() == f.nbytes {
                     Ok(())
@@ -496,12 +503,12 @@ impl<V: Clone> Table<V> {
                     )))
                 }
             };
-            let nm = match (f.kind, m) {
+            match (f.kind, m) {
                 (MatchKind::Exact, FieldMatch::Exact(v)) => {
                     len_ok(v, "value")?;
-                    FieldMatch::Exact(f.norm_value(v))
+                    f.norm_in_place(v);
                 }
-                (MatchKind::Valid, FieldMatch::Valid(b)) => FieldMatch::Valid(*b),
+                (MatchKind::Valid, FieldMatch::Valid(_)) => {}
                 (MatchKind::Lpm, FieldMatch::Lpm { value, prefix_len }) => {
                     len_ok(value, "value")?;
                     if *prefix_len > f.width {
@@ -510,29 +517,21 @@ impl<V: Clone> Table<V> {
                             f.width
                         )));
                     }
-                    let mut v = f.norm_value(value);
+                    f.norm_in_place(value);
                     if masked_table {
                         let mut pm = vec![0u8; f.nbytes];
                         fill_prefix_mask(&mut pm, *prefix_len);
-                        for (a, b) in v.iter_mut().zip(&pm) {
+                        for (a, b) in value.iter_mut().zip(&pm) {
                             *a &= b;
                         }
-                    }
-                    FieldMatch::Lpm {
-                        value: v,
-                        prefix_len: *prefix_len,
                     }
                 }
                 (MatchKind::Ternary, FieldMatch::Ternary { value, mask }) => {
                     len_ok(value, "value")?;
                     len_ok(mask, "mask")?;
-                    let mut v = f.norm_value(value);
-                    for (a, b) in v.iter_mut().zip(mask) {
+                    f.norm_in_place(value);
+                    for (a, b) in value.iter_mut().zip(mask.iter()) {
                         *a &= b;
-                    }
-                    FieldMatch::Ternary {
-                        value: v,
-                        mask: mask.clone(),
                     }
                 }
                 (MatchKind::Range, FieldMatch::Range { low, high }) => {
@@ -541,19 +540,15 @@ impl<V: Clone> Table<V> {
                     if low > high {
                         return Err(bad(format!("field {i}: range low > high")));
                     }
-                    FieldMatch::Range {
-                        low: f.norm_value(low),
-                        high: high.clone(),
-                    }
+                    f.norm_in_place(low);
                 }
                 (k, _) => return Err(bad(format!("field {i}: expected a {k:?} match"))),
-            };
-            out.push(nm);
+            }
         }
-        Ok(MatchKey {
-            fields: out,
-            priority: if masked_table { key.priority } else { -1 },
-        })
+        if !masked_table {
+            key.priority = -1;
+        }
+        Ok(key)
     }
 
     /// Packed key of a normalised exact-table key.
@@ -567,6 +562,51 @@ impl<V: Clone> Table<V> {
             }
         }
         p
+    }
+
+    /// The packed normalised key of an exact table, checked as
+    /// [`Table::normalize`] checks it (same errors), written into `small` when it
+    /// fits (no allocation), else into `big`.
+    fn pack_exact_checked<'b>(
+        &self,
+        key: &MatchKey,
+        small: &'b mut [u8; SMALL_KEY],
+        big: &'b mut Vec<u8>,
+    ) -> Result<&'b [u8], TableError> {
+        if key.fields.len() != self.fields.len() {
+            return Err(bad(format!(
+                "expected {} fields, got {}",
+                self.fields.len(),
+                key.fields.len()
+            )));
+        }
+        let out: &mut [u8] = if self.key_bytes <= SMALL_KEY {
+            &mut small[..self.key_bytes]
+        } else {
+            big.resize(self.key_bytes, 0);
+            big
+        };
+        for (i, (f, m)) in self.fields.iter().zip(&key.fields).enumerate() {
+            let dst = out
+                .get_mut(f.off..f.off + f.nbytes)
+                .ok_or_else(|| bad(format!("field {i}: out of the key")))?;
+            match (f.kind, m) {
+                (MatchKind::Exact, FieldMatch::Exact(v)) => {
+                    if v.len() != f.nbytes {
+                        return Err(bad(format!(
+                            "field {i}: value has {} bytes, expected {}",
+                            v.len(),
+                            f.nbytes
+                        )));
+                    }
+                    dst.copy_from_slice(v);
+                    f.norm_in_place(dst);
+                }
+                (MatchKind::Valid, FieldMatch::Valid(b)) => dst.fill(u8::from(*b)),
+                (k, _) => return Err(bad(format!("field {i}: expected a {k:?} match"))),
+            }
+        }
+        Ok(out)
     }
 
     /// Packed key (LPM value unmasked) and prefix length of a normalised LPM-table key.
@@ -662,11 +702,48 @@ impl<V: Clone> Table<V> {
         (u32::from(self.slots[idx as usize].version) << 24) | idx
     }
 
+    /// Makes room for `additional` more entries (up to the table's size), so
+    /// that adding them does not grow the structures step by step. Only a
+    /// hint: nothing else changes.
+    pub fn reserve(&mut self, additional: usize) {
+        let n = additional.min(self.max_size.saturating_sub(self.len));
+        let new_slots = n.saturating_sub(self.free.len());
+        self.slots.reserve_exact(new_slots);
+        match &mut self.index {
+            Index::Exact(x) => x.reserve(self.slots.len() + new_slots, self.len + n),
+            _ => self.keys.reserve_exact(new_slots),
+        }
+    }
+
     /// Add an entry. Errors, in bmv2's order: `BadMatchKey`, `DuplicateEntry`,
     /// `TableFull`.
     pub fn insert(&mut self, key: MatchKey, value: V) -> Result<EntryHandle, TableError> {
-        let nk = self.normalize(&key)?;
-        if self.find_normalized(&nk).is_some() {
+        self.insert_cow(Cow::Owned(key), value)
+    }
+
+    /// [`Table::insert`] of a key the caller keeps: exact tables, which only keep
+    /// the packed key, copy nothing else.
+    pub fn insert_ref(&mut self, key: &MatchKey, value: V) -> Result<EntryHandle, TableError> {
+        self.insert_cow(Cow::Borrowed(key), value)
+    }
+
+    fn insert_cow(&mut self, key: Cow<'_, MatchKey>, value: V) -> Result<EntryHandle, TableError> {
+        // exact tables: the packed key, for the duplicate check and the index;
+        // the others: the normalised key they keep
+        let (mut small, mut big) = ([0u8; SMALL_KEY], Vec::new());
+        let (packed, nk) = match &self.index {
+            Index::Exact(_) => (
+                Some(self.pack_exact_checked(&key, &mut small, &mut big)?),
+                None,
+            ),
+            _ => (None, Some(self.normalize_owned(key.into_owned())?)),
+        };
+        let duplicate = match (&self.index, packed, &nk) {
+            (Index::Exact(x), Some(p), _) => x.find(p).is_some(),
+            (_, _, Some(nk)) => self.find_normalized(nk).is_some(),
+            _ => false,
+        };
+        if duplicate {
             return Err(TableError::DuplicateEntry);
         }
         if self.len >= self.max_size {
@@ -679,19 +756,23 @@ impl<V: Clone> Table<V> {
                     version: 0,
                     value: None,
                 });
-                self.keys.push(None);
+                if !matches!(self.index, Index::Exact(_)) {
+                    self.keys.push(None);
+                }
                 (self.slots.len() - 1) as u32
             }
         };
         match &mut self.index {
-            Index::Exact(_) => {
-                let p = self.pack_exact(&nk);
-                if let Index::Exact(x) = &mut self.index {
-                    x.insert(idx, &p);
+            Index::Exact(x) => {
+                if let Some(p) = packed {
+                    x.insert(idx, p);
                 }
             }
             Index::Dir(_) | Index::Wald(_) => {
-                let (p, len) = self.pack_lpm(&nk);
+                let Some(nk) = &nk else {
+                    return Err(bad("no normalised key"));
+                };
+                let (p, len) = self.pack_lpm(nk);
                 match &mut self.index {
                     Index::Dir(d) => {
                         let v = d.key32(&p);
@@ -702,7 +783,10 @@ impl<V: Clone> Table<V> {
                 }
             }
             Index::Tss(_) => {
-                let tk = self.tss_key(&nk);
+                let Some(nk) = &nk else {
+                    return Err(bad("no normalised key"));
+                };
+                let tk = self.tss_key(nk);
                 let prio = nk.priority;
                 if let Index::Tss(t) = &mut self.index {
                     t.insert(idx, tk, prio);
@@ -710,7 +794,9 @@ impl<V: Clone> Table<V> {
             }
         }
         self.slots[idx as usize].value = Some(value);
-        self.keys[idx as usize] = Some(nk);
+        if let Some(k) = self.keys.get_mut(idx as usize) {
+            *k = nk;
+        }
         self.len += 1;
         self.bump_generation();
         Ok(self.handle_of(idx))
@@ -744,11 +830,18 @@ impl<V: Clone> Table<V> {
         let slot = &mut self.slots[idx as usize];
         slot.value = None;
         slot.version = slot.version.wrapping_add(1);
-        let Some(nk) = self.keys[idx as usize].take() else {
+        if let Index::Exact(x) = &mut self.index {
+            x.remove(idx);
+            self.free.insert(idx);
+            self.len -= 1;
+            self.bump_generation();
+            return Ok(());
+        }
+        let Some(nk) = self.keys.get_mut(idx as usize).and_then(Option::take) else {
             return Err(TableError::InvalidHandle);
         };
         match &mut self.index {
-            Index::Exact(x) => x.remove(idx),
+            Index::Exact(_) => {}
             Index::Dir(d) => {
                 let (p, len) = pack_lpm_free(&nk);
                 let v = d.key32(&p);
@@ -779,12 +872,40 @@ impl<V: Clone> Table<V> {
         self.bump_generation();
     }
 
-    /// The entry (normalised key as bmv2 reports it, and value).
-    pub fn get(&self, h: EntryHandle) -> Option<(&MatchKey, &V)> {
+    /// The entry (normalised key as bmv2 reports it, and value). Exact tables
+    /// do not keep the keys they were given: theirs are rebuilt.
+    pub fn get(&self, h: EntryHandle) -> Option<(Cow<'_, MatchKey>, &V)> {
         let idx = self.check_handle(h).ok()?;
-        let k = self.keys[idx as usize].as_ref()?;
+        let k = self.key_at(idx)?;
         let v = self.slots[idx as usize].value.as_ref()?;
         Some((k, v))
+    }
+
+    /// The normalised key of the live entry at `idx`.
+    fn key_at(&self, idx: u32) -> Option<Cow<'_, MatchKey>> {
+        match &self.index {
+            Index::Exact(x) => {
+                let packed = x.key(idx)?;
+                let fields = self
+                    .fields
+                    .iter()
+                    .map(|f| {
+                        let b = packed.get(f.off..f.off + f.nbytes).unwrap_or_default();
+                        match f.kind {
+                            MatchKind::Valid => {
+                                FieldMatch::Valid(b.first().is_some_and(|x| *x != 0))
+                            }
+                            _ => FieldMatch::Exact(b.to_vec()),
+                        }
+                    })
+                    .collect();
+                Some(Cow::Owned(MatchKey {
+                    fields,
+                    priority: -1,
+                }))
+            }
+            _ => self.keys.get(idx as usize)?.as_ref().map(Cow::Borrowed),
+        }
     }
 
     /// Handle of the entry with the same match key (after normalisation; and
@@ -795,15 +916,12 @@ impl<V: Clone> Table<V> {
     }
 
     /// All entries in ascending handle-index order.
-    pub fn iter(&self) -> impl Iterator<Item = (EntryHandle, &MatchKey, &V)> {
-        self.slots
-            .iter()
-            .zip(&self.keys)
-            .enumerate()
-            .filter_map(|(i, (s, k))| {
-                let (k, v) = (k.as_ref()?, s.value.as_ref()?);
-                Some(((u32::from(s.version) << 24) | i as u32, k, v))
-            })
+    pub fn iter(&self) -> impl Iterator<Item = (EntryHandle, Cow<'_, MatchKey>, &V)> {
+        self.slots.iter().enumerate().filter_map(|(i, s)| {
+            let v = s.value.as_ref()?;
+            let k = self.key_at(i as u32)?;
+            Some(((u32::from(s.version) << 24) | i as u32, k, v))
+        })
     }
 
     #[inline(always)]

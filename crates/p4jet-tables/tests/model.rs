@@ -588,7 +588,10 @@ fn run_with(specs: &[KeyFieldSpec], max: usize, seed: u64, ops: &[u8], mode: Cac
                     handles.push(h);
                     // the stored key is bmv2's normalisation
                     let nk = model.norm(&k).unwrap();
-                    assert_eq!(t.get(h).map(|(k, v)| (k.clone(), *v)), Some((nk, next_val)));
+                    assert_eq!(
+                        t.get(h).map(|(k, v)| (k.into_owned(), *v)),
+                        Some((nk, next_val))
+                    );
                 }
             }
             7 | 8 => {
@@ -643,7 +646,7 @@ fn run_with(specs: &[KeyFieldSpec], max: usize, seed: u64, ops: &[u8], mode: Cac
     }
     // final: iteration, get and find agree with the model
     let got: Vec<(EntryHandle, MatchKey, u32)> =
-        t.iter().map(|(h, k, v)| (h, k.clone(), *v)).collect();
+        t.iter().map(|(h, k, v)| (h, k.into_owned(), *v)).collect();
     let want: Vec<(EntryHandle, MatchKey, u32)> = model
         .slots
         .iter()

@@ -140,7 +140,7 @@ fn handle_numbering_like_bmv2() {
     // version wraps at 256
     for _ in 0..255 {
         let h = t.iter().next().unwrap().0;
-        let k = t.get(h).unwrap().0.clone();
+        let k = t.get(h).unwrap().0.into_owned();
         t.delete(h).unwrap();
         t.insert(k, "z").unwrap();
     }
@@ -274,8 +274,8 @@ fn values_are_normalised_like_bmv2() {
         .insert(pkey(vec![tern(&[0x12, 0x34], &[0xff, 0x00])], 5), 1)
         .unwrap();
     assert_eq!(
-        t.get(h).unwrap().0,
-        &pkey(vec![tern(&[0x12, 0x00], &[0xff, 0x00])], 5)
+        *t.get(h).unwrap().0,
+        pkey(vec![tern(&[0x12, 0x00], &[0xff, 0x00])], 5)
     );
     assert_eq!(
         t.insert(pkey(vec![tern(&[0x12, 0x99], &[0xff, 0x00])], 5), 2),

@@ -234,7 +234,7 @@ pub fn apply_commands_quiet(sw: &mut Switch, files: &[PathBuf]) -> Result<bool, 
         let text =
             std::fs::read_to_string(f).map_err(|e| format!("reading {}: {e}", f.display()))?;
         let mut cli = Cli::new(&sw.json).map_err(|e| e.to_string())?;
-        let out = cli.run_script(sw, &text);
+        let out = cli.run_script_quiet(sw, &text);
         for e in out.errors.iter().take(20) {
             eprintln!("{}: {e}", f.display());
             ok = false;

@@ -22,6 +22,7 @@
 mod help;
 mod values;
 
+use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 
 use serde_json::Value;
@@ -29,8 +30,8 @@ use serde_json::Value;
 pub use values::parse_value;
 
 use crate::api::{
-    ApiResult, BmActionEntry, BmAddEntryOptions, BmCounterValue, BmCrc16Config, BmCrc32Config,
-    BmMatchParam, BmMeterRateConfig, BmMtActProfGroup, BmMtActProfMember, BmMtEntry,
+    ApiResult, BmActionEntry, BmAddEntryOptions, BmAddEntryRequest, BmCounterValue, BmCrc16Config,
+    BmCrc32Config, BmMatchParam, BmMeterRateConfig, BmMtActProfGroup, BmMtActProfMember, BmMtEntry,
     MirroringSessionConfig, RuntimeApi, ThriftException,
 };
 use crate::program::{Action, ActionProf, Program, ProgramError, Table, TableType};
@@ -290,6 +291,41 @@ fn dump_one_entry(out: &mut String, table: &Table, e: &BmMtEntry) {
     }
 }
 
+/// A parsed `table_add`.
+struct TableAdd<'p> {
+    table: &'p Table,
+    action: &'p Action,
+    priority: i32,
+    key: Vec<BmMatchParam>,
+    data: Vec<Vec<u8>>,
+}
+
+/// The last table and action names resolved (as typed), so that a run of
+/// `table_add` lines resolves them once.
+#[derive(Default)]
+struct NameCache<'p> {
+    table: Option<(String, &'p Table)>,
+    action: Option<(String, &'p Table, &'p Action)>,
+}
+
+/// Consecutive `table_add` lines of a script go to the switch together, at
+/// most this many at a time.
+const ADD_BATCH: usize = 4096;
+
+/// A script adding at least this many entries to a table tells the switch
+/// beforehand.
+const RESERVE_MIN: usize = 1024;
+
+/// The arguments of a `table_add` line as [`Cli::execute`] splits it, `None`
+/// for other commands.
+fn table_add_args(line: &str) -> Option<&str> {
+    let split = line
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(line.len());
+    let (cmd, rest) = line.split_at(split);
+    (cmd == "table_add").then(|| rest.trim())
+}
+
 /// The simple_switch_CLI command interpreter.
 #[derive(Debug, Clone)]
 pub struct Cli {
@@ -373,17 +409,77 @@ impl Cli {
     /// Runs a command file (`--commands FILE`): one command per line, blank
     /// lines and `#` comments skipped, every line run even after a failure
     /// (like piping the file into simple_switch_CLI).
+    ///
+    /// Consecutive `table_add` lines are sent to the switch together
+    /// ([`RuntimeApi::bm_mt_add_entries`]), which gives the same entries,
+    /// handles, output and errors as running them one by one.
     pub fn run_script(&mut self, api: &mut dyn RuntimeApi, text: &str) -> ScriptOutcome {
+        self.run_script_with(api, text, true)
+    }
+
+    /// [`Cli::run_script`] without the output of the lines that succeed
+    /// (bulk loads nobody reads): `output` stays empty, the errors are the
+    /// same (with what their lines printed before failing).
+    pub fn run_script_quiet(&mut self, api: &mut dyn RuntimeApi, text: &str) -> ScriptOutcome {
+        self.run_script_with(api, text, false)
+    }
+
+    /// Tells the switch how many entries the script's `table_add` lines add
+    /// to each table, when that is many ([`RuntimeApi::bm_mt_reserve_entries`]).
+    fn reserve_entries(&self, api: &mut dyn RuntimeApi, text: &str) {
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for raw in text.lines() {
+            if let Some(table) =
+                table_add_args(raw.trim()).and_then(|rest| rest.split_whitespace().next())
+            {
+                *counts.entry(table).or_default() += 1;
+            }
+        }
+        for (name, n) in counts {
+            if n >= RESERVE_MIN
+                && let Some(t) = self.program.table(name)
+            {
+                api.bm_mt_reserve_entries(&t.name, n);
+            }
+        }
+    }
+
+    fn run_script_with(
+        &mut self,
+        api: &mut dyn RuntimeApi,
+        text: &str,
+        output: bool,
+    ) -> ScriptOutcome {
         let mut outcome = ScriptOutcome::default();
+        self.reserve_entries(api, text);
+        let mut adds: Vec<(usize, &str, &str)> = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
+            if let Some(rest) = table_add_args(line) {
+                adds.push((i + 1, line, rest));
+                if adds.len() >= ADD_BATCH {
+                    self.add_batch(api, &adds, output, &mut outcome);
+                    adds.clear();
+                }
+                continue;
+            }
+            if !adds.is_empty() {
+                self.add_batch(api, &adds, output, &mut outcome);
+                adds.clear();
+            }
             match self.execute(api, line) {
-                Ok(out) => outcome.output.push_str(&out),
+                Ok(out) => {
+                    if output {
+                        outcome.output.push_str(&out);
+                    }
+                }
                 Err(error) => {
-                    outcome.output.push_str(&error.printed());
+                    if output {
+                        outcome.output.push_str(&error.printed());
+                    }
                     outcome.errors.push(ScriptError {
                         line: i + 1,
                         command: line.to_string(),
@@ -391,6 +487,9 @@ impl Cli {
                     });
                 }
             }
+        }
+        if !adds.is_empty() {
+            self.add_batch(api, &adds, output, &mut outcome);
         }
         outcome
     }
@@ -721,13 +820,52 @@ impl Cli {
         })
     }
 
-    fn table_add(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    /// Parses `table_add`'s arguments (simple_switch_CLI's checks, in its
+    /// order); `names` caches the last table and action resolved.
+    fn parse_table_add<'p>(
+        &'p self,
+        a: &[&str],
+        names: &mut NameCache<'p>,
+    ) -> Result<TableAdd<'p>, CliErrorKind> {
         at_least(a, 3)?;
         let (table_name, action_name) = (a[0], a[1]);
-        let table = self.table(table_name)?;
-        let action = self.table_action(&table, table_name, action_name)?;
-        let mut args = a.to_vec();
-        let priority = Self::pop_priority(&table, &mut args)?;
+        let table = match &names.table {
+            Some((n, t)) if n == table_name => *t,
+            _ => {
+                let t = self
+                    .program
+                    .table(table_name)
+                    .ok_or_else(|| usage(format!("Invalid table name ({table_name})")))?;
+                names.table = Some((table_name.to_string(), t));
+                t
+            }
+        };
+        let action = match &names.action {
+            Some((n, t, act)) if n == action_name && std::ptr::eq(*t, table) => *act,
+            _ => {
+                let act = self
+                    .program
+                    .action(action_name)
+                    .filter(|x| table.has_action(&x.name))
+                    .ok_or_else(|| {
+                        usage(format!("Table {table_name} has no action {action_name}"))
+                    })?;
+                names.action = Some((action_name.to_string(), table, act));
+                act
+            }
+        };
+        // like pop_priority: ternary/range tables take the last argument
+        let (priority, args) = if table.match_kind.needs_priority() {
+            match a.split_last() {
+                Some((last, init)) => match py::int10_i32(last) {
+                    Some(p) => (p, init),
+                    None => return Err(Self::bad_priority()),
+                },
+                None => return Err(Self::bad_priority()),
+            }
+        } else {
+            (0, a)
+        };
         // Like runtime_CLI: without "=>", the last argument is dropped.
         let rest = &args[2..];
         let (keys, params): (&[&str], &[&str]) = match rest.iter().position(|x| *x == "=>") {
@@ -741,39 +879,159 @@ impl Cli {
                 table.key.len()
             )));
         }
-        let data = self.runtime_data(&action, params)?;
-        let key = values::parse_match_key(&table, keys)?;
+        let data = self.runtime_data(action, params)?;
+        let key = values::parse_match_key(table, keys)?;
+        Ok(TableAdd {
+            table,
+            action,
+            priority,
+            key,
+            data,
+        })
+    }
+
+    fn bad_priority() -> CliErrorKind {
+        usage("Table is ternary, but could not extract a valid priority from args")
+    }
+
+    /// What `table_add` prints before it calls the switch.
+    fn echo_table_add(out: &mut String, add: &TableAdd<'_>, table_name: &str, action_name: &str) {
         outln!(
             out,
             "Adding entry to {} match table {}",
-            table.match_kind.as_str(),
+            add.table.match_kind.as_str(),
             table_name
         );
-        outln!(
-            out,
-            "{} {}",
-            py::ljust("match key:", 20),
-            key.iter()
-                .map(values::match_param_to_str)
-                .collect::<Vec<_>>()
-                .join("\t")
-        );
-        outln!(out, "{} {}", py::ljust("action:", 20), action_name);
-        outln!(
-            out,
-            "{} {}",
-            py::ljust("runtime data:", 20),
-            data.iter()
-                .map(|d| py::printable_bytes(d))
-                .collect::<Vec<_>>()
-                .join("\t")
-        );
+        // py::ljust(.., 20) of the labels, then a space
+        out.push_str("match key:           ");
+        for (i, k) in add.key.iter().enumerate() {
+            if i > 0 {
+                out.push('\t');
+            }
+            values::push_match_param(out, k);
+        }
+        out.push('\n');
+        out.push_str("action:              ");
+        out.push_str(action_name);
+        out.push('\n');
+        out.push_str("runtime data:        ");
+        for (i, d) in add.data.iter().enumerate() {
+            if i > 0 {
+                out.push('\t');
+            }
+            py::push_printable_bytes(out, d);
+        }
+        out.push('\n');
+    }
+
+    fn table_add(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        let mut names = NameCache::default();
+        let add = self.parse_table_add(a, &mut names)?;
+        Self::echo_table_add(out, &add, a[0], a[1]);
         let options = BmAddEntryOptions {
-            priority: Some(priority),
+            priority: Some(add.priority),
         };
-        let handle = call(api.bm_mt_add_entry(&table.name, &key, &action.name, &data, options))?;
+        let handle = call(api.bm_mt_add_entry(
+            &add.table.name,
+            &add.key,
+            &add.action.name,
+            &add.data,
+            options,
+        ))?;
         outln!(out, "Entry has been added with handle {handle}");
         Ok(())
+    }
+
+    /// Runs consecutive `table_add` lines of a script (line number, command,
+    /// arguments) with one [`RuntimeApi::bm_mt_add_entries`] call: the same
+    /// entries, handles, output and errors as running them one by one, as
+    /// parsing a line does not depend on the switch and a line that fails
+    /// to parse calls nothing. With `output` false, only failed lines get
+    /// their output (in their [`CliError`]).
+    fn add_batch(
+        &self,
+        api: &mut dyn RuntimeApi,
+        lines: &[(usize, &str, &str)],
+        output: bool,
+        outcome: &mut ScriptOutcome,
+    ) {
+        let mut names = NameCache::default();
+        let mut args: Vec<&str> = Vec::new();
+        // per line: the echo (empty without output), or why it failed to parse
+        let mut parsed: Vec<Result<String, CliErrorKind>> = Vec::with_capacity(lines.len());
+        let mut requests = Vec::with_capacity(lines.len());
+        for (_, _, rest) in lines {
+            args.clear();
+            args.extend(rest.split_whitespace());
+            match self.parse_table_add(&args, &mut names) {
+                Ok(add) => {
+                    let mut echo = String::new();
+                    if output {
+                        Self::echo_table_add(&mut echo, &add, args[0], args[1]);
+                    }
+                    parsed.push(Ok(echo));
+                    requests.push(BmAddEntryRequest {
+                        table_name: &add.table.name,
+                        match_key: add.key,
+                        action_name: &add.action.name,
+                        action_data: add.data,
+                        options: BmAddEntryOptions {
+                            priority: Some(add.priority),
+                        },
+                    });
+                }
+                Err(kind) => parsed.push(Err(kind)),
+            }
+        }
+        let mut results = if requests.is_empty() {
+            Vec::new()
+        } else {
+            api.bm_mt_add_entries(requests)
+        }
+        .into_iter();
+        for ((line, command, rest), p) in lines.iter().zip(parsed) {
+            let error = match p {
+                Err(kind) => CliError {
+                    output: String::new(),
+                    kind,
+                },
+                Ok(mut echo) => {
+                    let result = results.next().unwrap_or_else(|| {
+                        Err(crate::api::ApiError::Internal(
+                            "the switch returned no result for this entry".to_string(),
+                        ))
+                    });
+                    match call(result) {
+                        Ok(handle) => {
+                            if output {
+                                outcome.output.push_str(&echo);
+                                outln!(outcome.output, "Entry has been added with handle {handle}");
+                            }
+                            continue;
+                        }
+                        Err(kind) => {
+                            if !output {
+                                // parsed before: parse again for the echo
+                                args.clear();
+                                args.extend(rest.split_whitespace());
+                                if let Ok(add) = self.parse_table_add(&args, &mut names) {
+                                    Self::echo_table_add(&mut echo, &add, args[0], args[1]);
+                                }
+                            }
+                            CliError { output: echo, kind }
+                        }
+                    }
+                }
+            };
+            if output {
+                outcome.output.push_str(&error.printed());
+            }
+            outcome.errors.push(ScriptError {
+                line: *line,
+                command: command.to_string(),
+                error,
+            });
+        }
     }
 
     fn table_set_timeout(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {

@@ -1,5 +1,6 @@
 //! Value literals and match keys as simple_switch_CLI parses them.
 
+use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 
 use super::CliErrorKind;
@@ -75,6 +76,14 @@ fn ipv6_to_bytes(s: &str) -> Result<Vec<u8>, String> {
 /// encodes as zeros), big-endian in `ceil(bitwidth / 8)` bytes. The error is
 /// the message simple_switch_CLI prints after "Error while parsing X - ".
 pub fn parse_value(input: &str, bitwidth: u32) -> Result<Vec<u8>, String> {
+    match parse_value_fast(input, bitwidth) {
+        Some(v) => Ok(v),
+        None => parse_value_general(input, bitwidth),
+    }
+}
+
+/// [`parse_value`] for every input.
+fn parse_value_general(input: &str, bitwidth: u32) -> Result<Vec<u8>, String> {
     match bitwidth {
         32 if input.contains('.') => return ipv4_to_bytes(input),
         48 if input.contains(':') => return mac_to_bytes(input),
@@ -87,6 +96,44 @@ pub fn parse_value(input: &str, bitwidth: u32) -> Result<Vec<u8>, String> {
         );
     };
     int_to_bytes(&v, bitwidth.div_ceil(8) as usize)
+}
+
+/// The common spellings of [`parse_value`] without its general machinery
+/// (bulk loads are mostly MAC addresses and small decimal numbers): a MAC
+/// address of six 1-2 digit hex groups for width 48, a decimal number
+/// without sign, separator or leading zero that fits the width's bytes
+/// otherwise. `None` for anything else, which [`parse_value`] handles the
+/// general way (the results are the same).
+fn parse_value_fast(input: &str, bitwidth: u32) -> Option<Vec<u8>> {
+    let b = input.as_bytes();
+    if bitwidth == 48 && b.contains(&b':') {
+        let mut out = Vec::with_capacity(6);
+        for part in input.split(':') {
+            let p = part.as_bytes();
+            if p.is_empty() || p.len() > 2 || out.len() == 6 {
+                return None;
+            }
+            let mut v = 0u8;
+            for &c in p {
+                v = (v << 4) | (char::from(c).to_digit(16)? as u8);
+            }
+            out.push(v);
+        }
+        return (out.len() == 6).then_some(out);
+    }
+    let nbytes = bitwidth.div_ceil(8) as usize;
+    if b.is_empty() || b.len() > 19 || b[0] == b'0' || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let v = b.iter().fold(0u64, |v, &c| v * 10 + u64::from(c - b'0'));
+    let be = v.to_be_bytes();
+    let sig = 8 - (v.leading_zeros() / 8) as usize;
+    if sig > nbytes {
+        return None;
+    }
+    let mut out = vec![0u8; nbytes];
+    out[nbytes - sig..].copy_from_slice(&be[8 - sig..]);
+    Some(out)
 }
 
 /// Encodes the action parameters (the caller has checked their number).
@@ -187,30 +234,29 @@ pub(crate) fn parse_match_key(
     Ok(params)
 }
 
-/// runtime_CLI's `BmMatchParam.to_str` (used when echoing `table_add`).
-pub(crate) fn match_param_to_str(p: &BmMatchParam) -> String {
-    let body = match p {
-        BmMatchParam::Exact { key } => py::printable_bytes(key),
+/// Appends runtime_CLI's `BmMatchParam.to_str` of `p` to `out` (used when
+/// echoing `table_add`).
+pub(crate) fn push_match_param(out: &mut String, p: &BmMatchParam) {
+    out.push_str(p.param_type().name());
+    out.push('-');
+    match p {
+        BmMatchParam::Exact { key } => py::push_printable_bytes(out, key),
         BmMatchParam::Lpm { key, prefix_length } => {
-            format!("{}/{}", py::printable_bytes(key), prefix_length)
+            py::push_printable_bytes(out, key);
+            let _ = write!(out, "/{prefix_length}");
         }
         BmMatchParam::Ternary { key, mask } => {
-            format!(
-                "{} &&& {}",
-                py::printable_bytes(key),
-                py::printable_bytes(mask)
-            )
+            py::push_printable_bytes(out, key);
+            out.push_str(" &&& ");
+            py::push_printable_bytes(out, mask);
         }
-        BmMatchParam::Valid { .. } => String::new(),
+        BmMatchParam::Valid { .. } => {}
         BmMatchParam::Range { start, end } => {
-            format!(
-                "{} -> {}",
-                py::printable_bytes(start),
-                py::printable_bytes(end)
-            )
+            py::push_printable_bytes(out, start);
+            out.push_str(" -> ");
+            py::push_printable_bytes(out, end);
         }
-    };
-    format!("{}-{}", p.param_type().name(), body)
+    }
 }
 
 /// The value part of a key field in `table_dump` output.
@@ -250,6 +296,64 @@ pub(crate) fn parse_pvs_value(input: &str, bitwidth: u32) -> Result<Vec<u8>, Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_path_agrees_with_the_general_parser() {
+        let inputs = [
+            "0",
+            "00",
+            "1",
+            "3",
+            "7",
+            "255",
+            "256",
+            "511",
+            "512",
+            "65535",
+            "65536",
+            "010",
+            "1_0",
+            "+1",
+            "-1",
+            " 1",
+            "0x1f",
+            "18446744073709551615",
+            "18446744073709551616",
+            "9999999999999999999",
+            "99999999999999999999",
+            "4294967295",
+            "4294967296",
+            "281474976710655",
+            "281474976710656",
+            "18:64:d3:30:18:61",
+            "C8:DA:B0:F4:D1:25",
+            "1:2:3:4:5:6",
+            "01:02:03:04:05:06",
+            "1:2:3:4:5",
+            "1:2:3:4:5:6:7",
+            "1::3:4:5:6",
+            "100:2:3:4:5:6",
+            "g:2:3:4:5:6",
+            "0x1:2:3:4:5:6",
+            "1:2:3:4:5:-6",
+            "10.0.0.1",
+            "::1",
+            "",
+            "a",
+            "1a",
+        ];
+        for w in [1, 7, 8, 9, 16, 24, 32, 48, 64, 128] {
+            for i in inputs {
+                let general = parse_value_general(i, w);
+                if let Some(fast) = parse_value_fast(i, w) {
+                    assert_eq!(Ok(fast), general, "{i:?} width {w}");
+                }
+                assert_eq!(parse_value(i, w), general, "{i:?} width {w}");
+            }
+        }
+        assert!(parse_value_fast("18:64:d3:30:18:61", 48).is_some());
+        assert!(parse_value_fast("300", 9).is_some());
+    }
 
     #[test]
     fn values_by_width() {

@@ -776,21 +776,26 @@ impl Core {
             let Some(node) = cs.pre.nodes.get(nh) else {
                 continue;
             };
+            // simple_switch (McSimplePreLAG::replicate): the node's ports in ascending
+            // order, then one member per LAG in ascending LAG order. Its LAG "hash" is the
+            // constant 0xFF: the member picked is number 0xFF % n (0-based) of the LAG's
+            // ports in ascending order.
             let mut ports: Vec<u32> = node.ports.clone();
-            for lag in &node.lags {
-                if let Some(members) = cs.pre.lags.get(lag)
-                    && !members.is_empty()
-                {
-                    // one member per LAG, picked by a hash of the packet as bmv2 does
-                    let h = ctx
-                        .pkt
-                        .data()
-                        .iter()
-                        .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(*b as u32));
-                    ports.push(members[(h as usize) % members.len()]);
+            ports.sort_unstable();
+            ports.dedup();
+            let mut lags = node.lags.clone();
+            lags.sort_unstable();
+            lags.dedup();
+            for lag in &lags {
+                if let Some(members) = cs.pre.lags.get(lag) {
+                    let mut m = members.clone();
+                    m.sort_unstable();
+                    m.dedup();
+                    if !m.is_empty() {
+                        ports.push(m[0xFF % m.len()]);
+                    }
                 }
             }
-            ports.sort_unstable();
             for port in ports {
                 let mut c = self.alloc();
                 c.copy_from(ctx);

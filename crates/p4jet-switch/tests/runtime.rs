@@ -1167,6 +1167,16 @@ fn pre_groups_nodes_lags_and_replication() {
         1,
         "one LAG member"
     );
+    // bmv2 picks member 0xFF % 2 = 1 (0-based, ascending ports): port 3
+    assert_eq!(out.keys().copied().collect::<Vec<_>>(), vec![3], "{out:?}");
+    // three members: 0xFF % 3 = 0, the lowest port (1 of 1, 2, 4)
+    sw.bm_mc_set_lag_membership(3, "10110").unwrap();
+    let out = run(&mut sw, &[(0, pkt.clone())]);
+    assert_eq!(out.keys().copied().collect::<Vec<_>>(), vec![1], "{out:?}");
+    // four members: 0xFF % 4 = 3, the highest of 1, 2, 5, 6
+    sw.bm_mc_set_lag_membership(3, "1100110").unwrap();
+    let out = run(&mut sw, &[(0, pkt.clone())]);
+    assert_eq!(out.keys().copied().collect::<Vec<_>>(), vec![6], "{out:?}");
 
     // destroying a group: the node stays associated with it (bmv2)
     sw.bm_mc_mgrp_destroy(1).unwrap();

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use num_bigint::{BigInt, BigUint, Sign};
 use num_traits::ToPrimitive;
+use p4jet_ir::HashAlgo;
 use p4jet_ir::expr::{FieldRef, HeaderRef};
 use p4jet_ir::{
     ActionCall, ControlNode, FieldLoc, KeyElem, KeySource, ParserOp, Prim, Program, TableNext,
@@ -945,6 +946,9 @@ impl Engine {
             .get(calc as usize)
             .and_then(|x| x.as_deref())
         {
+            Some(items) if c.algo == HashAlgo::Csum16 && hash::csum16_direct(items) => {
+                return hash::csum16_planned(&ctx.phv, items);
+            }
             Some(items) => hash::build_planned(p, &ctx.phv, items, payload, &mut sc.calc),
             None => hash::build_input(p, &ec, c, payload, &mut sc.calc),
         }

@@ -3,7 +3,7 @@
 //! header contents, validity and payloads.
 
 use p4jet_engine::eval::EvalCtx;
-use p4jet_engine::hash::{build_input, build_planned, plan};
+use p4jet_engine::hash::{build_input, build_planned, csum16, csum16_direct, csum16_planned, plan};
 use p4jet_engine::phv::Phv;
 
 fn corpus_programs() -> Vec<std::path::PathBuf> {
@@ -35,6 +35,7 @@ fn planned_inputs_equal_resolved_inputs() {
     let progs = corpus_programs();
     assert!(progs.len() >= 20, "corpus not found: {progs:?}");
     let mut planned = 0;
+    let mut direct = 0;
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut rnd = move || {
         x ^= x << 13;
@@ -69,10 +70,21 @@ fn planned_inputs_equal_resolved_inputs() {
                 build_input(&p, &ec, c, &payload, &mut a);
                 build_planned(&p, &phv, &items, &payload, &mut b);
                 assert_eq!(a, b, "{}: calculation {}", path.display(), c.name);
+                if csum16_direct(&items) {
+                    direct += 1;
+                    assert_eq!(
+                        csum16_planned(&phv, &items),
+                        csum16(&a),
+                        "{}: calculation {}",
+                        path.display(),
+                        c.name
+                    );
+                }
             }
         }
     }
     assert!(planned >= 10, "only {planned} calculations planned");
+    assert!(direct > 0, "no checksum summed directly from the PHV");
 }
 
 /// Conditions recognised at load time give the tree walker's answer, for every control

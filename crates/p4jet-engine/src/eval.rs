@@ -571,3 +571,117 @@ impl FastCond {
         b != self.negate
     }
 }
+
+/// Deepest operand stack a [`FastExpr`] may need.
+const FAST_STACK: usize = 8;
+
+/// An expression of wrapping 128-bit operations on unsigned fields, constants and action
+/// parameters (`ttl - 1` arrives from p4c as `(ttl + 0xff) & 0xff`), flattened at load
+/// into postfix form and evaluated on a small fixed stack: the same bits as [`eval`]
+/// without the recursive walk.
+#[derive(Debug, Clone)]
+pub struct FastExpr {
+    ops: Vec<FastOp>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum FastOp {
+    Const(u128),
+    Field(p4jet_ir::FieldLoc),
+    Param(u32),
+    Bin(BinOp),
+    Un(UnOp),
+}
+
+impl FastExpr {
+    /// Flattens root `id`; `None` when it is wide, too deep, or uses anything else.
+    pub fn compile(p: &Program, id: ExprId) -> Option<FastExpr> {
+        if p.exprs.wide.get(id as usize).copied().unwrap_or(true) {
+            return None;
+        }
+        let mut ops = Vec::new();
+        let depth = Self::emit(p, id, &mut ops)?;
+        (depth <= FAST_STACK && ops.len() > 1).then_some(FastExpr { ops })
+    }
+
+    /// Emits `id` in postfix order; returns the stack depth it needs.
+    fn emit(p: &Program, id: ExprId, ops: &mut Vec<FastOp>) -> Option<usize> {
+        let n = p.exprs.nodes.get(id as usize)?;
+        match &n.expr {
+            Expr::Const(_) => {
+                ops.push(FastOp::Const(n.konst));
+                Some(1)
+            }
+            Expr::Field(FieldRef::Static(f)) => {
+                let loc = p.fields.get(*f as usize)?.loc;
+                if loc.signed || loc.width > 128 {
+                    return None;
+                }
+                ops.push(FastOp::Field(loc));
+                Some(1)
+            }
+            Expr::Param(i) => {
+                ops.push(FastOp::Param(*i));
+                Some(1)
+            }
+            Expr::Un(op @ (UnOp::BitNot | UnOp::Neg), a) => {
+                let d = Self::emit(p, *a, ops)?;
+                ops.push(FastOp::Un(*op));
+                Some(d)
+            }
+            Expr::Bin(
+                op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor),
+                a,
+                b,
+            ) => {
+                let da = Self::emit(p, *a, ops)?;
+                let db = Self::emit(p, *b, ops)?;
+                ops.push(FastOp::Bin(*op));
+                Some(da.max(db + 1))
+            }
+            _ => None,
+        }
+    }
+
+    /// The expression's 128-bit pattern (what [`eval_bits`] returns).
+    pub fn eval(&self, c: &EvalCtx) -> u128 {
+        let mut st = [0u128; FAST_STACK];
+        let mut sp = 0usize;
+        for op in &self.ops {
+            match *op {
+                FastOp::Const(k) => {
+                    st[sp] = k;
+                    sp += 1;
+                }
+                FastOp::Field(loc) => {
+                    st[sp] = c.phv.read_raw(loc);
+                    sp += 1;
+                }
+                FastOp::Param(i) => {
+                    st[sp] = param(c, i);
+                    sp += 1;
+                }
+                FastOp::Un(op) => {
+                    let v = st[sp - 1];
+                    st[sp - 1] = match op {
+                        UnOp::Neg => v.wrapping_neg(),
+                        _ => !v,
+                    };
+                }
+                FastOp::Bin(op) => {
+                    sp -= 1;
+                    let (x, y) = (st[sp - 1], st[sp]);
+                    st[sp - 1] = match op {
+                        BinOp::Add => x.wrapping_add(y),
+                        BinOp::Sub => x.wrapping_sub(y),
+                        BinOp::Mul => x.wrapping_mul(y),
+                        BinOp::And => x & y,
+                        BinOp::Or => x | y,
+                        _ => x ^ y,
+                    };
+                }
+            }
+        }
+        st[0]
+    }
+}

@@ -395,6 +395,8 @@ pub struct Engine {
     calc_plans: Vec<Option<Vec<hash::PlanItem>>>,
     /// Per expression id, the control conditions recognised at load time.
     fast_conds: Vec<Option<eval::FastCond>>,
+    /// Per expression id, assignment sources flattened at load time.
+    fast_exprs: Vec<Option<eval::FastExpr>>,
 }
 
 /// Loads a bmv2 JSON text into an engine.
@@ -501,6 +503,16 @@ impl Engine {
                 *slot = eval::FastCond::compile(&prog, *expr);
             }
         }
+        let mut fast_exprs = vec![None; prog.exprs.nodes.len()];
+        for a in &prog.actions {
+            for prim in &a.body {
+                if let Prim::Assign { src, .. } = prim
+                    && let Some(slot) = fast_exprs.get_mut(*src as usize)
+                {
+                    *slot = eval::FastExpr::compile(&prog, *src);
+                }
+            }
+        }
         Engine {
             prog,
             cfg,
@@ -508,6 +520,7 @@ impl Engine {
             key_plans,
             calc_plans,
             fast_conds,
+            fast_exprs,
         }
     }
 
@@ -1254,6 +1267,25 @@ impl Engine {
                     ctx.phv.write(p.fields[*dst as usize].loc, v);
                     pc += 1;
                     continue;
+                }
+                Prim::Assign {
+                    dst: FieldRef::Static(fid),
+                    src,
+                } => {
+                    if let Some(Some(fe)) = self.fast_exprs.get(*src as usize) {
+                        let loc = p.fields[*fid as usize].loc;
+                        if loc.width <= 128 {
+                            let ec = EvalCtx {
+                                phv: &ctx.phv,
+                                ahead: &[],
+                                action: Some((a, &call.data)),
+                            };
+                            let v = fe.eval(&ec);
+                            ctx.phv.write(loc, v);
+                            pc += 1;
+                            continue;
+                        }
+                    }
                 }
                 _ => {}
             }

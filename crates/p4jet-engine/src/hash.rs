@@ -293,12 +293,7 @@ pub fn build_input(
             }
             CalcInput::Header(h) => {
                 flush(&mut bb, &mut run);
-                if !c.phv.valid[*h as usize] {
-                    continue;
-                }
-                let hi = &p.headers[*h as usize];
-                let bytes = crate::header_bytes(p, c.phv, *h);
-                bb.push_bits(&c.phv.data, hi.offset as usize, 0, bytes * 8);
+                push_header(&mut bb, p, c.phv, *h);
             }
             CalcInput::Payload => {
                 flush(&mut bb, &mut run);
@@ -307,6 +302,15 @@ pub fn build_input(
         }
     }
     flush(&mut bb, &mut run);
+}
+
+/// Appends header `h`'s bytes when it is valid.
+fn push_header(bb: &mut BitBuf, p: &Program, phv: &crate::phv::Phv, h: u32) {
+    if phv.valid[h as usize] {
+        let hi = &p.headers[h as usize];
+        let bytes = crate::header_bytes(p, phv, h);
+        bb.push_bits(&phv.data, hi.offset as usize, 0, bytes * 8);
+    }
 }
 
 /// One input of a calculation resolved at load time (see [`plan`]).
@@ -342,7 +346,7 @@ pub enum PlanItem {
 /// `None` when an input needs run-time resolution (a field of a stack element picked at
 /// run time, a varbit field, a constant wider than 128 bits): [`build_input`] handles
 /// those.
-pub fn plan(p: &Program, calc: &Calculation) -> Option<Vec<PlanItem>> {
+pub fn plan(p: &Program, calc: &Calculation) -> Option<CalcPlan> {
     let mut items: Vec<PlanItem> = Vec::new();
     for inp in &calc.inputs {
         match inp {
@@ -387,7 +391,17 @@ pub fn plan(p: &Program, calc: &Calculation) -> Option<Vec<PlanItem>> {
             CalcInput::Payload => items.push(PlanItem::Payload),
         }
     }
-    Some(items)
+    let csum_direct = calc.algo == HashAlgo::Csum16 && csum16_direct(&items);
+    Some(CalcPlan { items, csum_direct })
+}
+
+/// A calculation's inputs resolved at load time.
+#[derive(Debug, Clone)]
+pub struct CalcPlan {
+    /// The inputs in order.
+    pub items: Vec<PlanItem>,
+    /// An internet checksum that [`csum16_planned`] sums straight from the PHV.
+    pub csum_direct: bool,
 }
 
 /// [`build_input`] from a [`plan`]: the same bytes.
@@ -411,13 +425,7 @@ pub fn build_planned(
                 }
             }
             PlanItem::Const { be, skip, width } => bb.push_bits(be, 0, *skip, *width),
-            PlanItem::Header(h) => {
-                if phv.valid[*h as usize] {
-                    let hi = &p.headers[*h as usize];
-                    let bytes = crate::header_bytes(p, phv, *h);
-                    bb.push_bits(&phv.data, hi.offset as usize, 0, bytes * 8);
-                }
-            }
+            PlanItem::Header(h) => push_header(&mut bb, p, phv, *h),
             PlanItem::Payload => bb.push_bytes(payload),
         }
     }
@@ -426,13 +434,13 @@ pub fn build_planned(
 /// True when the internet checksum of `items` can be summed straight from the PHV: every
 /// item is a run that starts on a byte and covers whole 16-bit words, so concatenating
 /// the runs never shifts a word (the IPv4 header checksum).
-pub fn csum16_direct(items: &[PlanItem]) -> bool {
+fn csum16_direct(items: &[PlanItem]) -> bool {
     items
         .iter()
         .all(|i| matches!(i, PlanItem::Run { start, bits, .. } if start % 8 == 0 && bits % 16 == 0))
 }
 
-/// [`csum16`] of [`build_planned`]'s bytes for a plan accepted by [`csum16_direct`],
+/// [`csum16`] of [`build_planned`]'s bytes for a plan whose `csum_direct` is set,
 /// without building them.
 pub fn csum16_planned(phv: &crate::phv::Phv, items: &[PlanItem]) -> u64 {
     let mut sum: u64 = 0;

@@ -17,7 +17,6 @@ use std::sync::Arc;
 
 use num_bigint::{BigInt, BigUint, Sign};
 use num_traits::ToPrimitive;
-use p4jet_ir::HashAlgo;
 use p4jet_ir::expr::{FieldRef, HeaderRef};
 use p4jet_ir::{
     ActionCall, ControlNode, FieldLoc, KeyElem, KeySource, ParserOp, Prim, Program, TableNext,
@@ -392,7 +391,7 @@ pub struct Engine {
     pub sm: StdLocs,
     key_plans: Vec<Vec<KeyPart>>,
     /// Per calculation, its inputs resolved at load time (None: resolved per packet).
-    calc_plans: Vec<Option<Vec<hash::PlanItem>>>,
+    calc_plans: Vec<Option<hash::CalcPlan>>,
     /// Per expression id, the control conditions recognised at load time.
     fast_conds: Vec<Option<eval::FastCond>>,
     /// Per expression id, assignment sources flattened at load time.
@@ -954,15 +953,9 @@ impl Engine {
             ahead: &[],
             action: None,
         };
-        match self
-            .calc_plans
-            .get(calc as usize)
-            .and_then(|x| x.as_deref())
-        {
-            Some(items) if c.algo == HashAlgo::Csum16 && hash::csum16_direct(items) => {
-                return hash::csum16_planned(&ctx.phv, items);
-            }
-            Some(items) => hash::build_planned(p, &ctx.phv, items, payload, &mut sc.calc),
+        match self.calc_plans.get(calc as usize).and_then(Option::as_ref) {
+            Some(plan) if plan.csum_direct => return hash::csum16_planned(&ctx.phv, &plan.items),
+            Some(plan) => hash::build_planned(p, &ctx.phv, &plan.items, payload, &mut sc.calc),
             None => hash::build_input(p, &ec, c, payload, &mut sc.calc),
         }
         let custom = c

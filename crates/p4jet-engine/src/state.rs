@@ -89,9 +89,9 @@ impl ProfileState {
 pub struct McNode {
     /// Replication id written to `egress_rid`.
     pub rid: u16,
-    /// Ports, ascending.
+    /// Ports, ascending and unique.
     pub ports: Vec<u32>,
-    /// LAG indexes.
+    /// LAG indexes, ascending and unique.
     pub lags: Vec<u32>,
     /// Group the node is associated with.
     pub group: Option<u32>,
@@ -104,7 +104,7 @@ pub struct Pre {
     pub groups: BTreeMap<u32, Vec<u32>>,
     /// Nodes by handle.
     pub nodes: BTreeMap<u32, McNode>,
-    /// LAG membership: lag index → ports.
+    /// LAG membership: lag index → ports, ascending and unique.
     pub lags: BTreeMap<u32, Vec<u32>>,
 }
 

@@ -779,23 +779,13 @@ impl Core {
             // simple_switch (McSimplePreLAG::replicate): the node's ports in ascending
             // order, then one member per LAG in ascending LAG order. Its LAG "hash" is the
             // constant 0xFF: the member picked is number 0xFF % n (0-based) of the LAG's
-            // ports in ascending order.
-            let mut ports: Vec<u32> = node.ports.clone();
-            ports.sort_unstable();
-            ports.dedup();
-            let mut lags = node.lags.clone();
-            lags.sort_unstable();
-            lags.dedup();
-            for lag in &lags {
-                if let Some(members) = cs.pre.lags.get(lag) {
-                    let mut m = members.clone();
-                    m.sort_unstable();
-                    m.dedup();
-                    if !m.is_empty() {
-                        ports.push(m[0xFF % m.len()]);
-                    }
-                }
-            }
+            // ports in ascending order. (Port and LAG lists are ascending and unique: they
+            // come from port maps.)
+            let lag_members = node.lags.iter().filter_map(|lag| {
+                let m = cs.pre.lags.get(lag)?;
+                (!m.is_empty()).then(|| m[0xFF % m.len()])
+            });
+            let ports = node.ports.iter().copied().chain(lag_members);
             for port in ports {
                 let mut c = self.alloc();
                 c.copy_from(ctx);

@@ -137,6 +137,15 @@ fn acl_script() -> String {
     s
 }
 
+/// The kind of every failed line, as text.
+fn error_kinds(outcome: &ScriptOutcome) -> Vec<String> {
+    outcome
+        .errors
+        .iter()
+        .map(|e| e.error.kind.to_string())
+        .collect()
+}
+
 fn check(json: &str, text: &str) -> ScriptOutcome {
     let mut reference_sw = switch(json);
     let mut cli = Cli::new(json).unwrap();
@@ -163,11 +172,7 @@ fn check(json: &str, text: &str) -> ScriptOutcome {
 fn bulk_loaded_l2_table_equals_one_by_one() {
     let json = bench_json("l2_large");
     let outcome = check(&json, &l2_script());
-    let kinds: Vec<String> = outcome
-        .errors
-        .iter()
-        .map(|e| e.error.kind.to_string())
-        .collect();
+    let kinds = error_kinds(&outcome);
     // malformed lines and refused duplicates, each named by its line
     assert!(
         kinds.iter().any(|k| k.contains("DUPLICATE_ENTRY")),
@@ -190,11 +195,7 @@ fn bulk_loaded_l2_table_equals_one_by_one() {
 fn bulk_loaded_ternary_and_range_tables_equal_one_by_one() {
     let json = bench_json("acl_large");
     let outcome = check(&json, &acl_script());
-    let kinds: Vec<String> = outcome
-        .errors
-        .iter()
-        .map(|e| e.error.kind.to_string())
-        .collect();
+    let kinds = error_kinds(&outcome);
     assert!(
         kinds.iter().any(|k| k.contains("DUPLICATE_ENTRY")),
         "{kinds:?}"

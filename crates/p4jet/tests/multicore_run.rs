@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{corpus_json, p4jet, skipped, tmpdir};
+use common::{corpus_json, del_netns, p4jet, remove_stale_namespaces, sh, skipped, tmpdir};
 use p4jet_io::{AfPacketOptions, AfPacketPort, Port};
 
 const PACKETS: u32 = 100_000;
@@ -354,18 +354,6 @@ fn cannot_run() -> Option<String> {
     None
 }
 
-fn sh(cmd: &mut Command) -> Result<String, String> {
-    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!(
-            "{cmd:?}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
 /// Namespace `ns` with the switch ends `s1`, `s2`; their peers `host[0]`, `host[1]`
 /// in the test's namespace. Dropping it deletes the namespace, and with it the veths.
 struct Net {
@@ -376,7 +364,7 @@ struct Net {
 impl Net {
     fn new(tag: &str, queues: u32) -> Result<Net, String> {
         static SEQ: AtomicUsize = AtomicUsize::new(0);
-        remove_stale_namespaces();
+        remove_stale_namespaces(NS_PREFIX);
         let n = SEQ.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
         let ns = format!("{NS_PREFIX}-{pid}-{n}");
@@ -418,38 +406,10 @@ impl Net {
 
 impl Drop for Net {
     fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.ns])
-            .stderr(Stdio::null())
-            .status();
-        // the namespace's veth ends go with it, and their peers with them
+        del_netns(&self.ns);
         for h in &self.host {
             let _ = Command::new("ip")
                 .args(["link", "del", h])
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-/// Namespaces of earlier runs whose process is gone (killed before its guards ran).
-fn remove_stale_namespaces() {
-    let Ok(list) = sh(Command::new("ip").args(["netns", "list"])) else {
-        return;
-    };
-    for line in list.lines() {
-        let Some(ns) = line.split_whitespace().next() else {
-            continue;
-        };
-        let Some(rest) = ns.strip_prefix(&format!("{NS_PREFIX}-")) else {
-            continue;
-        };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
                 .stderr(Stdio::null())
                 .status();
         }

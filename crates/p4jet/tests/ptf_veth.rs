@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{corpus_json, p4jet, run_with_input};
+use common::{corpus_json, del_netns, p4jet, remove_stale_namespaces, run_with_input, sh};
 
 /// Switch ports 0..PORTS, as in the corpus commands files.
 const PORTS: u32 = 4;
@@ -216,23 +216,6 @@ fn prerequisites() -> Result<(), String> {
     Ok(())
 }
 
-/// Runs a command; its output, or an error with its output.
-fn sh(cmd: &mut Command) -> Result<String, String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if out.status.success() {
-        Ok(text)
-    } else {
-        Err(format!("{cmd:?} failed ({}): {}", out.status, text.trim()))
-    }
-}
-
 // -------------------------------------------------------------------------- PTF
 
 /// The `ptf` script: `P4JET_PTF`, or a venv under the target dir with `ptf` and
@@ -307,7 +290,7 @@ struct Topology {
 impl Topology {
     fn new() -> Result<Topology, String> {
         static SEQ: AtomicUsize = AtomicUsize::new(0);
-        remove_stale_namespaces();
+        remove_stale_namespaces(NS_PREFIX);
         let base = format!(
             "{NS_PREFIX}-{}-{}",
             std::process::id(),
@@ -360,35 +343,8 @@ impl Drop for Topology {
     fn drop(&mut self) {
         for ns in [&self.sw, &self.test] {
             if !ns.is_empty() {
-                let _ = Command::new("ip")
-                    .args(["netns", "del", ns])
-                    .stderr(Stdio::null())
-                    .status();
+                del_netns(ns);
             }
-        }
-    }
-}
-
-/// Namespaces of earlier runs whose process is gone (killed before its guards ran).
-fn remove_stale_namespaces() {
-    let Ok(list) = sh(Command::new("ip").args(["netns", "list"])) else {
-        return;
-    };
-    for line in list.lines() {
-        let Some(ns) = line.split_whitespace().next() else {
-            continue;
-        };
-        let Some(rest) = ns.strip_prefix(&format!("{NS_PREFIX}-")) else {
-            continue;
-        };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stderr(Stdio::null())
-                .status();
         }
     }
 }

@@ -335,7 +335,9 @@ pub fn p4jet_cli(port: u16, commands: &str) -> (String, String, ExitStatus) {
 
 // --------------------------------------------------------------------- stock CLI
 
-fn run(cmd: &mut Command) -> Result<String, String> {
+/// Runs a command; its output (stdout, then stderr), or an error naming the command
+/// with its output.
+pub fn sh(cmd: &mut Command) -> Result<String, String> {
     let out = cmd
         .output()
         .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
@@ -376,12 +378,12 @@ fn install() -> Result<PathBuf, String> {
     }
     let r = (|| {
         let ready = cli.exists()
-            && run(Command::new(&python)
+            && sh(Command::new(&python)
                 .args(["-c", "import thrift, bm_runtime, sswitch_runtime, ipaddr"]))
             .is_ok();
         if !ready {
-            run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-            run(Command::new(&python).args([
+            sh(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+            sh(Command::new(&python).args([
                 "-m",
                 "pip",
                 "install",
@@ -440,4 +442,37 @@ pub fn expect(out: &str, needle: &str) {
         out.contains(needle),
         "expected {needle:?} in the output:\n{out}"
     );
+}
+
+// ------------------------------------------------------------ network namespaces
+
+/// Deletes network namespace `ns` (the veth ends inside go with it, and their peers with
+/// them); errors are ignored: this runs in drop guards.
+pub fn del_netns(ns: &str) {
+    let _ = Command::new("ip")
+        .args(["netns", "del", ns])
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Deletes the namespaces `PREFIX-PID-...` of earlier runs whose process is gone
+/// (killed before their guards ran).
+pub fn remove_stale_namespaces(prefix: &str) {
+    let Ok(list) = sh(Command::new("ip").args(["netns", "list"])) else {
+        return;
+    };
+    for line in list.lines() {
+        let Some(ns) = line.split_whitespace().next() else {
+            continue;
+        };
+        let Some(rest) = ns.strip_prefix(&format!("{prefix}-")) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            del_netns(ns);
+        }
+    }
 }

@@ -329,27 +329,16 @@ pub fn has_marker(f: &[u8], marker: u32) -> bool {
         && f[14 + off..18 + off] == m
 }
 
-/// An IPv4/UDP frame (for fanout hashing) carrying `marker` in its payload.
+/// The examples' traffic (the same frames `veth_gen` and `fwd_bench` send).
+#[path = "../../examples/shared/gen.rs"]
+mod traffic;
+
+/// An IPv4/UDP frame (for fanout hashing) carrying `marker` in its payload: the
+/// examples' UDP frame (`len` >= 42) with the marker after the UDP header and a byte
+/// pattern after it.
 pub fn udp_frame(marker: u32, sport: u16, len: usize) -> Vec<u8> {
-    let mut f = vec![0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x08, 0x00];
-    let ip_len = (len - 14) as u16;
-    let mut ip = vec![
-        0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-    ];
-    ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
-    let mut sum: u32 = ip
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&sport.to_be_bytes());
-    f.extend_from_slice(&9u16.to_be_bytes());
-    f.extend_from_slice(&(ip_len - 20).to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
+    let mut f = traffic::udp_frame(sport, len);
+    f.truncate(42);
     f.extend_from_slice(&marker.to_be_bytes());
     while f.len() < len {
         f.push(f.len() as u8);

@@ -9,6 +9,7 @@
 
 pub mod eval;
 pub mod hash;
+mod parse_plan;
 pub mod phv;
 pub mod state;
 
@@ -365,6 +366,9 @@ pub struct EngineConfig {
     pub drop_port: u32,
     /// Record a per-packet trace in [`PacketCtx::log`].
     pub trace: bool,
+    /// Run every parser state and the deparser through the general code instead of
+    /// their load-time plans (the reference for differential tests).
+    pub general_parser: bool,
 }
 
 impl Default for EngineConfig {
@@ -372,6 +376,7 @@ impl Default for EngineConfig {
         EngineConfig {
             drop_port: 511,
             trace: false,
+            general_parser: false,
         }
     }
 }
@@ -396,6 +401,12 @@ pub struct Engine {
     fast_conds: Vec<Option<eval::FastCond>>,
     /// Per expression id, assignment sources flattened at load time.
     fast_exprs: Vec<Option<eval::FastExpr>>,
+    /// Per parser state, its plan.
+    parse_plans: Vec<parse_plan::StatePlan>,
+    /// The deparser's plan.
+    deparse_plan: parse_plan::DeparsePlan,
+    /// Some checksum is verified in the parser.
+    has_verify: bool,
 }
 
 /// Loads a bmv2 JSON text into an engine.
@@ -512,6 +523,20 @@ impl Engine {
                 }
             }
         }
+        let parse_plans = prog
+            .parser
+            .states
+            .iter()
+            .map(|st| {
+                if cfg.general_parser {
+                    parse_plan::StatePlan::general(st)
+                } else {
+                    parse_plan::StatePlan::new(&prog, st)
+                }
+            })
+            .collect();
+        let deparse_plan = parse_plan::DeparsePlan::new(&prog, cfg.general_parser);
+        let has_verify = prog.checksums.iter().any(|c| c.verify);
         Engine {
             prog,
             cfg,
@@ -520,6 +545,9 @@ impl Engine {
             calc_plans,
             fast_conds,
             fast_exprs,
+            parse_plans,
+            deparse_plan,
+            has_verify,
         }
     }
 
@@ -652,14 +680,40 @@ impl Engine {
             }
             let st = &p.parser.states[si as usize];
             self.trace(ctx, || format!("parser state {}", st.name));
-            for op in &st.ops {
-                if let Err(e) = self.parser_op(cs, ctx, op, &mut cursor, sc) {
+            let plan = &self.parse_plans[si as usize];
+            for op in &plan.ops {
+                let r = match *op {
+                    parse_plan::PlanOp::Extract { h, off, len } => {
+                        self.extract_fixed(ctx, h, off as usize, len as usize, &mut cursor)
+                    }
+                    parse_plan::PlanOp::General(i) => {
+                        self.parser_op(cs, ctx, &st.ops[i as usize], &mut cursor, sc)
+                    }
+                };
+                if let Err(e) = r {
                     error = e;
                     break 'states;
                 }
             }
             if st.transitions.is_empty() {
                 break;
+            }
+            if let Some(sel) = &plan.select {
+                match sel.next(
+                    &ctx.phv,
+                    ctx.pkt.data(),
+                    cursor,
+                    p.error_codes.packet_too_short,
+                ) {
+                    Ok(next) => {
+                        state = next;
+                        continue;
+                    }
+                    Err(e) => {
+                        error = e;
+                        break;
+                    }
+                }
             }
             // build the select key
             let kb = st.key_bytes as usize;
@@ -753,7 +807,34 @@ impl Engine {
             let name = p.error_name(error).to_string();
             self.trace(ctx, || format!("parser error {name}"));
         }
-        self.verify_checksums(ctx, sc);
+        if self.has_verify {
+            self.verify_checksums(ctx, sc);
+        }
+    }
+
+    /// `extract` of a fixed header at a known PHV offset (the planned form of
+    /// [`Engine::extract`]).
+    #[inline(always)]
+    fn extract_fixed(
+        &self,
+        ctx: &mut PacketCtx,
+        h: u32,
+        off: usize,
+        len: usize,
+        cursor: &mut usize,
+    ) -> Result<(), u32> {
+        let data = ctx.pkt.data();
+        let Some(src) = data.get(*cursor..*cursor + len) else {
+            return Err(self.prog.error_codes.packet_too_short);
+        };
+        parse_plan::copy_small(&mut ctx.phv.data[off..off + len], src);
+        self.set_valid(&mut ctx.phv, h);
+        *cursor += len;
+        if self.cfg.trace {
+            let name = self.prog.headers[h as usize].name.clone();
+            ctx.log.push(format!("extracted {name} ({len} bytes)"));
+        }
+        Ok(())
     }
 
     fn parser_op(
@@ -1659,7 +1740,12 @@ impl Engine {
     /// Updates checksums and writes the valid headers in front of the payload.
     pub fn deparse(&self, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState) {
         let p = &*self.prog;
-        for ck in p.checksums.iter().filter(|c| c.update) {
+        let checksums = if self.deparse_plan.has_update {
+            &p.checksums[..]
+        } else {
+            &[]
+        };
+        for ck in checksums.iter().filter(|c| c.update) {
             let ec = EvalCtx {
                 phv: &ctx.phv,
                 ahead: &[],
@@ -1677,9 +1763,9 @@ impl Engine {
             self.write_bits(&mut ctx.phv, fid, v as u128);
         }
         let mut emitted = 0usize;
-        for h in &p.deparser.order {
-            if ctx.phv.valid[*h as usize] {
-                emitted += header_bytes(p, &ctx.phv, *h) as usize;
+        for &(h, _, fixed) in &self.deparse_plan.headers {
+            if ctx.phv.valid[h as usize] {
+                emitted += fixed.unwrap_or_else(|| header_bytes(p, &ctx.phv, h)) as usize;
             }
         }
         let pk = &mut ctx.pkt;
@@ -1701,11 +1787,11 @@ impl Engine {
         let p = &*self.prog;
         let mut at = payload_start - emitted;
         ctx.pkt.start = at;
-        for h in &p.deparser.order {
-            if ctx.phv.valid[*h as usize] {
-                let n = header_bytes(p, &ctx.phv, *h) as usize;
-                let off = p.headers[*h as usize].offset as usize;
-                ctx.pkt.buf[at..at + n].copy_from_slice(&ctx.phv.data[off..off + n]);
+        for &(h, off, fixed) in &self.deparse_plan.headers {
+            if ctx.phv.valid[h as usize] {
+                let n = fixed.unwrap_or_else(|| header_bytes(p, &ctx.phv, h)) as usize;
+                let off = off as usize;
+                parse_plan::copy_small(&mut ctx.pkt.buf[at..at + n], &ctx.phv.data[off..off + n]);
                 at += n;
             }
         }

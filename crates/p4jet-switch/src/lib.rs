@@ -292,6 +292,7 @@ impl Switch {
             EngineConfig {
                 drop_port: cfg.drop_port,
                 trace: cfg.trace,
+                ..EngineConfig::default()
             },
         )?);
         let fresh = engine.new_control_state()?;

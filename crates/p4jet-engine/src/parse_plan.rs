@@ -1,0 +1,241 @@
+//! Parser and deparser plans made once at load time.
+//!
+//! The general parser resolves every header reference and builds every select key as a
+//! byte string per packet. Most parser states of real programs are simpler than that: they
+//! extract fixed headers named statically and select on a few fields or lookahead bits
+//! that fit in 128 bits. For those the plan holds the header's PHV offset and length, and
+//! the select key and transition values as 128-bit numbers, so a state costs a copy and
+//! a few compares. Anything else (stacks indexed at run time, varbit headers, `set`,
+//! `verify`, value sets, keys wider than 128 bits) runs through the general code, per
+//! operation or per select, with the same results.
+
+use p4jet_ir::expr::{FieldRef, HeaderRef};
+use p4jet_ir::{FieldLoc, KeyElem, ParseState, ParserOp, Program, TransitionKind};
+
+use crate::phv::{Phv, read_bits};
+
+/// One parser operation of a planned state.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum PlanOp {
+    /// `extract` of a fixed-size header named statically.
+    Extract {
+        /// Header id.
+        h: u32,
+        /// Offset of the header in the PHV.
+        off: u32,
+        /// Bytes copied.
+        len: u32,
+    },
+    /// Operation `i` of the state, run by the general code.
+    General(u32),
+}
+
+/// One element of a planned select key.
+#[derive(Debug, Clone, Copy)]
+enum PlanKey {
+    /// A field, read without sign extension, `bits` = its key bytes * 8.
+    Field { loc: FieldLoc, bits: u32 },
+    /// Packet bits after the cursor.
+    Ahead { offset: u32, width: u32, bits: u32 },
+}
+
+/// A planned select: key and transitions as 128-bit numbers (key bytes big-endian).
+#[derive(Debug, Clone)]
+pub(crate) struct PlanSelect {
+    key: Vec<PlanKey>,
+    /// (value, mask, next state); a default transition has mask 0.
+    trans: Vec<(u128, u128, Option<u32>)>,
+}
+
+/// The plan of one parser state.
+#[derive(Debug, Clone)]
+pub(crate) struct StatePlan {
+    /// Operations in order.
+    pub ops: Vec<PlanOp>,
+    /// The select, when it can be planned (None: the general code builds the key).
+    pub select: Option<PlanSelect>,
+}
+
+fn be_u128(bytes: &[u8]) -> u128 {
+    bytes.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b))
+}
+
+impl StatePlan {
+    /// A plan that runs everything of `st` through the general code.
+    pub(crate) fn general(st: &ParseState) -> StatePlan {
+        StatePlan {
+            ops: (0..st.ops.len() as u32).map(PlanOp::General).collect(),
+            select: None,
+        }
+    }
+
+    /// Plans state `st` of `p`.
+    pub(crate) fn new(p: &Program, st: &ParseState) -> StatePlan {
+        let ops = st
+            .ops
+            .iter()
+            .enumerate()
+            .map(|(i, op)| match op {
+                ParserOp::Extract(HeaderRef::Static(h)) => match p.headers.get(*h as usize) {
+                    Some(hi) if hi.varbit_slot.is_none() => PlanOp::Extract {
+                        h: *h,
+                        off: hi.offset,
+                        len: hi.max_bytes,
+                    },
+                    _ => PlanOp::General(i as u32),
+                },
+                _ => PlanOp::General(i as u32),
+            })
+            .collect();
+        StatePlan {
+            ops,
+            select: PlanSelect::new(p, st),
+        }
+    }
+}
+
+impl PlanSelect {
+    fn new(p: &Program, st: &ParseState) -> Option<PlanSelect> {
+        if st.transitions.is_empty() || st.key_bytes > 16 {
+            return None;
+        }
+        let mut key = Vec::with_capacity(st.key.len());
+        let mut total = 0u32;
+        for k in &st.key {
+            let w = k.width(p);
+            let bits = w.div_ceil(8) * 8;
+            total += bits;
+            key.push(match k {
+                KeyElem::Field(FieldRef::Static(f)) => {
+                    let loc = p.fields.get(*f as usize)?.loc;
+                    if loc.width > 128 {
+                        return None;
+                    }
+                    PlanKey::Field { loc, bits }
+                }
+                KeyElem::Field(_) => return None,
+                KeyElem::Lookahead { offset, width } => {
+                    if *width > 128 || *width == 0 {
+                        return None;
+                    }
+                    PlanKey::Ahead {
+                        offset: *offset,
+                        width: *width,
+                        bits,
+                    }
+                }
+            });
+        }
+        if total != st.key_bytes * 8 {
+            return None;
+        }
+        let n = st.key_bytes as usize;
+        let mut trans = Vec::with_capacity(st.transitions.len());
+        for t in &st.transitions {
+            trans.push(match &t.kind {
+                TransitionKind::Default => (0, 0, t.next),
+                TransitionKind::Value { value, mask } if value.len() == n && mask.len() == n => {
+                    let m = be_u128(mask);
+                    (be_u128(value) & m, m, t.next)
+                }
+                _ => return None,
+            });
+        }
+        Some(PlanSelect { key, trans })
+    }
+
+    /// The next state (None: accept), or the error of a lookahead past the packet's end.
+    #[inline]
+    pub(crate) fn next(
+        &self,
+        phv: &Phv,
+        data: &[u8],
+        cursor: usize,
+        too_short: u32,
+    ) -> Result<Option<u32>, u32> {
+        let mut key = 0u128;
+        for k in &self.key {
+            let (v, bits) = match *k {
+                PlanKey::Field { loc, bits } => (phv.read_raw(loc), bits),
+                PlanKey::Ahead {
+                    offset,
+                    width,
+                    bits,
+                } => {
+                    let need = cursor * 8 + offset as usize + width as usize;
+                    if need > data.len() * 8 {
+                        return Err(too_short);
+                    }
+                    let ahead = &data[cursor..];
+                    (
+                        read_bits(ahead, (offset / 8) as usize, offset % 8, width),
+                        bits,
+                    )
+                }
+            };
+            key = key.checked_shl(bits).unwrap_or(0) | v;
+        }
+        for (value, mask, next) in &self.trans {
+            if key & mask == *value {
+                return Ok(*next);
+            }
+        }
+        // no match and no default: bmv2 accepts
+        Ok(None)
+    }
+}
+
+/// Copies `src` into `dst` (same length) in 16-byte pieces for headers up to 64 bytes,
+/// without a `memcpy` call.
+#[inline(always)]
+pub(crate) fn copy_small(dst: &mut [u8], src: &[u8]) {
+    let n = dst.len();
+    if n != src.len() {
+        dst.copy_from_slice(src); // panics with the lengths: a bug, not input
+        return;
+    }
+    if (16..=64).contains(&n) {
+        let mut i = 0;
+        while i + 16 <= n {
+            dst[i..i + 16].copy_from_slice(&src[i..i + 16]);
+            i += 16;
+        }
+        if i < n {
+            dst[n - 16..].copy_from_slice(&src[n - 16..]);
+        }
+    } else if n < 16 {
+        crate::copy_short(dst, src);
+    } else {
+        dst.copy_from_slice(src);
+    }
+}
+
+/// What the deparser emits, decided at load time.
+#[derive(Debug, Clone)]
+pub(crate) struct DeparsePlan {
+    /// Per header in deparser order: (header id, PHV offset, fixed length or None for a
+    /// varbit header).
+    pub headers: Vec<(u32, u32, Option<u32>)>,
+    /// Some checksum is updated.
+    pub has_update: bool,
+}
+
+impl DeparsePlan {
+    /// The plan of `p`'s deparser; `general`: lengths looked up per packet and every
+    /// checksum considered, as the general code does.
+    pub(crate) fn new(p: &Program, general: bool) -> DeparsePlan {
+        DeparsePlan {
+            headers: p
+                .deparser
+                .order
+                .iter()
+                .map(|h| {
+                    let hi = &p.headers[*h as usize];
+                    let fixed = (hi.varbit_slot.is_none() && !general).then_some(hi.max_bytes);
+                    (*h, hi.offset, fixed)
+                })
+                .collect(),
+            has_update: general || p.checksums.iter().any(|c| c.update),
+        }
+    }
+}

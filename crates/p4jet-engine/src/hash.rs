@@ -455,7 +455,13 @@ pub fn csum16_planned(phv: &crate::phv::Phv, items: &[PlanItem]) -> u64 {
             let b = start / 8;
             let n = (*bits / 8) as usize;
             if let Some(words) = phv.data.get(b..b + n) {
-                for c in words.chunks_exact(2) {
+                // 32-bit big-endian pieces: each adds two 16-bit words, and the carries
+                // above bit 16 are folded back in below (2^16 = 1 modulo 2^16 - 1)
+                let mut quads = words.chunks_exact(4);
+                for c in &mut quads {
+                    sum += u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as u64;
+                }
+                for c in quads.remainder().chunks_exact(2) {
                     sum += u16::from_be_bytes([c[0], c[1]]) as u64;
                 }
             }

@@ -407,6 +407,10 @@ pub struct Engine {
     deparse_plan: parse_plan::DeparsePlan,
     /// Some checksum is verified in the parser.
     has_verify: bool,
+    /// Per action and primitive: an `AssignParam` that is a plain byte copy (whole-byte
+    /// field owning its bytes, parameter of the same width), as (PHV byte, blob offset,
+    /// bytes).
+    param_copies: Vec<Vec<Option<(u32, u32, u32)>>>,
 }
 
 /// Loads a bmv2 JSON text into an engine.
@@ -513,6 +517,13 @@ impl Engine {
                 *slot = eval::FastCond::compile(&prog, *expr);
             }
         }
+        for ck in &prog.checksums {
+            if let Some(c) = ck.cond
+                && let Some(slot) = fast_conds.get_mut(c as usize)
+            {
+                *slot = eval::FastCond::compile(&prog, c);
+            }
+        }
         let mut fast_exprs = vec![None; prog.exprs.nodes.len()];
         for a in &prog.actions {
             for prim in &a.body {
@@ -537,6 +548,28 @@ impl Engine {
             .collect();
         let deparse_plan = parse_plan::DeparsePlan::new(&prog, cfg.general_parser);
         let has_verify = prog.checksums.iter().any(|c| c.verify);
+        let param_copies = prog
+            .actions
+            .iter()
+            .map(|a| {
+                a.body
+                    .iter()
+                    .map(|prim| {
+                        let Prim::AssignParam { dst, param } = prim else {
+                            return None;
+                        };
+                        let loc = prog.fields.get(*dst as usize)?.loc;
+                        let pw = a.params.get(*param as usize)?.1;
+                        let off = *a.param_offsets.get(*param as usize)?;
+                        let whole = loc.bit == 0
+                            && loc.width.is_multiple_of(8)
+                            && loc.width <= 128
+                            && loc.nbytes as u32 * 8 == loc.width;
+                        (whole && pw == loc.width).then_some((loc.byte, off, loc.width / 8))
+                    })
+                    .collect()
+            })
+            .collect();
         Engine {
             prog,
             cfg,
@@ -548,6 +581,7 @@ impl Engine {
             parse_plans,
             deparse_plan,
             has_verify,
+            param_copies,
         }
     }
 
@@ -812,6 +846,22 @@ impl Engine {
         }
     }
 
+    /// A condition's truth, through its load-time form when it has one.
+    #[inline]
+    fn test_cond(&self, phv: &Phv, expr: u32) -> bool {
+        match self.fast_conds.get(expr as usize) {
+            Some(Some(fc)) => fc.test(phv),
+            _ => {
+                let ec = EvalCtx {
+                    phv,
+                    ahead: &[],
+                    action: None,
+                };
+                eval_bool(&self.prog, &ec, expr)
+            }
+        }
+    }
+
     /// `extract` of a fixed header at a known PHV offset (the planned form of
     /// [`Engine::extract`]).
     #[inline(always)]
@@ -1001,7 +1051,7 @@ impl Engine {
                 continue;
             }
             if let Some(c) = ck.cond
-                && !eval_bool(p, &ec, c)
+                && !self.test_cond(&ctx.phv, c)
             {
                 continue;
             }
@@ -1329,6 +1379,17 @@ impl Engine {
                     continue;
                 }
                 Prim::AssignParam { dst, param } => {
+                    if let Some(Some((d, s, n))) = self
+                        .param_copies
+                        .get(call.action as usize)
+                        .and_then(|v| v.get(pc))
+                        && let Some(src) = call.data.get(*s as usize..(*s + *n) as usize)
+                    {
+                        let d = *d as usize;
+                        copy_short(&mut ctx.phv.data[d..d + *n as usize], src);
+                        pc += 1;
+                        continue;
+                    }
                     let off = a.param_offsets[*param as usize] as usize;
                     let w = a.params[*param as usize].1;
                     let v = crate::phv::read_param(&call.data, off, w);
@@ -1746,16 +1807,16 @@ impl Engine {
             &[]
         };
         for ck in checksums.iter().filter(|c| c.update) {
+            if let Some(c) = ck.cond
+                && !self.test_cond(&ctx.phv, c)
+            {
+                continue;
+            }
             let ec = EvalCtx {
                 phv: &ctx.phv,
                 ahead: &[],
                 action: None,
             };
-            if let Some(c) = ck.cond
-                && !eval_bool(p, &ec, c)
-            {
-                continue;
-            }
             let Some(fid) = resolve_field(p, &ec, &ck.target) else {
                 continue;
             };

@@ -111,6 +111,9 @@ pub struct Measure {
     pub packets: u64,
     /// Packets injected.
     pub injected: u64,
+    /// Packets run through the worker to warm it up before the timed run (not counted
+    /// in `packets`, `injected` or the rates).
+    pub warmup: u64,
     /// Wall time.
     pub secs: f64,
     /// Share of time per stage (fractions of the instrumented run; rtc only).
@@ -151,6 +154,7 @@ impl Measure {
     fn add(&mut self, r: &Measure) {
         self.packets += r.packets;
         self.injected += r.injected;
+        self.warmup += r.warmup;
         self.secs = self.secs.max(r.secs);
         self.latency.merge(&r.latency);
         self.cpu_ns += r.cpu_ns;
@@ -212,11 +216,8 @@ pub fn measure(w: &mut Worker, frames: &[Vec<u8>], s: &Setup) -> Measure {
     let port = s.port;
     w.core.enable_latency(Stamps::new());
     // warm up
-    for f in frames
-        .iter()
-        .cycle()
-        .take(frames.len().clamp(batch * 4, 65536))
-    {
+    let warmup = frames.len().clamp(batch * 4, 65536);
+    for f in frames.iter().cycle().take(warmup) {
         w.inject(port, f);
         if w.pending() >= batch {
             w.step(&mut |_, _| {});
@@ -290,6 +291,7 @@ pub fn measure(w: &mut Worker, frames: &[Vec<u8>], s: &Setup) -> Measure {
     Measure {
         packets: sent,
         injected,
+        warmup: warmup as u64,
         secs: el,
         stage_share,
         stage_ns,
@@ -689,6 +691,8 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
             "batch": a.batch,
             "pps": pps,
             "packets": m.packets,
+            "injected": m.injected,
+            "warmup_packets": m.warmup,
             "ns_per_packet": 1e9 / pps.max(1e-9),
             "latency": latency_json(&m.latency),
             "cpu_ns_per_packet": cpu,

@@ -59,6 +59,9 @@ pub struct Core {
     queues: Arc<Mutex<QueueConfig>>,
     /// This batch's copy of `queues`.
     qcfg: QueueConfig,
+    /// `qcfg` has one queue per port and no depth or rate limit (the fast lane is
+    /// allowed whenever the traffic manager is empty).
+    qplain: bool,
     scratch: Scratch,
     pool: Vec<Pkt>,
     input: VecDeque<Pkt>,
@@ -152,6 +155,7 @@ impl Worker {
                 externs: active.externs.clone(),
                 digests,
                 qcfg: QueueConfig::new(cfg.priority_queues),
+                qplain: false,
                 cfg,
                 clock,
                 queues,
@@ -480,9 +484,7 @@ impl Core {
         batch: &mut Vec<Pkt>,
         tx: &mut dyn FnMut(u32, &[u8]),
     ) {
-        if let Ok(q) = self.queues.lock() {
-            self.qcfg.clone_from(&q);
-        }
+        self.sync_queue_config();
         debug_assert!(self.egress.is_empty());
         if !batch.is_empty() {
             std::mem::swap(&mut self.egress, batch);
@@ -558,9 +560,7 @@ impl Core {
     fn ingress_half(&mut self, cs: &ControlState, take_input: bool) {
         let max = self.cfg.batch.max(1);
         // queue limits: one look at the shared configuration per batch
-        if let Ok(q) = self.queues.lock() {
-            self.qcfg.clone_from(&q);
-        }
+        self.sync_queue_config();
         // resubmitted and recirculated packets are taken before waiting input
         self.batch.clear();
         while self.batch.len() < max {
@@ -624,8 +624,10 @@ impl Core {
                 ctx.arch.instance_type as u128,
             );
             e.std_inform(&mut ctx.phv, std.ingress_global_timestamp, now as u128);
-            for (f, v) in std::mem::take(&mut ctx.arch.preserved) {
-                ctx.phv.write_big(p.fields[f as usize].loc, &v);
+            if !ctx.arch.preserved.is_empty() {
+                for (f, v) in std::mem::take(&mut ctx.arch.preserved) {
+                    ctx.phv.write_big(p.fields[f as usize].loc, &v);
+                }
             }
         }
         // simple_switch: a resubmitted/recirculated/cloned instance has ingress_port 0
@@ -663,34 +665,10 @@ impl Core {
     }
 
     fn after_ingress(&mut self, e: &Engine, cs: &ControlState, mut ctx: Pkt, now: u64) {
-        let p = &*e.prog;
         let std = &e.sm;
         // 1. I2E clone: the packet as it entered this pass, re-parsed, metadata reset
-        if let Some((session, fl)) = ctx.clone
-            && let Some(ms) = cs.mirror.get(&(session & 0x7fff)).copied()
-        {
-            let mut c = self.alloc();
-            c.copy_from(&ctx);
-            c.arch.sequence = ctx.arch.sequence;
-            c.reset(p);
-            e.std_inform(&mut c.phv, std.ingress_port, ctx.arch.port as u128);
-            e.parse(cs, std::slice::from_mut(&mut c), &mut self.scratch);
-            c.zero_metadata(p);
-            let mut keep = std::mem::take(&mut c.arch.preserved);
-            self.preserve(e, &ctx, fl, &mut keep);
-            for (f, v) in &keep {
-                c.phv.write_big(p.fields[*f as usize].loc, v);
-            }
-            keep.clear();
-            c.arch.preserved = keep;
-            c.arch.instance_type = crate::worker::instance::INGRESS_CLONE;
-            e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
-            e.std_inform(&mut c.phv, std.packet_length, c.pkt.len() as u128);
-            c.ingress_len = ctx.ingress_len;
-            // the length register as the pass began (add/remove_header of this pass
-            // changed the original's, not the clone's)
-            c.length_reg = ctx.ingress_len as u64;
-            self.send_to_session(e, cs, c, ms, now);
+        if let Some((session, fl)) = ctx.clone {
+            self.clone_i2e(e, cs, &ctx, session, fl, now);
         }
         // 2. digest
         if let Some(id) = ctx.digest {
@@ -698,26 +676,7 @@ impl Core {
         }
         // 3. resubmit: the original packet goes back to ingress
         if let Some(fl) = ctx.resubmit {
-            if ctx.arch.passes >= self.cfg.max_passes {
-                self.errors.push(format!(
-                    "packet dropped after {} resubmit/recirculate passes (loop guard)",
-                    ctx.arch.passes
-                ));
-                let port = ctx.arch.port;
-                self.port_mut(port).drop += 1;
-                return self.free(ctx);
-            }
-            let mut keep = std::mem::take(&mut ctx.arch.preserved);
-            self.preserve(e, &ctx, fl, &mut keep);
-            ctx.arch.preserved = keep;
-            ctx.arch.instance_type = crate::worker::instance::RESUBMIT;
-            ctx.arch.passes += 1;
-            ctx.arch.port = 0;
-            if self.cfg.trace {
-                ctx.log.push("resubmitted".into());
-            }
-            self.recirc.push_back(ctx);
-            return;
+            return self.resubmit(e, ctx, fl);
         }
         // 4. multicast
         let mgid = e.std_read(&ctx.phv, std.mcast_grp) as u32;
@@ -747,6 +706,134 @@ impl Core {
         self.enqueue(e, ctx, spec, now);
     }
 
+    /// The I2E clone of `ctx` for `session`, if the session exists (rare path, kept out
+    /// of the per-packet code).
+    #[cold]
+    #[inline(never)]
+    fn clone_i2e(
+        &mut self,
+        e: &Engine,
+        cs: &ControlState,
+        ctx: &PacketCtx,
+        session: u32,
+        fl: u32,
+        now: u64,
+    ) {
+        let p = &*e.prog;
+        let std = &e.sm;
+        let Some(ms) = cs.mirror.get(&(session & 0x7fff)).copied() else {
+            return;
+        };
+        let mut c = self.alloc();
+        c.copy_from(ctx);
+        c.arch.sequence = ctx.arch.sequence;
+        c.reset(p);
+        e.std_inform(&mut c.phv, std.ingress_port, ctx.arch.port as u128);
+        e.parse(cs, std::slice::from_mut(&mut c), &mut self.scratch);
+        c.zero_metadata(p);
+        let mut keep = std::mem::take(&mut c.arch.preserved);
+        self.preserve(e, ctx, fl, &mut keep);
+        for (f, v) in &keep {
+            c.phv.write_big(p.fields[*f as usize].loc, v);
+        }
+        keep.clear();
+        c.arch.preserved = keep;
+        c.arch.instance_type = crate::worker::instance::INGRESS_CLONE;
+        e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
+        e.std_inform(&mut c.phv, std.packet_length, c.pkt.len() as u128);
+        c.ingress_len = ctx.ingress_len;
+        // the length register as the pass began (add/remove_header of this pass
+        // changed the original's, not the clone's)
+        c.length_reg = ctx.ingress_len as u64;
+        self.send_to_session(e, cs, c, ms, now);
+    }
+
+    /// The E2E clone of `ctx` for `session`, if the session exists (rare path).
+    #[cold]
+    #[inline(never)]
+    fn clone_e2e(
+        &mut self,
+        e: &Engine,
+        cs: &ControlState,
+        ctx: &PacketCtx,
+        session: u32,
+        fl: u32,
+        now: u64,
+    ) {
+        let p = &*e.prog;
+        let std = &e.sm;
+        let Some(ms) = cs.mirror.get(&(session & 0x7fff)).copied() else {
+            return;
+        };
+        let mut c = self.alloc();
+        c.copy_from(ctx);
+        c.arch.sequence = ctx.arch.sequence;
+        c.zero_metadata(p);
+        let mut keep = std::mem::take(&mut c.arch.preserved);
+        self.preserve(e, ctx, fl, &mut keep);
+        for (f, v) in &keep {
+            c.phv.write_big(p.fields[*f as usize].loc, v);
+        }
+        keep.clear();
+        c.arch.preserved = keep;
+        c.clone = None;
+        c.truncate = None;
+        c.recirculate = None;
+        c.arch.instance_type = crate::worker::instance::EGRESS_CLONE;
+        e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
+        self.send_to_session(e, cs, c, ms, now);
+    }
+
+    /// Sends `ctx` back to ingress as a resubmitted instance (rare path), or drops it
+    /// when it has looped too often.
+    #[cold]
+    #[inline(never)]
+    fn resubmit(&mut self, e: &Engine, mut ctx: Pkt, fl: u32) {
+        if ctx.arch.passes >= self.cfg.max_passes {
+            self.errors.push(format!(
+                "packet dropped after {} resubmit/recirculate passes (loop guard)",
+                ctx.arch.passes
+            ));
+            let port = ctx.arch.port;
+            self.port_mut(port).drop += 1;
+            return self.free(ctx);
+        }
+        let mut keep = std::mem::take(&mut ctx.arch.preserved);
+        self.preserve(e, &ctx, fl, &mut keep);
+        ctx.arch.preserved = keep;
+        ctx.arch.instance_type = crate::worker::instance::RESUBMIT;
+        ctx.arch.passes += 1;
+        ctx.arch.port = 0;
+        if self.cfg.trace {
+            ctx.log.push("resubmitted".into());
+        }
+        self.recirc.push_back(ctx);
+    }
+
+    /// Sends the deparsed `ctx` back to ingress as a recirculated instance (rare path),
+    /// or drops it when it has looped too often.
+    #[cold]
+    #[inline(never)]
+    fn recirculate(&mut self, e: &Engine, mut ctx: Pkt, fl: u32) {
+        if ctx.arch.passes >= self.cfg.max_passes {
+            self.errors.push(format!(
+                "packet dropped after {} resubmit/recirculate passes (loop guard)",
+                ctx.arch.passes
+            ));
+            return self.free(ctx);
+        }
+        let mut keep = std::mem::take(&mut ctx.arch.preserved);
+        self.preserve(e, &ctx, fl, &mut keep);
+        ctx.arch.preserved = keep;
+        ctx.arch.instance_type = crate::worker::instance::RECIRC;
+        ctx.arch.passes += 1;
+        ctx.arch.port = 0;
+        if self.cfg.trace {
+            ctx.log.push("recirculated".into());
+        }
+        self.recirc.push_back(ctx);
+    }
+
     fn send_to_session(
         &mut self,
         e: &Engine,
@@ -764,6 +851,7 @@ impl Core {
         }
     }
 
+    #[inline(never)]
     fn replicate(&mut self, e: &Engine, cs: &ControlState, ctx: &PacketCtx, mgid: u32, now: u64) {
         let Some(nodes) = cs.pre.groups.get(&mgid) else {
             if self.cfg.trace {
@@ -801,25 +889,41 @@ impl Core {
         }
     }
 
+    /// Drops a packet whose priority has no queue (simple_switch without
+    /// `--priority-queues` drops priorities other than 0).
+    #[cold]
+    #[inline(never)]
+    fn drop_bad_priority(&mut self, mut ctx: Pkt, prio: u32) {
+        self.errors.push(format!(
+            "priority {prio} out of range ({} queues): packet dropped",
+            self.qcfg.nqueues
+        ));
+        if self.cfg.trace {
+            ctx.log.push(format!(
+                "Priority out of range, dropping packet (priority {prio})"
+            ));
+        }
+        self.free(ctx)
+    }
+
+    /// Takes this batch's copy of the shared queue configuration.
+    fn sync_queue_config(&mut self) {
+        if let Ok(q) = self.queues.lock() {
+            self.qcfg.clone_from(&q);
+        }
+        self.qplain = self.qcfg.unlimited() && self.qcfg.nqueues == 1;
+    }
+
     fn enqueue(&mut self, e: &Engine, mut ctx: Pkt, port: u32, now: u64) {
         let prio = e.std_read(&ctx.phv, e.sm.priority) as u32;
         let cfg = &self.qcfg;
         if prio >= cfg.nqueues {
-            self.errors.push(format!(
-                "priority {prio} out of range ({} queues): packet dropped",
-                cfg.nqueues
-            ));
-            if self.cfg.trace {
-                ctx.log.push(format!(
-                    "Priority out of range, dropping packet (priority {prio})"
-                ));
-            }
-            return self.free(ctx);
+            return self.drop_bad_priority(ctx, prio);
         }
         ctx.arch.enq_us = now;
         ctx.arch.qid = prio;
         ctx.arch.port = port;
-        if self.tm.is_empty() && self.qcfg.unlimited() && self.qcfg.nqueues == 1 {
+        if self.qplain && self.tm.is_empty() {
             // Nothing is queued, no queue has a limit and there is one queue per port:
             // FIFO order per port is the arrival order, so the packet can skip the
             // per-port queues. (With priority queues the batch must be ordered.)
@@ -841,7 +945,6 @@ impl Core {
     fn run_egress(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8]), compute_deq: bool) {
         let engine = self.engine.clone();
         let e = &*engine;
-        let p = &*e.prog;
         let std = &e.sm;
         let mut t = None;
         let on = self.timing;
@@ -886,26 +989,8 @@ impl Core {
         let tx_ns = self.stamps.as_ref().map(|s| s.now_ns());
         for mut ctx in batch.drain(..) {
             // 1. E2E clone: current headers, metadata reset but the field list
-            if let Some((session, fl)) = ctx.clone
-                && let Some(ms) = cs.mirror.get(&(session & 0x7fff)).copied()
-            {
-                let mut c = self.alloc();
-                c.copy_from(&ctx);
-                c.arch.sequence = ctx.arch.sequence;
-                c.zero_metadata(p);
-                let mut keep = std::mem::take(&mut c.arch.preserved);
-                self.preserve(e, &ctx, fl, &mut keep);
-                for (f, v) in &keep {
-                    c.phv.write_big(p.fields[*f as usize].loc, v);
-                }
-                keep.clear();
-                c.arch.preserved = keep;
-                c.clone = None;
-                c.truncate = None;
-                c.recirculate = None;
-                c.arch.instance_type = crate::worker::instance::EGRESS_CLONE;
-                e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
-                self.send_to_session(e, cs, c, ms, now);
+            if let Some((session, fl)) = ctx.clone {
+                self.clone_e2e(e, cs, &ctx, session, fl, now);
             }
             // 2. drop
             let spec = e.std_read(&ctx.phv, std.egress_spec) as u32;
@@ -919,24 +1004,7 @@ impl Core {
             // 3. deparse
             e.deparse(&mut ctx, &mut self.scratch, cs);
             if let Some(fl) = ctx.recirculate {
-                if ctx.arch.passes >= self.cfg.max_passes {
-                    self.errors.push(format!(
-                        "packet dropped after {} resubmit/recirculate passes (loop guard)",
-                        ctx.arch.passes
-                    ));
-                    self.free(ctx);
-                    continue;
-                }
-                let mut keep = std::mem::take(&mut ctx.arch.preserved);
-                self.preserve(e, &ctx, fl, &mut keep);
-                ctx.arch.preserved = keep;
-                ctx.arch.instance_type = crate::worker::instance::RECIRC;
-                ctx.arch.passes += 1;
-                ctx.arch.port = 0;
-                if self.cfg.trace {
-                    ctx.log.push("recirculated".into());
-                }
-                self.recirc.push_back(ctx);
+                self.recirculate(e, ctx, fl);
                 continue;
             }
             // 4. transmit
@@ -962,6 +1030,8 @@ impl Core {
         self.egress = batch;
     }
 
+    #[cold]
+    #[inline(never)]
     fn learn(&mut self, e: &Engine, ctx: &PacketCtx, id: u32) {
         let p = &*e.prog;
         let Some(list) = p.learn_lists.iter().find(|l| l.id == id) else {

@@ -980,20 +980,18 @@ impl<V: Clone> Table<V> {
     /// it keeps missing (see `LookupCache::bypass`).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn cached_batch<'a, 'k, K: Words>(
+    fn cached_batch<'a, K: Words>(
         &'a self,
         c: &LookupCache,
         t: &Tss,
-        keys: &'k [u8],
+        keys: &[u8],
         n: usize,
         out: &mut [Option<(EntryHandle, &'a V)>],
-        load: impl Fn(&'k [u8]) -> K,
+        load: impl Fn(usize) -> K,
     ) {
         let kb = self.key_bytes;
         if c.bypass() {
-            for (i, o) in out.iter_mut().enumerate().take(n) {
-                *o = self.resolve(t.lookup(&keys[i * kb..(i + 1) * kb]));
-            }
+            t.lookup_each(keys, n, |i, r| out[i] = self.resolve(r));
             return;
         }
         let d = self.prefetch_distance;
@@ -1003,20 +1001,19 @@ impl<V: Clone> Table<V> {
         while i < n {
             let m = (n - i).min(d);
             for (j, h) in hs.iter_mut().enumerate().take(m) {
-                let k = load(&keys[(i + j) * kb..(i + j + 1) * kb]);
+                let k = load(i + j);
                 *h = c.hash(&k);
                 c.prefetch(*h);
             }
             for (j, h) in hs.iter().enumerate().take(m) {
-                let kbytes = &keys[(i + j) * kb..(i + j + 1) * kb];
-                let k = load(kbytes);
+                let k = load(i + j);
                 let r = match c.get(&k, *h, self.generation) {
                     Some(r) => {
                         hits += 1;
                         r
                     }
                     None => {
-                        let r = t.lookup(kbytes);
+                        let r = t.lookup(&keys[(i + j) * kb..(i + j + 1) * kb]);
                         c.put(&k, *h, self.generation, r);
                         r
                     }
@@ -1068,17 +1065,24 @@ impl<V: Clone> Table<V> {
             }
             Index::Tss(t) => match (&self.cache, self.cache_on) {
                 (Some(c), true) if kb > 0 => match words::nwords(kb) {
-                    1 => self.cached_batch(c, t, keys, n, out, words::fixed::<1>),
-                    2 => self.cached_batch(c, t, keys, n, out, words::fixed::<2>),
-                    3 => self.cached_batch(c, t, keys, n, out, words::fixed::<3>),
-                    4 => self.cached_batch(c, t, keys, n, out, words::fixed::<4>),
-                    nw => self.cached_batch(c, t, keys, n, out, |b| ByteWords { bytes: b, n: nw }),
+                    1 => self.cached_batch(c, t, keys, n, out, |i| {
+                        words::fixed_in::<1>(keys, i * kb, kb)
+                    }),
+                    2 => self.cached_batch(c, t, keys, n, out, |i| {
+                        words::fixed_in::<2>(keys, i * kb, kb)
+                    }),
+                    3 => self.cached_batch(c, t, keys, n, out, |i| {
+                        words::fixed_in::<3>(keys, i * kb, kb)
+                    }),
+                    4 => self.cached_batch(c, t, keys, n, out, |i| {
+                        words::fixed_in::<4>(keys, i * kb, kb)
+                    }),
+                    nw => self.cached_batch(c, t, keys, n, out, |i| ByteWords {
+                        bytes: &keys[i * kb..(i + 1) * kb],
+                        n: nw,
+                    }),
                 },
-                _ => {
-                    for (i, o) in out.iter_mut().enumerate().take(n) {
-                        *o = self.resolve(t.lookup(&keys[i * kb..(i + 1) * kb]));
-                    }
-                }
+                _ => t.lookup_each(keys, n, |i, r| out[i] = self.resolve(r)),
             },
         }
     }

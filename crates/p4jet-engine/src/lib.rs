@@ -230,6 +230,25 @@ pub struct Scratch {
 
 const NONE: u32 = u32::MAX;
 
+/// Room past a table key for whole-word writes (`Engine::build_key`,
+/// `key_from_runs`).
+const KEY_SLACK: usize = 16;
+
+/// (PHV byte, length) of every byte run of a table key (`Engine::key_runs`).
+type KeyRuns = Box<[(usize, usize)]>;
+
+/// A table key made of PHV byte runs of at most 16 bytes (`Engine::key_runs`):
+/// each run is copied as 16 bytes, the excess overwritten by the next run or
+/// left in the `KEY_SLACK` bytes past the key.
+#[inline(always)]
+fn key_from_runs(runs: &[(usize, usize)], phv: &[u8], out: &mut [u8]) {
+    let mut off = 0;
+    for &(byte, n) in runs {
+        out[off..off + 16].copy_from_slice(&phv[byte..byte + 16]);
+        off += n;
+    }
+}
+
 /// `dst.copy_from_slice(src)` for short runs without a `memcpy` call (table keys are
 /// mostly 1 to 16 bytes).
 #[inline(always)]
@@ -395,6 +414,10 @@ pub struct Engine {
     /// Standard metadata locations.
     pub sm: StdLocs,
     key_plans: Vec<Vec<KeyPart>>,
+    /// Per table, when every key part is a byte run of at most 16 bytes (with
+    /// 16 PHV bytes readable from its start): (PHV byte, length) of each run,
+    /// for `key_from_runs`.
+    key_runs: Vec<Option<KeyRuns>>,
     /// Per calculation, its inputs resolved at load time (None: resolved per packet).
     calc_plans: Vec<Option<hash::CalcPlan>>,
     /// Per expression id, the control conditions recognised at load time.
@@ -440,7 +463,7 @@ pub fn header_bytes(p: &Program, phv: &Phv, h: u32) -> u32 {
 impl Engine {
     /// Prepares a program for execution.
     pub fn new(prog: Arc<Program>, cfg: EngineConfig) -> Engine {
-        let key_plans = prog
+        let key_plans: Vec<Vec<KeyPart>> = prog
             .tables
             .iter()
             .map(|t| {
@@ -501,6 +524,20 @@ impl Engine {
                         plan.push(part);
                         plan
                     })
+            })
+            .collect();
+        let phv_len = prog.phv_bytes as usize + phv::PHV_PAD;
+        let key_runs = key_plans
+            .iter()
+            .map(|plan| {
+                plan.iter()
+                    .map(|part| match part {
+                        KeyPart::Bytes { byte, n } if *n <= 16 && byte + 16 <= phv_len => {
+                            Some((*byte, *n))
+                        }
+                        _ => None,
+                    })
+                    .collect()
             })
             .collect();
         let sm = StdLocs::new(&prog);
@@ -575,6 +612,7 @@ impl Engine {
             cfg,
             sm,
             key_plans,
+            key_runs,
             calc_plans,
             fast_conds,
             fast_exprs,
@@ -1173,12 +1211,26 @@ impl Engine {
         }
     }
 
+    /// Writes table `t`'s key for `phv` at the start of `out`, which must have
+    /// `KEY_SLACK` bytes of room past the key: short parts are written as whole
+    /// 8-byte words, and the bytes past a part are overwritten by the next
+    /// part (parts are in key order) or lie past the key.
     fn build_key(&self, t: u32, phv: &Phv, out: &mut [u8]) {
         let mut off = 0;
         for part in &self.key_plans[t as usize] {
             match part {
                 KeyPart::Bytes { byte, n } => {
-                    copy_short(&mut out[off..off + n], &phv.data[*byte..*byte + n]);
+                    let (byte, n) = (*byte, *n);
+                    if n <= 16
+                        && let Some(src) = phv.data.get(byte..byte + 16)
+                    {
+                        out[off..off + 8].copy_from_slice(&src[..8]);
+                        if n > 8 {
+                            out[off + 8..off + 16].copy_from_slice(&src[8..]);
+                        }
+                    } else {
+                        copy_short(&mut out[off..off + n], &phv.data[byte..byte + n]);
+                    }
                     off += n;
                 }
                 KeyPart::Field { loc, nbytes, mask } => {
@@ -1186,8 +1238,15 @@ impl Engine {
                     if let Some(m) = mask {
                         v &= m;
                     }
-                    let be = v.to_be_bytes();
-                    out[off..off + nbytes].copy_from_slice(&be[16 - nbytes..]);
+                    let nbytes = *nbytes;
+                    if nbytes <= 8 {
+                        // the field's bytes first, big-endian, then zeros
+                        let w = (v as u64) << (64 - 8 * nbytes as u32);
+                        out[off..off + 8].copy_from_slice(&w.to_be_bytes());
+                    } else {
+                        let be = v.to_be_bytes();
+                        out[off..off + nbytes].copy_from_slice(&be[16 - nbytes..]);
+                    }
                     off += nbytes;
                 }
                 KeyPart::Wide { loc, nbytes, mask } => {
@@ -1226,21 +1285,27 @@ impl Engine {
         let mut waiting = [0u8; SUB_BATCH];
         let mut w = 0usize;
         sc.keys.clear();
-        sc.keys.resize(n * kb.max(1), 0);
+        sc.keys.resize(n * kb.max(1) + KEY_SLACK, 0);
+        let runs = self.key_runs[t as usize].as_deref();
         for i in 0..n {
             if sc.cur[i] == ni {
                 waiting[w] = i as u8;
                 if kb > 0 {
-                    self.build_key(t, &chunk[i].phv, &mut sc.keys[w * kb..(w + 1) * kb]);
+                    let out = &mut sc.keys[w * kb..];
+                    match runs {
+                        Some(r) => key_from_runs(r, &chunk[i].phv.data, out),
+                        None => self.build_key(t, &chunk[i].phv, out),
+                    }
                 }
                 w += 1;
             }
         }
-        // 2. one batched lookup
+        // 2. one batched lookup (the keys are followed by scratch bytes: the
+        // tables may read whole words past a key; `hits[..w]` bounds the count)
         let mut hits: [Option<(EntryHandle, &EntryValue)>; SUB_BATCH] = [None; SUB_BATCH];
         if kb > 0 && !ts.entries.is_empty() {
             let keys = std::mem::take(&mut sc.keys);
-            ts.entries.lookup_batch(&keys[..w * kb], &mut hits[..w]);
+            ts.entries.lookup_batch(&keys, &mut hits[..w]);
             sc.keys = keys;
         }
         // 3. actions

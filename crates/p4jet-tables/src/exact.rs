@@ -1,7 +1,7 @@
 //! Exact-match index: bucketed open addressing on the packed key, keys stored
 //! inline in one packed arena indexed by entry index.
 
-use crate::hash::{HashIndex, hash_bytes};
+use crate::hash::{HashIndex, hash_at, hash_bytes, short_eq};
 use crate::prefetch::prefetch_index;
 
 /// Largest sub-batch handled in one go by `lookup_batch`.
@@ -53,7 +53,8 @@ impl ExactIndex {
     #[inline(always)]
     fn find_hashed(&self, h: u64, key: &[u8]) -> Option<u32> {
         let (keys, kb) = (&self.keys, self.kb);
-        self.map.find(h, |id| Self::key_of(keys, kb, id) == key)
+        self.map
+            .find(h, |id| short_eq(Self::key_of(keys, kb, id), key))
     }
 
     /// Room for ids below `ids` and for `len` keys in the map.
@@ -99,14 +100,21 @@ impl ExactIndex {
         mut emit: impl FnMut(usize, Option<u32>),
     ) {
         let kb = self.kb;
+        if self.map.is_small() {
+            // a few KiB of buckets and keys: no prefetch stages
+            for i in 0..n {
+                let h = hash_at(keys, i * kb, kb);
+                emit(i, self.find_hashed(h, &keys[i * kb..(i + 1) * kb]));
+            }
+            return;
+        }
         let dist = dist.clamp(1, MAX_BATCH);
         let mut hashes = [0u64; MAX_BATCH];
         let mut start = 0;
         while start < n {
             let m = dist.min(n - start);
             for (i, h) in hashes.iter_mut().enumerate().take(m) {
-                let k = &keys[(start + i) * kb..(start + i + 1) * kb];
-                *h = hash_bytes(k);
+                *h = hash_at(keys, (start + i) * kb, kb);
                 self.map.prefetch(*h);
             }
             for h in hashes.iter().take(m) {

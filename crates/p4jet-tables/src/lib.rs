@@ -975,49 +975,44 @@ impl<V: Clone> Table<V> {
         r
     }
 
-    /// Batched cached tuple-space lookup: hash every key of a stage and
-    /// prefetch its cache set, then answer each key. Skips the cache while
-    /// it keeps missing (see `LookupCache::bypass`).
+    /// Batched cached tuple-space lookup of keys of `W` words: hash every key
+    /// of a stage and prefetch its cache set, then answer each key. Skips the
+    /// cache while it keeps missing (see `LookupCache::bypass`).
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn cached_batch<'a, 'k, K: Words>(
+    fn cached_batch<'a, const W: usize>(
         &'a self,
         c: &LookupCache,
         t: &Tss,
-        keys: &'k [u8],
+        keys: &[u8],
         n: usize,
         out: &mut [Option<(EntryHandle, &'a V)>],
-        load: impl Fn(&'k [u8]) -> K,
     ) {
         let kb = self.key_bytes;
         if c.bypass() {
-            for (i, o) in out.iter_mut().enumerate().take(n) {
-                *o = self.resolve(t.lookup(&keys[i * kb..(i + 1) * kb]));
-            }
+            t.lookup_each(keys, n, |i, r| out[i] = self.resolve(r));
             return;
         }
         let d = self.prefetch_distance;
         let mut hs = [0u64; exact::MAX_BATCH];
+        let mut ks = [[0u64; W]; exact::MAX_BATCH];
         let mut hits = 0;
         let mut i = 0;
         while i < n {
             let m = (n - i).min(d);
-            for (j, h) in hs.iter_mut().enumerate().take(m) {
-                let k = load(&keys[(i + j) * kb..(i + j + 1) * kb]);
-                *h = c.hash(&k);
+            for (j, (h, k)) in hs.iter_mut().zip(ks.iter_mut()).enumerate().take(m) {
+                *k = words::fixed_in::<W>(keys, (i + j) * kb, kb);
+                *h = c.hash(k);
                 c.prefetch(*h);
             }
-            for (j, h) in hs.iter().enumerate().take(m) {
-                let kbytes = &keys[(i + j) * kb..(i + j + 1) * kb];
-                let k = load(kbytes);
-                let r = match c.get(&k, *h, self.generation) {
+            for (j, (h, k)) in hs.iter().zip(ks.iter()).enumerate().take(m) {
+                let r = match c.get(k, *h, self.generation) {
                     Some(r) => {
                         hits += 1;
                         r
                     }
                     None => {
-                        let r = t.lookup(kbytes);
-                        c.put(&k, *h, self.generation, r);
+                        let r = t.lookup(&keys[(i + j) * kb..(i + j + 1) * kb]);
+                        c.put(k, *h, self.generation, r);
                         r
                     }
                 };
@@ -1068,17 +1063,23 @@ impl<V: Clone> Table<V> {
             }
             Index::Tss(t) => match (&self.cache, self.cache_on) {
                 (Some(c), true) if kb > 0 => match words::nwords(kb) {
-                    1 => self.cached_batch(c, t, keys, n, out, words::fixed::<1>),
-                    2 => self.cached_batch(c, t, keys, n, out, words::fixed::<2>),
-                    3 => self.cached_batch(c, t, keys, n, out, words::fixed::<3>),
-                    4 => self.cached_batch(c, t, keys, n, out, words::fixed::<4>),
-                    nw => self.cached_batch(c, t, keys, n, out, |b| ByteWords { bytes: b, n: nw }),
-                },
-                _ => {
-                    for (i, o) in out.iter_mut().enumerate().take(n) {
-                        *o = self.resolve(t.lookup(&keys[i * kb..(i + 1) * kb]));
+                    1 => self.cached_batch::<1>(c, t, keys, n, out),
+                    2 => self.cached_batch::<2>(c, t, keys, n, out),
+                    3 => self.cached_batch::<3>(c, t, keys, n, out),
+                    4 => self.cached_batch::<4>(c, t, keys, n, out),
+                    nw => {
+                        for (i, o) in out.iter_mut().enumerate().take(n) {
+                            let key = &keys[i * kb..(i + 1) * kb];
+                            *o = self.resolve(self.cached(
+                                c,
+                                t,
+                                &ByteWords { bytes: key, n: nw },
+                                key,
+                            ));
+                        }
                     }
-                }
+                },
+                _ => t.lookup_each(keys, n, |i, r| out[i] = self.resolve(r)),
             },
         }
     }

@@ -52,6 +52,9 @@ const CHAIN_LIMIT: usize = 4;
 /// Tables with at most this many entries are also kept as one list sorted
 /// by rank and looked up by a linear scan (cheaper than hashing).
 const SMALL: usize = 8;
+/// Small tables keep flat scan records when they have at most this many
+/// range fields, all of at most 8 bytes.
+const SMALL_MAX_RANGES: usize = 4;
 /// Tuples filtered per pass of a lookup.
 const CHUNK: usize = 64;
 /// The filter is grown (and rebuilt) when it has fewer bits per live group.
@@ -269,6 +272,14 @@ pub(crate) struct Tss {
     live: usize,
     /// while `live <= SMALL`: every live entry's rank, ascending
     small: Vec<u64>,
+    /// `small` as flat scan records (when `narrow` and at most
+    /// `SMALL_MAX_RANGES` range fields, else empty), stride `2w + 1 + 2r`:
+    /// value words, mask words, entry index, then per range field its bounds
+    /// as numbers (`0..=u64::MAX` for an entry without range check)
+    small_rec: Vec<u64>,
+    /// per range field, when none straddles two key words: (word, right
+    /// shift to its first byte, mask of its bytes); `None` otherwise
+    rword: Option<Vec<(usize, u32, u64)>>,
 }
 
 impl Tss {
@@ -279,6 +290,19 @@ impl Tss {
     ) -> Self {
         let rstride = range_fields.iter().map(|(_, n)| 2 * n).sum();
         let narrow = range_fields.iter().all(|(_, n)| *n <= 8);
+        let rword = range_fields
+            .iter()
+            .map(|&(off, n)| {
+                (n <= 8 && off % 8 + n <= 8).then(|| {
+                    let mask = if n == 8 {
+                        u64::MAX
+                    } else {
+                        (1u64 << (8 * n)) - 1
+                    };
+                    (off / 8, 8 * (off % 8) as u32, mask)
+                })
+            })
+            .collect();
         Tss {
             kb,
             w: words::nwords(kb),
@@ -300,6 +324,8 @@ impl Tss {
             rnum: Vec::new(),
             live: 0,
             small: Vec::new(),
+            small_rec: Vec::new(),
+            rword,
         }
     }
 
@@ -573,6 +599,7 @@ impl Tss {
         } else {
             self.small = Vec::new();
         }
+        self.rebuild_small_rec();
         if new_group {
             self.groups += 1;
             if self.groups * FILTER_MIN_BITS > self.filter.bits() {
@@ -626,6 +653,7 @@ impl Tss {
         } else if let Some(pos) = self.small.iter().position(|x| *x == r) {
             self.small.remove(pos);
         }
+        self.rebuild_small_rec();
         if group_gone {
             self.groups -= 1;
             self.filter.stale += 1;
@@ -633,6 +661,58 @@ impl Tss {
                 self.rebuild_filter();
             }
         }
+    }
+
+    /// Whether small tables are scanned through `small_rec`.
+    fn small_flat(&self) -> bool {
+        self.narrow && self.range_fields.len() <= SMALL_MAX_RANGES
+    }
+
+    /// Rebuild `small_rec` from `small`.
+    fn rebuild_small_rec(&mut self) {
+        self.small_rec.clear();
+        if !self.small_flat() {
+            return;
+        }
+        let w = self.w;
+        let nr = self.range_fields.len();
+        for &r in &self.small {
+            let e = r as u32 as usize;
+            let rec = &self.erec[e * (2 * w + 1)..(e + 1) * (2 * w + 1)];
+            self.small_rec.extend_from_slice(&rec[..2 * w]);
+            self.small_rec.push(e as u64);
+            let check = rec[2 * w] != 0;
+            for j in 0..nr {
+                if check {
+                    self.small_rec.push(self.rnum[e * 2 * nr + 2 * j]);
+                    self.small_rec.push(self.rnum[e * 2 * nr + 2 * j + 1]);
+                } else {
+                    self.small_rec.extend_from_slice(&[0, u64::MAX]);
+                }
+            }
+        }
+    }
+
+    /// Linear scan of `small_rec` (first match in rank order).
+    #[inline(always)]
+    fn small_scan<K: Words + ?Sized>(&self, k: &K, key: &[u8]) -> Option<u32> {
+        let w = self.w;
+        let nr = self.range_fields.len();
+        let mut x = [0u64; SMALL_MAX_RANGES];
+        for (xj, &(off, n)) in x.iter_mut().zip(&self.range_fields) {
+            *xj = be_num(&key[off..off + n]);
+        }
+        let x = &x[..nr];
+        for rec in self.small_rec.chunks_exact(2 * w + 1 + 2 * nr) {
+            if meq(&rec[..w], k, &rec[w..2 * w])
+                && x.iter()
+                    .zip(rec[2 * w + 1..].chunks_exact(2))
+                    .all(|(x, b)| *x >= b[0] && *x <= b[1])
+            {
+                return Some(rec[2 * w] as u32);
+            }
+        }
+        None
     }
 
     /// Entry index of the best entry matching `key` (`key.len() == kb`).
@@ -647,9 +727,109 @@ impl Tss {
         }
     }
 
+    /// `lookup_each` of a small table with flat records: `W` key words,
+    /// `R` range fields.
+    #[inline(never)]
+    fn small_each<const W: usize, const R: usize>(
+        &self,
+        keys: &[u8],
+        n: usize,
+        emit: &mut impl FnMut(usize, Option<u32>),
+    ) {
+        let kb = self.kb;
+        let mut rf = [(0usize, 0usize); R];
+        for (d, s) in rf.iter_mut().zip(&self.range_fields) {
+            *d = *s;
+        }
+        let mut rw = [(0usize, 0u32, 0u64); R];
+        if let Some(v) = &self.rword {
+            for (d, s) in rw.iter_mut().zip(v) {
+                *d = *s;
+            }
+        }
+        let by_words = self.rword.is_some();
+        for i in 0..n {
+            let k = words::fixed_in::<W>(keys, i * kb, kb);
+            let mut x = [0u64; R];
+            for j in 0..R {
+                x[j] = if by_words {
+                    let (wi, sh, m) = rw[j];
+                    // the field's bytes, big-endian, as a number
+                    let b = (k[wi] >> sh) & m;
+                    b.swap_bytes() >> (64 - m.count_ones())
+                } else {
+                    let (off, nb) = rf[j];
+                    be_num(&keys[i * kb + off..i * kb + off + nb])
+                };
+            }
+            let mut found = None;
+            for rec in self.small_rec.chunks_exact(2 * W + 1 + 2 * R) {
+                let mut d = 0u64;
+                for w in 0..W {
+                    d |= rec[w] ^ (k[w] & rec[W + w]);
+                }
+                let mut ok = d == 0;
+                for j in 0..R {
+                    ok &= x[j] >= rec[2 * W + 1 + 2 * j] && x[j] <= rec[2 * W + 2 + 2 * j];
+                }
+                if ok {
+                    found = Some(rec[2 * W] as u32);
+                    break;
+                }
+            }
+            emit(i, found);
+        }
+    }
+
+    /// `emit(i, lookup(key i))` for the `n` keys packed back to back in
+    /// `keys` (one dispatch on the key width for the whole batch).
+    #[inline]
+    pub(crate) fn lookup_each(
+        &self,
+        keys: &[u8],
+        n: usize,
+        mut emit: impl FnMut(usize, Option<u32>),
+    ) {
+        let kb = self.kb;
+        if self.live <= SMALL && self.small_flat() {
+            match (self.w, self.range_fields.len()) {
+                (1, 0) => return self.small_each::<1, 0>(keys, n, &mut emit),
+                (1, 1) => return self.small_each::<1, 1>(keys, n, &mut emit),
+                (1, 2) => return self.small_each::<1, 2>(keys, n, &mut emit),
+                (2, 0) => return self.small_each::<2, 0>(keys, n, &mut emit),
+                (2, 1) => return self.small_each::<2, 1>(keys, n, &mut emit),
+                (2, 2) => return self.small_each::<2, 2>(keys, n, &mut emit),
+                _ => {}
+            }
+        }
+        macro_rules! each {
+            ($w:literal) => {
+                for i in 0..n {
+                    let k = words::fixed_in::<$w>(keys, i * kb, kb);
+                    emit(i, self.lookup_k(&k, &keys[i * kb..(i + 1) * kb]));
+                }
+            };
+        }
+        match self.w {
+            1 => each!(1),
+            2 => each!(2),
+            3 => each!(3),
+            4 => each!(4),
+            nw => {
+                for i in 0..n {
+                    let key = &keys[i * kb..(i + 1) * kb];
+                    emit(i, self.lookup_k(&ByteWords { bytes: key, n: nw }, key));
+                }
+            }
+        }
+    }
+
     #[inline(always)]
     fn lookup_k<K: Words + ?Sized>(&self, k: &K, key: &[u8]) -> Option<u32> {
         if self.live <= SMALL {
+            if self.small_flat() {
+                return self.small_scan(k, key);
+            }
             return self
                 .small
                 .iter()

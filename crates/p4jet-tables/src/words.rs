@@ -114,6 +114,34 @@ pub(crate) fn fixed<const W: usize>(b: &[u8]) -> [u64; W] {
     a
 }
 
+/// Load the `kb`-byte key at `buf[at..at + kb]` as exactly `W` words.
+/// Same result as `fixed(&buf[at..at + kb])`, but a partial last word is
+/// read as 8 bytes and masked when `buf` extends far enough past the key
+/// (keys packed back to back), instead of byte by byte.
+#[inline(always)]
+pub(crate) fn fixed_in<const W: usize>(buf: &[u8], at: usize, kb: usize) -> [u64; W] {
+    let mut a = [0u64; W];
+    for (i, x) in a.iter_mut().enumerate() {
+        let r = kb.saturating_sub(8 * i);
+        let s = at + 8 * i;
+        *x = if r == 0 {
+            0
+        } else if let Some(c) = buf.get(s..s + 8) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            let v = u64::from_le_bytes(b);
+            if r >= 8 {
+                v
+            } else {
+                v & ((1u64 << (8 * r)) - 1)
+            }
+        } else {
+            word_at(&buf[at..at + kb], i)
+        };
+    }
+    a
+}
+
 /// Seeded hash of `k & m` (`m.len() == k.n()`): one folded multiply per two
 /// words. Equal for two keys whose masked words are equal, so a stored masked
 /// key hashes like every key it matches.
@@ -195,5 +223,19 @@ mod tests {
         assert_ne!(mhash(&kw[..], &mw, 7), mhash(&kw[..], &mw, 8));
         let f: [u64; 3] = fixed(&k);
         assert_eq!(&f[..], &kw[..]);
+    }
+
+    #[test]
+    fn fixed_in_equals_fixed() {
+        let buf: Vec<u8> = (0..64u32).map(|i| (i * 91 + 7) as u8).collect();
+        for kb in 0..=32usize {
+            for at in 0..=buf.len() - kb {
+                let key = &buf[at..at + kb];
+                assert_eq!(fixed_in::<1>(&buf, at, kb), fixed::<1>(key), "{kb} {at}");
+                assert_eq!(fixed_in::<2>(&buf, at, kb), fixed::<2>(key), "{kb} {at}");
+                assert_eq!(fixed_in::<3>(&buf, at, kb), fixed::<3>(key), "{kb} {at}");
+                assert_eq!(fixed_in::<4>(&buf, at, kb), fixed::<4>(key), "{kb} {at}");
+            }
+        }
     }
 }

@@ -640,6 +640,20 @@ fn run_with(specs: &[KeyFieldSpec], max: usize, seed: u64, ops: &[u8], mode: Cac
                     assert_eq!(out[i].map(|(h, v)| (h, *v)), single.map(|(h, v)| (h, *v)));
                 }
                 assert!(out[n].is_none() && out[n + 1].is_none());
+                // keys followed by other bytes (the engine's scratch room, which
+                // lookups may read as whole words): `out` bounds the count
+                let mut tail = keys.clone();
+                let extra = 1 + rng.below(16 + kb as u64) as usize;
+                tail.extend((0..extra).map(|_| rng.below(256) as u8));
+                let mut out2 = vec![None; n];
+                t.lookup_batch(&tail, &mut out2);
+                for i in 0..n {
+                    assert_eq!(
+                        out2[i].map(|(h, v)| (h, *v)),
+                        out[i].map(|(h, v)| (h, *v)),
+                        "step {step}: batch with trailing bytes, key {i}"
+                    );
+                }
             }
         }
         assert_eq!(t.len(), model.len(), "step {step}: len");
@@ -709,6 +723,16 @@ proptest! {
     fn range(seed: u64, ops in prop::collection::vec(any::<u8>(), 1..250)) {
         run(&[spec(MatchKind::Range, 16), spec(MatchKind::Range, 12)], 64, seed, &ops);
         run(&[spec(MatchKind::Range, 4)], 64, seed, &ops);
+    }
+
+    #[test]
+    fn range_layouts(seed: u64, ops in prop::collection::vec(any::<u8>(), 1..250)) {
+        // a range field across two key words; a range wider than 8 bytes; three
+        // range fields (the small-table scans' fixed and general paths)
+        run(&[spec(MatchKind::Ternary, 48), spec(MatchKind::Range, 32)], 64, seed, &ops);
+        run(&[spec(MatchKind::Range, 72), spec(MatchKind::Exact, 8)], 64, seed, &ops);
+        run(&[spec(MatchKind::Range, 8), spec(MatchKind::Range, 7), spec(MatchKind::Range, 8),
+              spec(MatchKind::Exact, 16)], 64, seed, &ops);
     }
 
     #[test]

@@ -1352,7 +1352,11 @@ impl Engine {
                     (ts.default.as_ref(), false)
                 }
             };
-            let call = action.and_then(|a| self.resolve_entry_action(cs, t, a, ctx, sc));
+            let call = match action {
+                Some(EntryAction::Direct(c)) => Some(c),
+                Some(a) => self.resolve_entry_action(cs, t, a, ctx, sc),
+                None => None,
+            };
             let next = match &ti.next {
                 TableNext::HitMiss { hit, miss } => {
                     if is_hit {

@@ -145,13 +145,21 @@ impl Phv {
 
 /// Reads an action parameter of `width` bits stored big-endian in `ceil(width/8)` bytes at
 /// `data[off..]` (action-data blobs are packed this way).
-#[inline]
+#[inline(always)]
 pub fn read_param(data: &[u8], off: usize, width: u32) -> u128 {
     let n = width.div_ceil(8) as usize;
     if n == 0 || n > 16 || data.len() < off + n {
-        return read_bits(data, off, (n as u32 * 8).saturating_sub(width), width);
+        return read_param_slow(data, off, width);
     }
     load_be(data, off, n) & mask(width)
+}
+
+/// [`read_param`] for empty, wide or short blobs.
+#[cold]
+#[inline(never)]
+fn read_param_slow(data: &[u8], off: usize, width: u32) -> u128 {
+    let n = width.div_ceil(8);
+    read_bits(data, off, (n * 8).saturating_sub(width), width)
 }
 
 /// Loads exactly `n` (1..=16) bytes big-endian: loads no wider than the field, so a

@@ -31,7 +31,7 @@ use p4jet_engine::{ControlState, Engine, EngineConfig, Externs, Op, OpResult};
 
 pub use latency::{LatencyHist, Stamps};
 pub use pipeline::{EgressStage, IngressStage};
-pub use tm::QueueConfig;
+pub use tm::{QueueConfig, QueueGuard, QueuesPoisoned, SharedQueues};
 pub use worker::{Core, PortCounters, STAGES, Worker};
 
 /// Where time comes from.
@@ -217,7 +217,7 @@ pub struct Switch {
     /// The forwarding worker of single-threaded runs.
     pub worker: Worker,
     /// Queue configuration shared with workers.
-    pub queues: Arc<Mutex<QueueConfig>>,
+    pub queues: Arc<tm::SharedQueues>,
     /// The JSON text (served by `bm_get_config`).
     pub json: String,
     /// Runtime-API state outside the control state (ports, learning buffers, ...).
@@ -239,7 +239,7 @@ impl Switch {
             Some(c) => Clock::Manual(c.clone()),
             None => Clock::Real(Instant::now()),
         };
-        let queues = Arc::new(Mutex::new(QueueConfig::new(cfg.priority_queues)));
+        let queues = Arc::new(tm::SharedQueues::new(QueueConfig::new(cfg.priority_queues)));
         let dataplane = Arc::new(Dataplane::new(Active {
             generation: 0,
             engine: engine.clone(),

@@ -10,11 +10,101 @@
 //! meanwhile. Times are nanoseconds of the switch clock.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use p4jet_engine::PacketCtx;
 
 /// A packet owned by the switch: boxed so that moving it between queues moves a pointer.
 pub type Pkt = Box<PacketCtx>;
+
+/// The queue configuration shared by the control plane and the workers, with a
+/// generation number that changes with every change: a worker copies the configuration
+/// only when the generation moved, so the per-batch check is one read of a cache line
+/// that nobody writes while the configuration stays as it is (a lock per batch would be
+/// written by every worker).
+#[derive(Debug)]
+pub struct SharedQueues {
+    cfg: Mutex<QueueConfig>,
+    generation: AtomicU64,
+}
+
+/// The shared queue configuration's mutex was poisoned (a thread panicked holding it).
+#[derive(Debug, Clone, Copy)]
+pub struct QueuesPoisoned;
+
+impl std::fmt::Display for QueuesPoisoned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("queue configuration lock poisoned")
+    }
+}
+
+/// Write access to [`SharedQueues`]; dropping it publishes the change (the generation
+/// moves while the lock is still held).
+pub struct QueueGuard<'a> {
+    guard: MutexGuard<'a, QueueConfig>,
+    generation: &'a AtomicU64,
+}
+
+impl std::ops::Deref for QueueGuard<'_> {
+    type Target = QueueConfig;
+    fn deref(&self) -> &QueueConfig {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for QueueGuard<'_> {
+    fn deref_mut(&mut self) -> &mut QueueConfig {
+        &mut self.guard
+    }
+}
+
+impl Drop for QueueGuard<'_> {
+    fn drop(&mut self) {
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+}
+
+impl SharedQueues {
+    /// Shares `cfg`.
+    pub fn new(cfg: QueueConfig) -> SharedQueues {
+        SharedQueues {
+            cfg: Mutex::new(cfg),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// Locks the configuration for a change (or a look); workers take it at their next
+    /// batch.
+    pub fn lock(&self) -> Result<QueueGuard<'_>, QueuesPoisoned> {
+        let guard = self.cfg.lock().map_err(|_| QueuesPoisoned)?;
+        Ok(QueueGuard {
+            guard,
+            generation: &self.generation,
+        })
+    }
+
+    /// The current generation.
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Copies the configuration into `out` if the generation differs from `*seen`, and
+    /// records the generation copied.
+    #[inline]
+    pub fn refresh(&self, seen: &mut u64, out: &mut QueueConfig) {
+        let g = self.generation();
+        if g == *seen {
+            return;
+        }
+        if let Ok(q) = self.cfg.lock() {
+            out.clone_from(&q);
+            // the generation cannot move while the lock is held
+            *seen = self.generation();
+        }
+    }
+}
 
 /// Queue limits set by the control plane (`set_queue_depth`, `set_queue_rate`).
 #[derive(Debug, Clone)]

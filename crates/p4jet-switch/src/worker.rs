@@ -8,7 +8,7 @@ use p4jet_engine::{ControlState, Engine, Externs, PacketCtx, Pipeline, Scratch};
 use p4jet_ir::expr::FieldRef;
 
 use crate::latency::{LatencyHist, Stamps};
-use crate::tm::{Pkt, QueueConfig, Tm};
+use crate::tm::{Pkt, QueueConfig, SharedQueues, Tm};
 use crate::{Active, Clock, Dataplane, Digest, DigestQueue, SwitchConfig};
 
 /// instance_type values (v1model).
@@ -51,14 +51,21 @@ pub struct Worker {
 
 /// The worker's state apart from its control-state reader.
 pub struct Core {
-    engine: Arc<Engine>,
+    /// The program. A handle private to this core around the shared one: the core
+    /// clones it per batch (to call its own methods while the engine is borrowed), and a
+    /// private reference count keeps those clones off a cache line the other workers
+    /// write.
+    #[allow(clippy::redundant_allocation)] // the second count is the point, see above
+    engine: Arc<Arc<Engine>>,
     externs: Arc<Externs>,
     digests: Arc<Mutex<DigestQueue>>,
     cfg: SwitchConfig,
     clock: Clock,
-    queues: Arc<Mutex<QueueConfig>>,
+    queues: Arc<SharedQueues>,
     /// This batch's copy of `queues`.
     qcfg: QueueConfig,
+    /// Generation of `queues` copied into `qcfg` (`u64::MAX`: none yet).
+    qgen: u64,
     /// `qcfg` has one queue per port and no depth or rate limit (the fast lane is
     /// allowed whenever the traffic manager is empty).
     qplain: bool,
@@ -132,7 +139,7 @@ impl Worker {
         digests: Arc<Mutex<DigestQueue>>,
         cfg: SwitchConfig,
         clock: Clock,
-        queues: Arc<Mutex<QueueConfig>>,
+        queues: Arc<SharedQueues>,
     ) -> Worker {
         let active = dataplane.current();
         Self::with_active(dataplane, active, digests, cfg, clock, queues)
@@ -145,17 +152,18 @@ impl Worker {
         digests: Arc<Mutex<DigestQueue>>,
         cfg: SwitchConfig,
         clock: Clock,
-        queues: Arc<Mutex<QueueConfig>>,
+        queues: Arc<SharedQueues>,
     ) -> Worker {
         Worker {
             reader: active.readers.handle(),
             dataplane,
             core: Core {
-                engine: active.engine.clone(),
+                engine: Arc::new(active.engine.clone()),
                 externs: active.externs.clone(),
                 digests,
                 qcfg: QueueConfig::new(cfg.priority_queues),
                 qplain: false,
+                qgen: u64::MAX,
                 cfg,
                 clock,
                 queues,
@@ -299,7 +307,7 @@ impl Worker {
     /// for its header layout, pooled contexts are dropped.
     pub(crate) fn adopt(&mut self, next: Arc<Active>) {
         self.reader = next.readers.handle();
-        self.core.engine = next.engine.clone();
+        self.core.engine = Arc::new(next.engine.clone());
         self.core.externs = next.externs.clone();
         self.core.scratch = Scratch::default();
         self.core.pool.clear();
@@ -463,7 +471,7 @@ impl Core {
     ) {
         self.ingress_half(cs, take_input);
         let engine = self.engine.clone();
-        let e = &*engine;
+        let e: &Engine = &engine;
         while self.next_egress_batch() {
             let tm = &self.tm;
             for ctx in self.egress.iter_mut() {
@@ -606,7 +614,7 @@ impl Core {
 
     fn ingress(&mut self, cs: &ControlState) {
         let engine = self.engine.clone();
-        let e = &*engine;
+        let e: &Engine = &engine;
         let p = &*e.prog;
         let std = &e.sm;
         let now = self.clock.now_us();
@@ -908,9 +916,7 @@ impl Core {
 
     /// Takes this batch's copy of the shared queue configuration.
     fn sync_queue_config(&mut self) {
-        if let Ok(q) = self.queues.lock() {
-            self.qcfg.clone_from(&q);
-        }
+        self.queues.refresh(&mut self.qgen, &mut self.qcfg);
         self.qplain = self.qcfg.unlimited() && self.qcfg.nqueues == 1;
     }
 
@@ -944,7 +950,7 @@ impl Core {
     /// if `compute_deq`, else it was written when the packet was dequeued.
     fn run_egress(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8]), compute_deq: bool) {
         let engine = self.engine.clone();
-        let e = &*engine;
+        let e: &Engine = &engine;
         let std = &e.sm;
         let mut t = None;
         let on = self.timing;

@@ -458,3 +458,31 @@ mod tests {
         assert_eq!(drain(&mut tm, MS), vec![0, 1]);
     }
 }
+
+#[cfg(test)]
+mod shared_tests {
+    use super::*;
+
+    #[test]
+    fn workers_copy_the_queue_configuration_only_after_a_change() {
+        let shared = SharedQueues::new(QueueConfig::new(1));
+        let mut seen = u64::MAX;
+        let mut local = QueueConfig::new(1);
+        // first look: copied
+        shared.refresh(&mut seen, &mut local);
+        assert_eq!(seen, shared.generation());
+        // a change made under the guard is published when the guard drops
+        {
+            let mut q = shared.lock().expect("lock");
+            q.default_rate = Some(1000);
+        }
+        assert_ne!(seen, shared.generation());
+        shared.refresh(&mut seen, &mut local);
+        assert_eq!(local.default_rate, Some(1000));
+        assert_eq!(seen, shared.generation());
+        // no change: the local copy is left alone (even if someone scribbled on it)
+        local.default_rate = None;
+        shared.refresh(&mut seen, &mut local);
+        assert_eq!(local.default_rate, None);
+    }
+}

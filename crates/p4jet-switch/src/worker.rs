@@ -684,7 +684,7 @@ impl Core {
         }
         // 3. resubmit: the original packet goes back to ingress
         if let Some(fl) = ctx.resubmit {
-            return self.resubmit(e, ctx, fl);
+            return self.requeue(e, ctx, fl, crate::worker::instance::RESUBMIT);
         }
         // 4. multicast
         let mgid = e.std_read(&ctx.phv, std.mcast_grp) as u32;
@@ -792,52 +792,38 @@ impl Core {
         self.send_to_session(e, cs, c, ms, now);
     }
 
-    /// Sends `ctx` back to ingress as a resubmitted instance (rare path), or drops it
-    /// when it has looped too often.
+    /// Sends `ctx` back to ingress as a resubmitted (`RESUBMIT`) or, after egress and
+    /// deparsing, recirculated (`RECIRC`) instance with field list `fl` preserved (rare
+    /// path), or drops it when it has looped too often (a dropped resubmission counts as
+    /// an ingress drop on its port).
     #[cold]
     #[inline(never)]
-    fn resubmit(&mut self, e: &Engine, mut ctx: Pkt, fl: u32) {
+    fn requeue(&mut self, e: &Engine, mut ctx: Pkt, fl: u32, instance_type: u32) {
+        let resubmit = instance_type == crate::worker::instance::RESUBMIT;
         if ctx.arch.passes >= self.cfg.max_passes {
             self.errors.push(format!(
                 "packet dropped after {} resubmit/recirculate passes (loop guard)",
                 ctx.arch.passes
             ));
-            let port = ctx.arch.port;
-            self.port_mut(port).drop += 1;
+            if resubmit {
+                let port = ctx.arch.port;
+                self.port_mut(port).drop += 1;
+            }
             return self.free(ctx);
         }
         let mut keep = std::mem::take(&mut ctx.arch.preserved);
         self.preserve(e, &ctx, fl, &mut keep);
         ctx.arch.preserved = keep;
-        ctx.arch.instance_type = crate::worker::instance::RESUBMIT;
+        ctx.arch.instance_type = instance_type;
         ctx.arch.passes += 1;
         ctx.arch.port = 0;
         if self.cfg.trace {
-            ctx.log.push("resubmitted".into());
-        }
-        self.recirc.push_back(ctx);
-    }
-
-    /// Sends the deparsed `ctx` back to ingress as a recirculated instance (rare path),
-    /// or drops it when it has looped too often.
-    #[cold]
-    #[inline(never)]
-    fn recirculate(&mut self, e: &Engine, mut ctx: Pkt, fl: u32) {
-        if ctx.arch.passes >= self.cfg.max_passes {
-            self.errors.push(format!(
-                "packet dropped after {} resubmit/recirculate passes (loop guard)",
-                ctx.arch.passes
-            ));
-            return self.free(ctx);
-        }
-        let mut keep = std::mem::take(&mut ctx.arch.preserved);
-        self.preserve(e, &ctx, fl, &mut keep);
-        ctx.arch.preserved = keep;
-        ctx.arch.instance_type = crate::worker::instance::RECIRC;
-        ctx.arch.passes += 1;
-        ctx.arch.port = 0;
-        if self.cfg.trace {
-            ctx.log.push("recirculated".into());
+            let what = if resubmit {
+                "resubmitted"
+            } else {
+                "recirculated"
+            };
+            ctx.log.push(what.into());
         }
         self.recirc.push_back(ctx);
     }
@@ -1010,7 +996,7 @@ impl Core {
             // 3. deparse
             e.deparse(&mut ctx, &mut self.scratch, cs);
             if let Some(fl) = ctx.recirculate {
-                self.recirculate(e, ctx, fl);
+                self.requeue(e, ctx, fl, crate::worker::instance::RECIRC);
                 continue;
             }
             // 4. transmit

@@ -10,6 +10,7 @@
 //! just decrement the counters along the probe path, as in F14).
 
 use crate::prefetch::prefetch;
+use crate::words::word_in;
 
 const K0: u64 = 0x243F_6A88_85A3_08D3;
 const K1: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -42,27 +43,6 @@ pub(crate) fn hash_bytes(k: &[u8]) -> u64 {
         h = fold(h ^ word(r) ^ K3, K1);
     }
     fold(h, K2)
-}
-
-/// Bytes `s..s + r` (`r <= 8`) of `buf`, little-endian, zero padded: one
-/// 8-byte load masked when `buf` extends 8 bytes past `s`, else a byte loop.
-#[inline(always)]
-fn word_in(buf: &[u8], s: usize, r: usize) -> u64 {
-    if let Some(c) = buf.get(s..s + 8) {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(c);
-        let v = u64::from_le_bytes(a);
-        if r >= 8 {
-            v
-        } else {
-            v & ((1u64 << (8 * r)) - 1)
-        }
-    } else {
-        buf[s..s + r]
-            .iter()
-            .enumerate()
-            .fold(0, |a, (j, x)| a | (u64::from(*x) << (8 * j)))
-    }
 }
 
 /// `hash_bytes(&buf[at..at + kb])`, reading the last partial word as one

@@ -114,6 +114,27 @@ pub(crate) fn fixed<const W: usize>(b: &[u8]) -> [u64; W] {
     a
 }
 
+/// Bytes `s..s + r` (`r <= 8`) of `buf`, little-endian, zero padded: one
+/// 8-byte load masked when `buf` extends 8 bytes past `s`, else a byte loop.
+#[inline(always)]
+pub(crate) fn word_in(buf: &[u8], s: usize, r: usize) -> u64 {
+    if let Some(c) = buf.get(s..s + 8) {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(c);
+        let v = u64::from_le_bytes(a);
+        if r >= 8 {
+            v
+        } else {
+            v & ((1u64 << (8 * r)) - 1)
+        }
+    } else {
+        buf[s..s + r]
+            .iter()
+            .enumerate()
+            .fold(0, |a, (j, x)| a | (u64::from(*x) << (8 * j)))
+    }
+}
+
 /// Load the `kb`-byte key at `buf[at..at + kb]` as exactly `W` words.
 /// Same result as `fixed(&buf[at..at + kb])`, but a partial last word is
 /// read as 8 bytes and masked when `buf` extends far enough past the key
@@ -124,20 +145,7 @@ pub(crate) fn fixed_in<const W: usize>(buf: &[u8], at: usize, kb: usize) -> [u64
     for (i, x) in a.iter_mut().enumerate() {
         let r = kb.saturating_sub(8 * i);
         let s = at + 8 * i;
-        *x = if r == 0 {
-            0
-        } else if let Some(c) = buf.get(s..s + 8) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(c);
-            let v = u64::from_le_bytes(b);
-            if r >= 8 {
-                v
-            } else {
-                v & ((1u64 << (8 * r)) - 1)
-            }
-        } else {
-            word_at(&buf[at..at + kb], i)
-        };
+        *x = if r == 0 { 0 } else { word_in(buf, s, r.min(8)) };
     }
     a
 }

@@ -1171,17 +1171,7 @@ impl Engine {
                             if sc.cur[i] != ni {
                                 continue;
                             }
-                            let b = match self.fast_conds.get(*expr as usize) {
-                                Some(Some(fc)) => fc.test(&chunk[i].phv),
-                                _ => {
-                                    let ec = EvalCtx {
-                                        phv: &chunk[i].phv,
-                                        ahead: &[],
-                                        action: None,
-                                    };
-                                    eval_bool(p, &ec, *expr)
-                                }
-                            };
+                            let b = self.test_cond(&chunk[i].phv, *expr);
                             if self.cfg.trace {
                                 chunk[i].log.push(format!("condition {name} is {b}"));
                             }

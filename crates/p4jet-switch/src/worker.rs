@@ -714,6 +714,20 @@ impl Core {
         self.enqueue(e, ctx, spec, now);
     }
 
+    /// Zeroes the metadata of `c` (a clone of `src`) except the fields of field list
+    /// `fl`, which keep their values in `src` (simple_switch's clone metadata rule).
+    fn zero_metadata_but(&self, e: &Engine, src: &PacketCtx, c: &mut PacketCtx, fl: u32) {
+        let p = &*e.prog;
+        c.zero_metadata(p);
+        let mut keep = std::mem::take(&mut c.arch.preserved);
+        self.preserve(e, src, fl, &mut keep);
+        for (f, v) in &keep {
+            c.phv.write_big(p.fields[*f as usize].loc, v);
+        }
+        keep.clear();
+        c.arch.preserved = keep;
+    }
+
     /// The I2E clone of `ctx` for `session`, if the session exists (rare path, kept out
     /// of the per-packet code).
     #[cold]
@@ -738,14 +752,7 @@ impl Core {
         c.reset(p);
         e.std_inform(&mut c.phv, std.ingress_port, ctx.arch.port as u128);
         e.parse(cs, std::slice::from_mut(&mut c), &mut self.scratch);
-        c.zero_metadata(p);
-        let mut keep = std::mem::take(&mut c.arch.preserved);
-        self.preserve(e, ctx, fl, &mut keep);
-        for (f, v) in &keep {
-            c.phv.write_big(p.fields[*f as usize].loc, v);
-        }
-        keep.clear();
-        c.arch.preserved = keep;
+        self.zero_metadata_but(e, ctx, &mut c, fl);
         c.arch.instance_type = crate::worker::instance::INGRESS_CLONE;
         e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
         e.std_inform(&mut c.phv, std.packet_length, c.pkt.len() as u128);
@@ -768,7 +775,6 @@ impl Core {
         fl: u32,
         now: u64,
     ) {
-        let p = &*e.prog;
         let std = &e.sm;
         let Some(ms) = cs.mirror.get(&(session & 0x7fff)).copied() else {
             return;
@@ -776,14 +782,7 @@ impl Core {
         let mut c = self.alloc();
         c.copy_from(ctx);
         c.arch.sequence = ctx.arch.sequence;
-        c.zero_metadata(p);
-        let mut keep = std::mem::take(&mut c.arch.preserved);
-        self.preserve(e, ctx, fl, &mut keep);
-        for (f, v) in &keep {
-            c.phv.write_big(p.fields[*f as usize].loc, v);
-        }
-        keep.clear();
-        c.arch.preserved = keep;
+        self.zero_metadata_but(e, ctx, &mut c, fl);
         c.clone = None;
         c.truncate = None;
         c.recirculate = None;

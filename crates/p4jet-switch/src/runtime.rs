@@ -296,6 +296,16 @@ fn pack_action_data_owned(action: &Action, mut data: Vec<Vec<u8>>) -> Option<Box
     pack_action_data(action, &data)
 }
 
+/// Action `a` of `prog` (the result of a name lookup), or `INVALID_ACTION_NAME`.
+fn action_by_id(prog: &Program, a: Option<u32>) -> Result<(u32, &Action), TC> {
+    let a = a.ok_or(TC::INVALID_ACTION_NAME)?;
+    let action = prog
+        .actions
+        .get(a as usize)
+        .ok_or(TC::INVALID_ACTION_NAME)?;
+    Ok((a, action))
+}
+
 /// The parameters of an action call, one byte string per parameter.
 fn unpack_action_data(action: &Action, blob: &[u8]) -> Vec<Vec<u8>> {
     action
@@ -533,11 +543,7 @@ impl Switch {
         action_name: &str,
         data: &[Vec<u8>],
     ) -> Result<ActionCall, TC> {
-        let a = Self::table_action(prog, ti, action_name).ok_or(TC::INVALID_ACTION_NAME)?;
-        let action = prog
-            .actions
-            .get(a as usize)
-            .ok_or(TC::INVALID_ACTION_NAME)?;
+        let (a, action) = action_by_id(prog, Self::table_action(prog, ti, action_name))?;
         let data = pack_action_data(action, data).ok_or(TC::BAD_ACTION_DATA)?;
         Ok(ActionCall { action: a, data })
     }
@@ -549,11 +555,7 @@ impl Switch {
         action_name: &str,
         data: Vec<Vec<u8>>,
     ) -> Result<ActionCall, TC> {
-        let a = Self::table_action(prog, ti, action_name).ok_or(TC::INVALID_ACTION_NAME)?;
-        let action = prog
-            .actions
-            .get(a as usize)
-            .ok_or(TC::INVALID_ACTION_NAME)?;
+        let (a, action) = action_by_id(prog, Self::table_action(prog, ti, action_name))?;
         let data = pack_action_data_owned(action, data).ok_or(TC::BAD_ACTION_DATA)?;
         Ok(ActionCall { action: a, data })
     }
@@ -679,12 +681,8 @@ impl Switch {
             .tables
             .iter()
             .filter_map(|t| prog.tables.get(*t as usize))
-            .find_map(|ti| Self::table_action(prog, ti, action_name))
-            .ok_or(TC::INVALID_ACTION_NAME)?;
-        let action = prog
-            .actions
-            .get(a as usize)
-            .ok_or(TC::INVALID_ACTION_NAME)?;
+            .find_map(|ti| Self::table_action(prog, ti, action_name));
+        let (a, action) = action_by_id(prog, a)?;
         let data = pack_action_data(action, data).ok_or(TC::BAD_ACTION_DATA)?;
         Ok(ActionCall { action: a, data })
     }

@@ -728,6 +728,21 @@ impl Core {
         c.arch.preserved = keep;
     }
 
+    /// A copy of `ctx` for mirroring session `session` with the session, or None when
+    /// the session does not exist (the clone request is then ignored, as in bmv2).
+    fn clone_for(
+        &mut self,
+        cs: &ControlState,
+        ctx: &PacketCtx,
+        session: u32,
+    ) -> Option<(Pkt, p4jet_engine::state::MirrorSession)> {
+        let ms = cs.mirror.get(&(session & 0x7fff)).copied()?;
+        let mut c = self.alloc();
+        c.copy_from(ctx);
+        c.arch.sequence = ctx.arch.sequence;
+        Some((c, ms))
+    }
+
     /// The I2E clone of `ctx` for `session`, if the session exists (rare path, kept out
     /// of the per-packet code).
     #[cold]
@@ -743,12 +758,9 @@ impl Core {
     ) {
         let p = &*e.prog;
         let std = &e.sm;
-        let Some(ms) = cs.mirror.get(&(session & 0x7fff)).copied() else {
+        let Some((mut c, ms)) = self.clone_for(cs, ctx, session) else {
             return;
         };
-        let mut c = self.alloc();
-        c.copy_from(ctx);
-        c.arch.sequence = ctx.arch.sequence;
         c.reset(p);
         e.std_inform(&mut c.phv, std.ingress_port, ctx.arch.port as u128);
         e.parse(cs, std::slice::from_mut(&mut c), &mut self.scratch);
@@ -776,12 +788,9 @@ impl Core {
         now: u64,
     ) {
         let std = &e.sm;
-        let Some(ms) = cs.mirror.get(&(session & 0x7fff)).copied() else {
+        let Some((mut c, ms)) = self.clone_for(cs, ctx, session) else {
             return;
         };
-        let mut c = self.alloc();
-        c.copy_from(ctx);
-        c.arch.sequence = ctx.arch.sequence;
         self.zero_metadata_but(e, ctx, &mut c, fl);
         c.clone = None;
         c.truncate = None;

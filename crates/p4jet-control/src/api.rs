@@ -1088,6 +1088,25 @@ pub trait RuntimeApi {
     ) -> ApiResult<(), InvalidLearnOperation>;
 
     // ---------------------------------------------------------------------
+    // p4jet extension: learning notifications (service `p4jet`, not in bmv2)
+
+    /// The latest learning notifications the switch sent (at most `count`; all it keeps
+    /// when `count` <= 0) of the learn list `list_name` (all lists when empty), one line
+    /// each, then the samples still waiting to be sent. bmv2 publishes notifications on
+    /// a nanomsg socket only; p4jet logs them and keeps the latest for this call
+    /// (`digest_dump` in the CLI). Runtimes that keep none answer with an internal error.
+    fn p4jet_learning_dump(
+        &mut self,
+        list_name: &str,
+        count: i32,
+    ) -> ApiResult<String, InvalidLearnOperation> {
+        let _ = (list_name, count);
+        Err(ApiError::Internal(
+            "p4jet_learning_dump: this runtime keeps no learning notifications".into(),
+        ))
+    }
+
+    // ---------------------------------------------------------------------
     // standard: configuration swap
 
     /// Loads a new JSON configuration, to be activated by

@@ -150,9 +150,13 @@ pub struct DigestQueue {
     pub pending: VecDeque<Digest>,
     /// Samples sent and not yet acknowledged, per list.
     pub filter: BTreeSet<(u32, Vec<u8>)>,
-    /// Every digest ever sent, in order (for tests and the CLI).
-    pub history: Vec<Digest>,
+    /// The latest [`DIGEST_HISTORY_CAPACITY`] digests sent, in order (for `p4jet stf`'s
+    /// `expect_digest` and tests; bounded so that a long run does not grow it).
+    pub history: VecDeque<Digest>,
 }
+
+/// Most digests [`DigestQueue::history`] keeps.
+pub const DIGEST_HISTORY_CAPACITY: usize = 4096;
 
 /// One program as the data plane runs it.
 pub(crate) struct Active {

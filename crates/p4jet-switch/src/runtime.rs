@@ -20,10 +20,10 @@
 //!   length) answer an error: [`ApiError::Internal`] where bmv2 throws (a Thrift server
 //!   sends a `TApplicationException`, as bmv2 does), the `ERROR` code where bmv2 aborts.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use md5::{Digest as _, Md5};
 use num_bigint::BigUint;
@@ -70,6 +70,8 @@ pub const MAX_MIRROR_SESSION_ID: i32 = 0x7fff;
 pub const DEFAULT_LEARN_TIMEOUT_MS: u32 = 1000;
 /// Default maximum number of samples per learning message.
 pub const DEFAULT_LEARN_MAX_SAMPLES: usize = 16;
+/// Most learning notifications kept for `digest_dump` (older ones are forgotten).
+pub const LEARN_LOG_CAPACITY: usize = 256;
 
 type TC = TableOperationErrorCode;
 type TErr = ApiError<InvalidTableOperation>;
@@ -123,6 +125,9 @@ struct LearnListState {
     next_buffer: i64,
     /// Samples sent and not acknowledged, per buffer id (`None` once acknowledged).
     unacked: BTreeMap<i64, Vec<Option<Vec<u8>>>>,
+    /// When [`Switch::poll_learn_messages`] first saw samples of this list waiting
+    /// (None while none wait): the list's timeout runs from there.
+    waiting_since: Option<Instant>,
 }
 
 impl Default for LearnListState {
@@ -132,6 +137,7 @@ impl Default for LearnListState {
             max_samples: DEFAULT_LEARN_MAX_SAMPLES,
             next_buffer: 0,
             unacked: BTreeMap::new(),
+            waiting_since: None,
         }
     }
 }
@@ -171,6 +177,8 @@ pub struct RuntimeState {
     /// Port additions and removals requested through the API, oldest first.
     pub port_events: Vec<PortEvent>,
     learn: BTreeMap<u32, LearnListState>,
+    /// The latest learning notifications, oldest first (at most [`LEARN_LOG_CAPACITY`]).
+    pub learn_log: VecDeque<LearnMessage>,
     toeplitz_keys: BTreeMap<u32, Vec<u8>>,
     /// (table, handle index) → time (ms) the entry was added or its TTL set.
     entry_times_ms: HashMap<(u32, u32), u64>,
@@ -191,6 +199,7 @@ impl Default for RuntimeState {
             ports: BTreeMap::new(),
             port_events: Vec::new(),
             learn: BTreeMap::new(),
+            learn_log: VecDeque::new(),
             toeplitz_keys: BTreeMap::new(),
             entry_times_ms: HashMap::new(),
             ids: None,
@@ -203,6 +212,7 @@ impl RuntimeState {
     /// device information and limits stay.
     pub(crate) fn program_changed(&mut self) {
         self.learn.clear();
+        self.learn_log.clear();
         self.toeplitz_keys.clear();
         self.entry_times_ms.clear();
         self.ids = None;
@@ -224,6 +234,34 @@ impl RuntimeState {
 }
 
 // ----------------------------------------------------------------------------- helpers
+
+/// A learning sample as `{name=0x.., ...}` when `fields` (name, bits; each field
+/// byte-padded in the sample) matches its length, else `{0x<whole sample>}`.
+fn describe_sample(fields: Option<&[(String, u32)]>, sample: &[u8]) -> String {
+    let hex = |b: &[u8]| {
+        b.iter().fold(String::from("0x"), |mut s, x| {
+            let _ = write!(s, "{x:02x}");
+            s
+        })
+    };
+    let sizes = fields.map(|f| f.iter().map(|(_, w)| w.div_ceil(8) as usize));
+    match (fields, sizes) {
+        (Some(f), Some(sizes)) if sizes.clone().sum::<usize>() == sample.len() && !f.is_empty() => {
+            let mut at = 0;
+            let parts: Vec<String> = f
+                .iter()
+                .zip(sizes)
+                .map(|((name, _), n)| {
+                    let p = format!("{name}={}", hex(&sample[at..at + n]));
+                    at += n;
+                    p
+                })
+                .collect();
+            format!("{{{}}}", parts.join(", "))
+        }
+        _ => format!("{{{}}}", hex(sample)),
+    }
+}
 
 fn internal<E>(msg: impl Into<String>) -> ApiError<E> {
     ApiError::Internal(msg.into())
@@ -882,18 +920,56 @@ impl Switch {
         Ok(self.rt.learn.entry(id).or_default())
     }
 
-    /// Takes the learning samples waiting in the digest queue and groups them into
+    /// Takes all the learning samples waiting in the digest queue and groups them into
     /// notification messages (at most the list's buffer size each, bmv2's `max_samples`),
-    /// each with a buffer id that `bm_learning_ack(_buffer)` can acknowledge. The owner
-    /// of the notification socket calls this when a list's timeout expires or when
-    /// enough samples are waiting.
+    /// each with a buffer id that `bm_learning_ack(_buffer)` can acknowledge, whatever
+    /// the lists' timeouts. The messages are also kept for `digest_dump`.
     pub fn take_learn_messages(&mut self) -> Vec<LearnMessage> {
-        let pending: Vec<crate::Digest> = match self.digests.lock() {
-            Ok(mut d) => d.pending.drain(..).collect(),
-            Err(_) => return vec![],
+        self.learn_messages(None)
+    }
+
+    /// The learning notifications due at `now`, as bmv2's learning buffers send them:
+    /// a list's waiting samples go out once there are `max_samples` of them or once
+    /// they have waited the list's timeout (counted from the first poll that saw them;
+    /// timeout 0 = only full buffers). `p4jet run` calls this a few times a second and
+    /// logs each message; they are also kept for `digest_dump`.
+    pub fn poll_learn_messages(&mut self, now: Instant) -> Vec<LearnMessage> {
+        self.learn_messages(Some(now))
+    }
+
+    fn learn_messages(&mut self, now: Option<Instant>) -> Vec<LearnMessage> {
+        let taken: VecDeque<crate::Digest> = {
+            let Ok(mut d) = self.digests.lock() else {
+                return vec![];
+            };
+            let mut waiting: BTreeMap<u32, usize> = BTreeMap::new();
+            for x in &d.pending {
+                *waiting.entry(x.list_id).or_default() += 1;
+            }
+            let due: BTreeSet<u32> = waiting
+                .into_iter()
+                .filter(|&(id, n)| {
+                    let Some(now) = now else { return true };
+                    let st = self.rt.learn.entry(id).or_default();
+                    let since = *st.waiting_since.get_or_insert(now);
+                    n >= st.max_samples.max(1)
+                        || (st.timeout_ms > 0
+                            && now.duration_since(since)
+                                >= Duration::from_millis(u64::from(st.timeout_ms)))
+                })
+                .map(|(id, _)| id)
+                .collect();
+            if due.is_empty() {
+                return vec![];
+            }
+            let (taken, kept) = std::mem::take(&mut d.pending)
+                .into_iter()
+                .partition(|x| due.contains(&x.list_id));
+            d.pending = kept;
+            taken
         };
         let mut by_list: BTreeMap<u32, (String, Vec<Vec<u8>>)> = BTreeMap::new();
-        for d in pending {
+        for d in taken {
             by_list
                 .entry(d.list_id)
                 .or_insert_with(|| (d.name.clone(), vec![]))
@@ -903,6 +979,7 @@ impl Switch {
         let mut out = vec![];
         for (list_id, (name, samples)) in by_list {
             let st = self.rt.learn.entry(list_id).or_default();
+            st.waiting_since = None;
             for chunk in samples.chunks(st.max_samples.max(1)) {
                 let buffer_id = st.next_buffer;
                 st.next_buffer += 1;
@@ -915,6 +992,51 @@ impl Switch {
                     samples: chunk.to_vec(),
                 });
             }
+        }
+        let log = &mut self.rt.learn_log;
+        for m in &out {
+            if log.len() == LEARN_LOG_CAPACITY {
+                log.pop_front();
+            }
+            log.push_back(m.clone());
+        }
+        out
+    }
+
+    /// The fields of a learn list's samples: (`header.field`, width in bits), in sample
+    /// order; None when a field is not known until a packet names it (a header stack
+    /// element chosen at run time), or for an unknown list.
+    pub fn learn_list_fields(&self, list_id: u32) -> Option<Vec<(String, u32)>> {
+        let prog = self.prog();
+        let list = prog.learn_lists.iter().find(|l| l.id == list_id)?;
+        list.fields
+            .iter()
+            .map(|f| match f {
+                p4jet_ir::FieldRef::Static(f) => {
+                    Some((prog.field_name(*f), prog.fields.get(*f as usize)?.loc.width))
+                }
+                p4jet_ir::FieldRef::Dyn { .. } => None,
+            })
+            .collect()
+    }
+
+    /// One line describing a learning notification, each sample split into its named
+    /// fields (hex), as `p4jet run` logs it and `digest_dump` prints it:
+    /// `digest mac_learn_digest_t (list 1) buffer 0, 2 samples: {ethernet.srcAddr=0x0a0b0c0d0e0f, standard_metadata.ingress_port=0x0001}; {...}`.
+    /// Samples whose length does not match the list's fields are printed whole.
+    pub fn describe_learn_message(&self, m: &LearnMessage) -> String {
+        let fields = self.learn_list_fields(m.list_id);
+        let mut out = format!(
+            "digest {} (list {}) buffer {}, {} sample{}:",
+            m.name,
+            m.list_id,
+            m.buffer_id,
+            m.samples.len(),
+            if m.samples.len() == 1 { "" } else { "s" }
+        );
+        for (i, s) in m.samples.iter().enumerate() {
+            out.push_str(if i == 0 { " " } else { "; " });
+            out.push_str(&describe_sample(fields.as_deref(), s));
         }
         out
     }
@@ -1908,6 +2030,60 @@ impl RuntimeApi for Switch {
     ) -> ApiResult<(), InvalidLearnOperation> {
         self.learn_list(list_id)?.max_samples = nb_samples as u32 as usize;
         Ok(())
+    }
+
+    fn p4jet_learning_dump(
+        &mut self,
+        list_name: &str,
+        count: i32,
+    ) -> ApiResult<String, InvalidLearnOperation> {
+        let list = if list_name.is_empty() {
+            None
+        } else {
+            match self.prog().learn_lists.iter().find(|l| l.name == list_name) {
+                Some(l) => Some(l.id),
+                None => return Err(LearnOperationErrorCode::INVALID_LIST_ID.into()),
+            }
+        };
+        let wanted = |id: u32| list.is_none_or(|l| l == id);
+        let sent: Vec<&LearnMessage> = self
+            .rt
+            .learn_log
+            .iter()
+            .filter(|m| wanted(m.list_id))
+            .collect();
+        let skip = match usize::try_from(count) {
+            Ok(n) if n > 0 => sent.len().saturating_sub(n),
+            _ => 0,
+        };
+        let mut out = String::new();
+        for m in &sent[skip..] {
+            out.push_str(&self.describe_learn_message(m));
+            out.push('\n');
+        }
+        let waiting: Vec<crate::Digest> = match self.digests.lock() {
+            Ok(d) => d
+                .pending
+                .iter()
+                .filter(|d| wanted(d.list_id))
+                .cloned()
+                .collect(),
+            Err(_) => vec![],
+        };
+        for d in &waiting {
+            let fields = self.learn_list_fields(d.list_id);
+            let _ = writeln!(
+                out,
+                "waiting {} (list {}): {}",
+                d.name,
+                d.list_id,
+                describe_sample(fields.as_deref(), &d.sample)
+            );
+        }
+        if out.is_empty() {
+            out.push_str("no learning notifications\n");
+        }
+        Ok(out)
     }
 
     // ------------------------------------------------------------ configuration swap

@@ -1058,7 +1058,10 @@ impl Core {
                 name: list.name.clone(),
                 sample,
             };
-            d.history.push(msg.clone());
+            if d.history.len() == crate::DIGEST_HISTORY_CAPACITY {
+                d.history.pop_front();
+            }
+            d.history.push_back(msg.clone());
             d.pending.push_back(msg);
         }
     }

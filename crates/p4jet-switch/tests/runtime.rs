@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use p4jet_control::api::*;
 use p4jet_switch::runtime::{LearnMessage, PortEvent};
@@ -1270,6 +1271,68 @@ fn learning_digests_flood_and_acks() {
         &[(0, eth(&mac(0x11), &mac(0x10), 0x1234, &[0; 46]))],
     );
     assert_eq!(out.keys().copied().collect::<Vec<_>>(), vec![1]);
+}
+
+/// `poll_learn_messages` sends a list's samples as bmv2's learning buffers do: at once
+/// when `max_samples` wait, else once the first has waited the list's timeout (never
+/// with timeout 0); the notifications are kept (bounded) for `p4jet_learning_dump`.
+#[test]
+fn learning_notifications_follow_buffer_size_and_timeout() {
+    let mut sw = load("l2_learning");
+    sw.bm_learning_set_buffer_size(1, 2).unwrap();
+    sw.bm_learning_set_timeout(1, 500).unwrap();
+    let from = |m: u8| eth(&mac(0x99), &mac(m), 0x1234, &[0; 46]);
+    let t0 = std::time::Instant::now();
+    let ms = |n: u64| t0 + Duration::from_millis(n);
+    run(&mut sw, &[(1, from(0x20))]);
+    assert!(sw.poll_learn_messages(ms(0)).is_empty());
+    assert!(sw.poll_learn_messages(ms(499)).is_empty());
+    run(&mut sw, &[(1, from(0x21)), (3, from(0x22))]);
+    // three waiting, buffer size 2: all go out, in messages of at most 2
+    let msgs = sw.poll_learn_messages(ms(499));
+    assert_eq!(
+        msgs.iter()
+            .map(|m| (m.buffer_id, m.samples.len()))
+            .collect::<Vec<_>>(),
+        vec![(0, 2), (1, 1)]
+    );
+    // one waiting: out once it has waited 500 ms since the poll that first saw it
+    run(&mut sw, &[(2, from(0x23))]);
+    assert!(sw.poll_learn_messages(ms(600)).is_empty());
+    assert!(sw.poll_learn_messages(ms(1099)).is_empty());
+    let msgs = sw.poll_learn_messages(ms(1100));
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(
+        sw.describe_learn_message(&msgs[0]),
+        "digest learn_digest_t (list 1) buffer 2, 1 sample: \
+         {scalars.tmp=0x000000000023, scalars.tmp_0=0x0002}"
+    );
+    // timeout 0: only full buffers
+    sw.bm_learning_set_timeout(1, 0).unwrap();
+    run(&mut sw, &[(2, from(0x24))]);
+    assert!(sw.poll_learn_messages(ms(100_000)).is_empty());
+    let dump = sw.p4jet_learning_dump("learn_digest_t", 2).unwrap();
+    assert_eq!(
+        dump,
+        "digest learn_digest_t (list 1) buffer 1, 1 sample: \
+         {scalars.tmp=0x000000000022, scalars.tmp_0=0x0003}\n\
+         digest learn_digest_t (list 1) buffer 2, 1 sample: \
+         {scalars.tmp=0x000000000023, scalars.tmp_0=0x0002}\n\
+         waiting learn_digest_t (list 1): {scalars.tmp=0x000000000024, scalars.tmp_0=0x0002}\n"
+    );
+    assert_eq!(sw.p4jet_learning_dump("", 0).unwrap().lines().count(), 4);
+    assert_eq!(code(sw.p4jet_learning_dump("nope", 0)), "INVALID_LIST_ID");
+    // the log keeps the latest notifications only
+    sw.bm_learning_set_buffer_size(1, 1).unwrap();
+    for m in 0..300u32 {
+        sw.bm_learning_ack_buffer(1, i64::from(m)).unwrap();
+        run(&mut sw, &[(1, from((m % 200) as u8))]);
+        sw.poll_learn_messages(ms(0));
+    }
+    assert_eq!(
+        sw.rt.learn_log.len(),
+        p4jet_switch::runtime::LEARN_LOG_CAPACITY
+    );
 }
 
 // -------------------------------------------------------------------------- mirroring

@@ -876,6 +876,24 @@ impl RuntimeApi for ThriftClient {
         void_call!(self, STD, "bm_learning_set_buffer_size", a)
     }
 
+    fn p4jet_learning_dump(
+        &mut self,
+        list_name: &str,
+        count: i32,
+    ) -> ApiResult<String, InvalidLearnOperation> {
+        let a = args()
+            .with(1, CXT)
+            .with(2, Value::string(list_name))
+            .with(3, Value::I32(count));
+        value_call!(
+            self,
+            Service::P4jet,
+            "p4jet_learning_dump",
+            a,
+            Value::as_string
+        )
+    }
+
     fn bm_load_new_config(&mut self, config_str: &str) -> ApiResult<(), InvalidSwapOperation> {
         let a = args().with(1, Value::string(config_str));
         void_call!(self, STD, "bm_load_new_config", a)

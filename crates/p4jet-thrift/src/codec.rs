@@ -551,15 +551,18 @@ pub enum Service {
     SimplePre,
     /// `simple_switch` (`sswitch_runtime.SimpleSwitch`).
     SimpleSwitch,
+    /// `p4jet`: p4jet's own extensions (not in bmv2; stock clients never call it).
+    P4jet,
 }
 
 impl Service {
     /// All services, in the order used to resolve an un-prefixed name.
-    pub const ALL: [Service; 4] = [
+    pub const ALL: [Service; 5] = [
         Service::Standard,
         Service::SimplePreLag,
         Service::SimpleSwitch,
         Service::SimplePre,
+        Service::P4jet,
     ];
 
     /// The multiplexing name (`standard:bm_mt_add_entry`).
@@ -569,6 +572,7 @@ impl Service {
             Service::SimplePreLag => "simple_pre_lag",
             Service::SimplePre => "simple_pre",
             Service::SimpleSwitch => "simple_switch",
+            Service::P4jet => "p4jet",
         }
     }
 
@@ -685,6 +689,8 @@ methods! {
     Standard bm_get_config_md5() -> String;
     Standard bm_get_id_from_name(1 cxt_id: I32, 2 resource_type: I32, 3 resource_name: String) -> I32 throws InvalidIdLookup;
     Standard bm_serialize_state() -> String;
+
+    P4jet p4jet_learning_dump(1 cxt_id: I32, 2 list_name: String, 3 count: I32) -> String throws InvalidLearnOperation;
 
     SimplePreLag bm_mc_mgrp_create(1 cxt_id: I32, 2 mgrp: I32) -> I32 throws InvalidMcOperation;
     SimplePreLag bm_mc_mgrp_destroy(1 cxt_id: I32, 2 mgrp_handle: I32) -> void throws InvalidMcOperation;

@@ -471,6 +471,15 @@ pub fn dispatch(
             dispatch_pre(api, method, a, service == Service::SimplePreLag)
         }
         Service::SimpleSwitch => dispatch_sswitch(api, method, a),
+        Service::P4jet => match method {
+            "p4jet_learning_dump" => {
+                cxt!(a, LearnOperationErrorCode::INVALID_LIST_ID);
+                ret(api.p4jet_learning_dump(&a.string(2), a.i32(3)), |s| {
+                    Value::string(&s)
+                })
+            }
+            _ => unknown(method),
+        },
     }
 }
 

@@ -171,6 +171,8 @@ fn exercise_all(e: &mut Env) {
     same!(e, bm_learning_ack_buffer(1, -5));
     same!(e, bm_learning_set_timeout(1, 100));
     same!(e, bm_learning_set_buffer_size(1, 16));
+    same!(e, p4jet_learning_dump("learn_digest_t", 3));
+    same!(e, p4jet_learning_dump("", 0));
 
     // Config swap.
     same!(e, bm_load_new_config("{\"program\": \"é\"}"));
@@ -280,7 +282,7 @@ fn every_method_round_trips() {
     exercise_all(&mut e);
     // Every RPC of the IDL was exercised, and nothing else.
     assert_eq!(e.seen, all_method_names());
-    assert_eq!(e.seen.len(), 93);
+    assert_eq!(e.seen.len(), 94);
 }
 
 #[test]

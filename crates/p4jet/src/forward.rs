@@ -579,6 +579,7 @@ pub(crate) fn run(
         if last_events.elapsed() >= Duration::from_millis(100) {
             last_events = Instant::now();
             port_events(sw, &senders, open);
+            learn_events(sw, false);
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -610,9 +611,27 @@ pub(crate) fn run(
             }
         }
     }
+    // the workers are gone: what they learned last is sent now
+    learn_events(sw, true);
     match first_err {
         Some(e) => Err(e),
         None => Ok(counters),
+    }
+}
+
+/// Learning notifications (digests) due now, one log line each on stderr: what bmv2
+/// would publish on its nanomsg socket (`digest_dump` shows the latest again). With
+/// `all`, every waiting sample goes out whatever the lists' timeouts (at the end of a
+/// run). Never waits for the lock.
+fn learn_events(sw: &Mutex<Switch>, all: bool) {
+    let Ok(mut s) = sw.try_lock() else { return };
+    let msgs = if all {
+        s.take_learn_messages()
+    } else {
+        s.poll_learn_messages(Instant::now())
+    };
+    for m in &msgs {
+        eprintln!("p4jet: {}", s.describe_learn_message(m));
     }
 }
 

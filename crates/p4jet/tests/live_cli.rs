@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use std::time::{Duration, Instant};
 
 /// 60-byte frame to destination MAC ..:12 (mirror_clone/basic_l2 hosts).
 const TO_HOST2: &str = "0000000000120000000000100800 \
@@ -242,4 +243,89 @@ fn p4jet_cli_without_a_switch_says_so() {
     let (out, _, status) = p4jet_cli(free_port(), "show_tables\n");
     assert_eq!(status.code(), Some(1));
     expect(&out, "Could not connect to thrift client on port");
+}
+
+/// Learning digests of a running switch: one log line per notification on stderr
+/// (bmv2 would publish it on nanomsg), `digest_dump` shows them again with the samples
+/// still waiting, the learning filter holds a sample back until `digest_ack`
+/// acknowledges its buffer, and malformed digest commands change nothing.
+#[test]
+fn digests_are_logged_dumped_and_acknowledged() {
+    let dir = tmpdir("live-digests");
+    let mut sw = Running::start(&dir, &corpus_json("l2_learning"), &[0, 1, 2, 3], &[]);
+    let digest_lines = |sw: &Running| {
+        sw.stderr()
+            .lines()
+            .filter(|l| l.starts_with("p4jet: digest "))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let wait_lines = |sw: &Running, n: usize| {
+        let start = Instant::now();
+        while digest_lines(sw).len() < n && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        digest_lines(sw)
+    };
+    // smac misses: each new (source MAC, port) is learned once
+    let a = unhex("FFFFFFFFFFFF 000000000010 0806 00010203");
+    let b = unhex("FFFFFFFFFFFF 0000000000AB 0806 00010203");
+    sw.send(0, &a);
+    sw.send(0, &a); // held back by the learning filter
+    sw.send(2, &b);
+    let lines = wait_lines(&sw, 1);
+    assert_eq!(
+        lines,
+        vec![
+            "p4jet: digest learn_digest_t (list 1) buffer 0, 2 samples: \
+             {scalars.tmp=0x000000000010, scalars.tmp_0=0x0000}; \
+             {scalars.tmp=0x0000000000ab, scalars.tmp_0=0x0002}"
+                .to_string()
+        ],
+        "{}",
+        sw.stderr()
+    );
+
+    let (out, _, st) = p4jet_cli(
+        sw.thrift_port,
+        "digest_dump\ndigest_dump learn_digest_t 1\n",
+    );
+    assert!(st.success(), "{out}");
+    assert_eq!(
+        out.matches("digest learn_digest_t (list 1) buffer 0, 2 samples:")
+            .count(),
+        2,
+        "{out}"
+    );
+
+    // malformed: nothing acknowledged, each says why
+    let (out, _, st) = p4jet_cli(
+        sw.thrift_port,
+        "digest_dump nosuch\ndigest_ack learn_digest_t\ndigest_ack learn_digest_t x\ndigest_dump learn_digest_t 0\n",
+    );
+    assert_eq!(st.code(), Some(1), "{out}");
+    expect(&out, "Invalid learn list name (nosuch)");
+    expect(&out, "Wrong number of args, expected 2 but got 1");
+    expect(&out, "Bad format for buffer id, expected integer");
+    expect(&out, "count must be positive");
+    sw.send(0, &a);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(digest_lines(&sw).len(), 1, "{}", sw.stderr());
+
+    // acknowledged: the same sample is learned (and notified) again
+    let (out, _, st) = p4jet_cli(sw.thrift_port, "digest_ack learn_digest_t 0\n");
+    assert!(st.success(), "{out}");
+    sw.send(0, &a);
+    let lines = wait_lines(&sw, 2);
+    assert_eq!(
+        lines.get(1).map(String::as_str),
+        Some(
+            "p4jet: digest learn_digest_t (list 1) buffer 1, 1 sample: \
+             {scalars.tmp=0x000000000010, scalars.tmp_0=0x0000}"
+        ),
+        "{}",
+        sw.stderr()
+    );
+    let st = sw.stop();
+    assert!(st.success(), "{st:?}");
 }

@@ -91,6 +91,20 @@ const COMMANDS: &[(&str, Option<&str>, Option<&str>)] = &[
         None,
     ),
     (
+        "digest_ack",
+        Some(
+            "Acknowledge a learning notification so that its samples can be sent again (p4jet; bm_learning_ack_buffer): digest_ack <learn list name> <buffer id>",
+        ),
+        None,
+    ),
+    (
+        "digest_dump",
+        Some(
+            "Show the latest learning notifications and the samples waiting to be sent (p4jet; bmv2 publishes them on nanomsg only): digest_dump [<learn list name> [<count>]]",
+        ),
+        None,
+    ),
+    (
         "get_time_elapsed",
         Some("Microseconds since the switch started: get_time_elapsed"),
         None,

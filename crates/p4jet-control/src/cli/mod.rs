@@ -624,6 +624,8 @@ impl Cli {
                 outln!(out, "{config}");
                 Ok(())
             }
+            "digest_dump" => self.digest_dump(api, a, out),
+            "digest_ack" => self.digest_ack(api, a),
             "get_time_elapsed" => {
                 let t = call(api.get_time_elapsed_us())?;
                 outln!(out, "{t}");
@@ -1951,6 +1953,51 @@ impl Cli {
         exactly(a, 1)?;
         let reg = self.register(a[0])?;
         call(api.bm_register_reset(&reg.name))
+    }
+
+    fn learn_list(&self, name: &str) -> Result<&crate::program::LearnList, CliErrorKind> {
+        self.program
+            .learn_lists
+            .get(name)
+            .ok_or_else(|| usage(format!("Invalid learn list name ({name})")))
+    }
+
+    /// `digest_dump [<learn list> [<count>]]` (p4jet): the switch's latest learning
+    /// notifications, then the samples waiting to be sent.
+    fn digest_dump(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+        if a.len() > 2 {
+            return Err(usage(format!(
+                "Wrong number of args, expected at most 2 but got {}",
+                a.len()
+            )));
+        }
+        let name = match a.first() {
+            Some(n) => self.learn_list(n)?.name.clone(),
+            None => String::new(),
+        };
+        let count = match a.get(1) {
+            Some(c) => match parse_int(c, "count")? {
+                n if n > 0 => n,
+                _ => return Err(usage("count must be positive")),
+            },
+            None => 0,
+        };
+        let text = call(api.p4jet_learning_dump(&name, count))?;
+        out.push_str(&text);
+        Ok(())
+    }
+
+    /// `digest_ack <learn list> <buffer id>` (p4jet): `bm_learning_ack_buffer`, so
+    /// that the buffer's samples pass the learning filter again.
+    fn digest_ack(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+        exactly(a, 2)?;
+        let list = self.learn_list(a[0])?;
+        let id = i32::try_from(list.id)
+            .map_err(|_| usage(format!("learn list id {} out of range", list.id)))?;
+        let buffer = py::parse_int(a[1], 10)
+            .and_then(|v| v.to_i64())
+            .ok_or_else(|| usage("Bad format for buffer id, expected integer"))?;
+        call(api.bm_learning_ack_buffer(id, buffer))
     }
 
     fn pvs(&self, name: &str) -> Result<crate::program::ParseVSet, CliErrorKind> {

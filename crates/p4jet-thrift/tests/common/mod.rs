@@ -972,6 +972,21 @@ impl RuntimeApi for MockApi {
         Ok(())
     }
 
+    fn p4jet_learning_dump(
+        &mut self,
+        list_name: &str,
+        count: i32,
+    ) -> ApiResult<String, InvalidLearnOperation> {
+        rec!(
+            self,
+            "p4jet_learning_dump",
+            LearnOperationErrorCode,
+            list_name,
+            count
+        );
+        Ok(format!("digest {list_name} \u{e9}: {count}\n"))
+    }
+
     fn bm_load_new_config(&mut self, config_str: &str) -> ApiResult<(), InvalidSwapOperation> {
         rec!(
             self,

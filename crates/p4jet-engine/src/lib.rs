@@ -430,9 +430,9 @@ pub struct Engine {
     deparse_plan: parse_plan::DeparsePlan,
     /// Some checksum is verified in the parser.
     has_verify: bool,
-    /// Per action and primitive: an `AssignParam` that is a plain byte copy (whole-byte
-    /// field owning its bytes, parameter of the same width), as (PHV byte, blob offset,
-    /// bytes).
+    /// Per action and primitive: an `AssignParam` that is a plain byte copy (a field
+    /// owning its bytes, a parameter no wider in as many bytes; blobs are masked to the
+    /// parameter's width), as (PHV byte, blob offset, bytes).
     param_copies: Vec<Vec<Option<(u32, u32, u32)>>>,
 }
 
@@ -598,11 +598,12 @@ impl Engine {
                         let loc = prog.fields.get(*dst as usize)?.loc;
                         let pw = a.params.get(*param as usize)?.1;
                         let off = *a.param_offsets.get(*param as usize)?;
-                        let whole = loc.bit == 0
-                            && loc.width.is_multiple_of(8)
-                            && loc.width <= 128
-                            && loc.nbytes as u32 * 8 == loc.width;
-                        (whole && pw == loc.width).then_some((loc.byte, off, loc.width / 8))
+                        // the field owns its bytes (zero bits before it) and the blob
+                        // holds the parameter in as many bytes, masked to its width
+                        // (both loaders mask): a byte copy is the masked write
+                        let nb = loc.nbytes as u32;
+                        (loc.own && nb <= 16 && pw <= loc.width && pw.div_ceil(8) == nb)
+                            .then_some((loc.byte, off, nb))
                     })
                     .collect()
             })

@@ -1889,7 +1889,15 @@ impl<'a> Ctx<'a> {
         }
         let mut blob = Vec::with_capacity(a.data_bytes as usize);
         for (d, (_, w)) in data.iter().zip(&a.params) {
-            blob.extend(to_bytes(&parse_hexstr(d, path)?, *w));
+            // masked to the parameter's width, as the runtime API packs its data
+            // (the engine copies whole parameter bytes into fields that own theirs)
+            let mut b = to_bytes(&parse_hexstr(d, path)?, *w);
+            if !w.is_multiple_of(8)
+                && let Some(top) = b.first_mut()
+            {
+                *top &= (1u8 << (w % 8)) - 1;
+            }
+            blob.extend(b);
         }
         Ok(blob.into_boxed_slice())
     }

@@ -1273,6 +1273,53 @@ fn learning_digests_flood_and_acks() {
     assert_eq!(out.keys().copied().collect::<Vec<_>>(), vec![1]);
 }
 
+/// Action data wider than its parameter is reduced to the parameter's width, as bmv2
+/// does when it uses it: `forward(port)` with a 9-bit port given in two bytes with the
+/// top bits set forwards to the low 9 bits (the engine copies parameter bytes into the
+/// 9-bit egress_spec slot, so the stored data must be masked).
+#[test]
+fn action_data_is_masked_to_the_parameter_width() {
+    let mut sw = load("basic_l2");
+    for (last, data) in [(0x10u8, vec![0xFE, 0x03]), (0x11, vec![0x02, 0x01])] {
+        sw.bm_mt_add_entry(
+            "IngressImpl.dmac",
+            &[ex(&mac(last))],
+            "IngressImpl.forward",
+            &[data],
+            NOPRIO,
+        )
+        .unwrap();
+    }
+    // a modified entry and a default action go through the same packing
+    sw.bm_mt_modify_entry(
+        "IngressImpl.dmac",
+        1,
+        "IngressImpl.forward",
+        &[vec![0xFF, 0xFF, 0x02]],
+    )
+    .unwrap();
+    sw.bm_mt_set_default_action(
+        "IngressImpl.dmac",
+        "IngressImpl.forward",
+        &[vec![0x7E, 0x01]],
+    )
+    .unwrap();
+    let out = run(
+        &mut sw,
+        &[
+            (0, eth(&mac(0x10), &mac(1), 0x1234, &[0; 46])),
+            (0, eth(&mac(0x11), &mac(1), 0x1234, &[1; 46])),
+            (0, eth(&mac(0x99), &mac(1), 0x1234, &[2; 46])),
+        ],
+    );
+    let ports: Vec<(u32, usize)> = out.iter().map(|(p, f)| (*p, f.len())).collect();
+    // 0xFE03 -> 3, 0xFFFF02 -> 0x102 = 258, 0x7E01 -> 0x001
+    assert_eq!(ports, vec![(1, 1), (3, 1), (258, 1)], "{out:?}");
+    assert_eq!(out[&3][0][14], 0);
+    assert_eq!(out[&258][0][14], 1);
+    assert_eq!(out[&1][0][14], 2);
+}
+
 /// `poll_learn_messages` sends a list's samples as bmv2's learning buffers do: at once
 /// when `max_samples` wait, else once the first has waited the list's timeout (never
 /// with timeout 0); the notifications are kept (bounded) for `p4jet_learning_dump`.

@@ -759,6 +759,11 @@ impl Engine {
                     parse_plan::PlanOp::Extract { h, off, len } => {
                         self.extract_fixed(ctx, h, off as usize, len as usize, &mut cursor)
                     }
+                    parse_plan::PlanOp::Copy { dst, src } => {
+                        let v = ctx.phv.read_raw(src);
+                        ctx.phv.write(dst, v);
+                        Ok(())
+                    }
                     parse_plan::PlanOp::General(i) => {
                         self.parser_op(cs, ctx, &st.ops[i as usize], &mut cursor, sc)
                     }

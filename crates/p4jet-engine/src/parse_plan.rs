@@ -5,9 +5,10 @@
 //! extract fixed headers named statically and select on a few fields or lookahead bits
 //! that fit in 128 bits. For those the plan holds the header's PHV offset and length, and
 //! the select key and transition values as 128-bit numbers, so a state costs a copy and
-//! a few compares. Anything else (stacks indexed at run time, varbit headers, `set`,
-//! `verify`, value sets, keys wider than 128 bits) runs through the general code, per
-//! operation or per select, with the same results.
+//! a few compares; a `set` of one field into another is a read and a masked write.
+//! Anything else (stacks indexed at run time, varbit headers, other `set`s, `verify`,
+//! value sets, keys wider than 128 bits) runs through the general code, per operation or
+//! per select, with the same results.
 
 use p4jet_ir::expr::{FieldRef, HeaderRef};
 use p4jet_ir::{FieldLoc, KeyElem, ParseState, ParserOp, Program, TransitionKind};
@@ -25,6 +26,15 @@ pub(crate) enum PlanOp {
         off: u32,
         /// Bytes copied.
         len: u32,
+    },
+    /// `set(dst, src)` of one unsigned field into another, both named statically and
+    /// at most 128 bits wide (p4c's `meta.x = hdr.y` in a parser state): the
+    /// general code's evaluation and masked write without the expression walk.
+    Copy {
+        /// Destination field.
+        dst: FieldLoc,
+        /// Source field.
+        src: FieldLoc,
     },
     /// Operation `i` of the state, run by the general code.
     General(u32),
@@ -81,6 +91,32 @@ impl StatePlan {
                         h: *h,
                         off: hi.offset,
                         len: hi.max_bytes,
+                    },
+                    _ => PlanOp::General(i as u32),
+                },
+                ParserOp::Set {
+                    dst: FieldRef::Static(d),
+                    src,
+                } => match (p.fields.get(*d as usize), p.exprs.nodes.get(*src as usize)) {
+                    (Some(df), Some(n)) => match &n.expr {
+                        p4jet_ir::Expr::Field(FieldRef::Static(sf)) => {
+                            match p.fields.get(*sf as usize) {
+                                Some(sfi)
+                                    if !sfi.loc.signed
+                                        && sfi.loc.width <= 128
+                                        && df.loc.width <= 128
+                                        && !sfi.varbit
+                                        && !df.varbit =>
+                                {
+                                    PlanOp::Copy {
+                                        dst: df.loc,
+                                        src: sfi.loc,
+                                    }
+                                }
+                                _ => PlanOp::General(i as u32),
+                            }
+                        }
+                        _ => PlanOp::General(i as u32),
                     },
                     _ => PlanOp::General(i as u32),
                 },

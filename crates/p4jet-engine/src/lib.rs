@@ -764,6 +764,12 @@ impl Engine {
                         ctx.phv.write(dst, v);
                         Ok(())
                     }
+                    parse_plan::PlanOp::CopyBytes { dst, src, n } => {
+                        let (dst, src, n) = (dst as usize, src as usize, n as usize);
+                        let v = crate::phv::load_be(&ctx.phv.data, src, n);
+                        crate::phv::store_be(&mut ctx.phv.data, dst, n, v);
+                        Ok(())
+                    }
                     parse_plan::PlanOp::General(i) => {
                         self.parser_op(cs, ctx, &st.ops[i as usize], &mut cursor, sc)
                     }

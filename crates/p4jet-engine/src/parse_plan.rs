@@ -36,6 +36,17 @@ pub(crate) enum PlanOp {
         /// Source field.
         src: FieldLoc,
     },
+    /// [`PlanOp::Copy`] between two fields that own their bytes (zero bits before
+    /// them), as many bytes each, the source no wider: the bytes are the value, no
+    /// masking needed (`meta.l4_src_port = tcp.src_port`).
+    CopyBytes {
+        /// PHV byte of the destination.
+        dst: u32,
+        /// PHV byte of the source.
+        src: u32,
+        /// Bytes (1..=16).
+        n: u32,
+    },
     /// Operation `i` of the state, run by the general code.
     General(u32),
 }
@@ -108,9 +119,16 @@ impl StatePlan {
                                         && !sfi.varbit
                                         && !df.varbit =>
                                 {
-                                    PlanOp::Copy {
-                                        dst: df.loc,
-                                        src: sfi.loc,
+                                    let (d, s) = (df.loc, sfi.loc);
+                                    if d.own && s.own && d.nbytes == s.nbytes && s.width <= d.width
+                                    {
+                                        PlanOp::CopyBytes {
+                                            dst: d.byte,
+                                            src: s.byte,
+                                            n: u32::from(d.nbytes),
+                                        }
+                                    } else {
+                                        PlanOp::Copy { dst: d, src: s }
                                     }
                                 }
                                 _ => PlanOp::General(i as u32),

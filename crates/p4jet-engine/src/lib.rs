@@ -1377,13 +1377,7 @@ impl Engine {
                     ctx.log
                         .push(format!("action {}", p.actions[call.action as usize].name));
                 }
-                // NoAction, permit-style actions: nothing to run
-                if p.actions
-                    .get(call.action as usize)
-                    .is_some_and(|a| !a.body.is_empty())
-                {
-                    self.run_action(cs, ex, ctx, call, sc, now_us);
-                }
+                self.run_action(cs, ex, ctx, call, sc, now_us);
             }
             sc.cur[i] = if ctx.exit { NONE } else { next.unwrap_or(NONE) };
         }

@@ -620,11 +620,19 @@ pub(crate) fn run(
 }
 
 /// Learning notifications (digests) due now, one log line each on stderr: what bmv2
-/// would publish on its nanomsg socket (`digest_dump` shows the latest again). With
-/// `all`, every waiting sample goes out whatever the lists' timeouts (at the end of a
-/// run). Never waits for the lock.
+/// would publish on its nanomsg socket (`digest_dump` shows the latest again). While
+/// forwarding (`all` false) it never waits for the lock; at the end of a run (`all`)
+/// it waits for it and sends every waiting sample whatever the lists' timeouts.
 fn learn_events(sw: &Mutex<Switch>, all: bool) {
-    let Ok(mut s) = sw.try_lock() else { return };
+    let mut s = if all {
+        lock(sw)
+    } else {
+        match sw.try_lock() {
+            Ok(s) => s,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        }
+    };
     let msgs = if all {
         s.take_learn_messages()
     } else {

@@ -244,17 +244,18 @@ fn describe_sample(fields: Option<&[(String, u32)]>, sample: &[u8]) -> String {
             s
         })
     };
-    let sizes = fields.map(|f| f.iter().map(|(_, w)| w.div_ceil(8) as usize));
-    match (fields, sizes) {
-        (Some(f), Some(sizes)) if sizes.clone().sum::<usize>() == sample.len() && !f.is_empty() => {
+    let bytes = |w: u32| w.div_ceil(8) as usize;
+    match fields {
+        Some(f)
+            if !f.is_empty() && f.iter().map(|(_, w)| bytes(*w)).sum::<usize>() == sample.len() =>
+        {
             let mut at = 0;
             let parts: Vec<String> = f
                 .iter()
-                .zip(sizes)
-                .map(|((name, _), n)| {
-                    let p = format!("{name}={}", hex(&sample[at..at + n]));
-                    at += n;
-                    p
+                .map(|(name, w)| {
+                    let part = &sample[at..at + bytes(*w)];
+                    at += part.len();
+                    format!("{name}={}", hex(part))
                 })
                 .collect();
             format!("{{{}}}", parts.join(", "))

@@ -237,6 +237,22 @@ const KEY_SLACK: usize = 16;
 /// (PHV byte, length) of every byte run of a table key (`Engine::key_runs`).
 type KeyRuns = Box<[(usize, usize)]>;
 
+/// An `AssignParam` that is a byte copy: (PHV byte, blob offset, bytes).
+type ParamCopy = Option<(u32, u32, u32)>;
+
+/// What a table hit or miss runs, decided per action at load: the commonest bodies
+/// (nothing: `NoAction`, `permit`; one parameter copied into a field that owns its
+/// bytes: `forward(port)`) without the action interpreter's call.
+#[derive(Debug, Clone, Copy)]
+enum QuickAction {
+    /// An empty body.
+    Nothing,
+    /// One `AssignParam` that is a byte copy (see `Engine::param_copies`).
+    ParamCopy { dst: usize, src: usize, n: usize },
+    /// Anything else: `Engine::run_action`.
+    Run,
+}
+
 /// A table key made of PHV byte runs of at most 16 bytes (`Engine::key_runs`):
 /// each run is copied as 16 bytes, the excess overwritten by the next run or
 /// left in the `KEY_SLACK` bytes past the key.
@@ -433,7 +449,9 @@ pub struct Engine {
     /// Per action and primitive: an `AssignParam` that is a plain byte copy (a field
     /// owning its bytes, a parameter no wider in as many bytes; blobs are masked to the
     /// parameter's width), as (PHV byte, blob offset, bytes).
-    param_copies: Vec<Vec<Option<(u32, u32, u32)>>>,
+    param_copies: Vec<Vec<ParamCopy>>,
+    /// Per action: what a table hit runs without calling the action interpreter.
+    quick: Vec<QuickAction>,
 }
 
 /// Loads a bmv2 JSON text into an engine.
@@ -608,6 +626,22 @@ impl Engine {
                     .collect()
             })
             .collect();
+        let quick = prog
+            .actions
+            .iter()
+            .zip(&param_copies)
+            .map(|(a, copies): (&p4jet_ir::Action, &Vec<ParamCopy>)| {
+                match (&a.body[..], &copies[..]) {
+                    ([], _) => QuickAction::Nothing,
+                    ([Prim::AssignParam { .. }], [Some((d, s, n))]) => QuickAction::ParamCopy {
+                        dst: *d as usize,
+                        src: *s as usize,
+                        n: *n as usize,
+                    },
+                    _ => QuickAction::Run,
+                }
+            })
+            .collect();
         Engine {
             prog,
             cfg,
@@ -620,6 +654,7 @@ impl Engine {
             parse_plans,
             deparse_plan,
             has_verify,
+            quick,
             param_copies,
         }
     }
@@ -1377,7 +1412,15 @@ impl Engine {
                     ctx.log
                         .push(format!("action {}", p.actions[call.action as usize].name));
                 }
-                self.run_action(cs, ex, ctx, call, sc, now_us);
+                match self.quick.get(call.action as usize) {
+                    Some(QuickAction::Nothing) => {}
+                    Some(&QuickAction::ParamCopy { dst, src, n })
+                        if let Some(from) = call.data.get(src..src + n) =>
+                    {
+                        copy_short(&mut ctx.phv.data[dst..dst + n], from);
+                    }
+                    _ => self.run_action(cs, ex, ctx, call, sc, now_us),
+                }
             }
             sc.cur[i] = if ctx.exit { NONE } else { next.unwrap_or(NONE) };
         }

@@ -779,7 +779,6 @@ impl Engine {
         let mut cursor = 0usize;
         let mut error = p.error_codes.no_error;
         let mut steps = 0u32;
-        let mut keybuf = [0u8; 64];
         'states: while let Some(si) = state {
             steps += 1;
             if steps > 100_000 {
@@ -834,91 +833,13 @@ impl Engine {
                     }
                 }
             }
-            // build the select key
-            let kb = st.key_bytes as usize;
-            let mut big_key;
-            let key: &mut [u8] = if kb <= keybuf.len() {
-                &mut keybuf[..kb]
-            } else {
-                big_key = vec![0u8; kb];
-                &mut big_key[..]
-            };
-            let mut off = 0usize;
-            for k in &st.key {
-                let w = k.width(p);
-                let nb = w.div_ceil(8) as usize;
-                match k {
-                    KeyElem::Field(f) => {
-                        let ec = EvalCtx {
-                            phv: &ctx.phv,
-                            ahead: &[],
-                            action: None,
-                        };
-                        match resolve_field(p, &ec, f) {
-                            Some(fid) => put_field(
-                                &ctx.phv,
-                                p.fields[fid as usize].loc,
-                                &mut key[off..off + nb],
-                            ),
-                            None => {
-                                // `stack.last` of an empty stack
-                                error = p.error_codes.stack_out_of_bounds;
-                                break 'states;
-                            }
-                        }
-                    }
-                    KeyElem::Lookahead { offset, width } => {
-                        let data = ctx.pkt.data();
-                        let need_bits = cursor * 8 + *offset as usize + *width as usize;
-                        if need_bits > data.len() * 8 {
-                            error = p.error_codes.packet_too_short;
-                            break 'states;
-                        }
-                        let ahead = &data[cursor..];
-                        let bits_off = *offset as usize;
-                        let v = crate::phv::read_big(
-                            ahead,
-                            bits_off / 8,
-                            (bits_off % 8) as u32,
-                            *width,
-                        );
-                        put_big(&v, &mut key[off..off + nb]);
-                    }
-                }
-                off += nb;
-            }
-            let mut next = None;
-            let mut matched = false;
-            for t in &st.transitions {
-                let m = match &t.kind {
-                    TransitionKind::Default => true,
-                    TransitionKind::Value { value, mask } => key
-                        .iter()
-                        .zip(value)
-                        .zip(mask)
-                        .all(|((k, v), m)| (k & m) == *v),
-                    TransitionKind::ValueSet { vset, mask } => {
-                        cs.value_sets.get(*vset as usize).is_some_and(|vs| {
-                            vs.iter().any(|v| {
-                                // value-set values are right-aligned to the key
-                                let pad = key.len().saturating_sub(v.len());
-                                key.iter().enumerate().all(|(i, k)| {
-                                    let vb = if i < pad { 0 } else { v[i - pad] };
-                                    (k & mask[i]) == (vb & mask[i])
-                                })
-                            })
-                        })
-                    }
-                };
-                if m {
-                    next = t.next;
-                    matched = true;
+            match self.select_general(cs, ctx, st, cursor) {
+                Ok(next) => state = next,
+                Err(e) => {
+                    error = e;
                     break;
                 }
             }
-            // no match and no default: bmv2 accepts
-            let _ = matched;
-            state = next;
         }
         ctx.payload_off = cursor;
         self.std_set(&mut ctx.phv, self.sm.parser_error, error as u128);
@@ -929,6 +850,100 @@ impl Engine {
         if self.has_verify {
             self.verify_checksums(ctx, sc);
         }
+    }
+
+    /// The select of parser state `st` by the general code (value sets, keys wider than
+    /// 128 bits, stack fields chosen at run time): the next state, or a parser error.
+    /// Out of line, so that the planned path keeps a small frame.
+    #[inline(never)]
+    fn select_general(
+        &self,
+        cs: &ControlState,
+        ctx: &PacketCtx,
+        st: &p4jet_ir::ParseState,
+        cursor: usize,
+    ) -> Result<Option<u32>, u32> {
+        let p = &*self.prog;
+        let mut keybuf = [0u8; 64];
+        // build the select key
+        let kb = st.key_bytes as usize;
+        let mut big_key;
+        let key: &mut [u8] = if kb <= keybuf.len() {
+            &mut keybuf[..kb]
+        } else {
+            big_key = vec![0u8; kb];
+            &mut big_key[..]
+        };
+        let mut off = 0usize;
+        for k in &st.key {
+            let w = k.width(p);
+            let nb = w.div_ceil(8) as usize;
+            match k {
+                KeyElem::Field(f) => {
+                    let ec = EvalCtx {
+                        phv: &ctx.phv,
+                        ahead: &[],
+                        action: None,
+                    };
+                    match resolve_field(p, &ec, f) {
+                        Some(fid) => put_field(
+                            &ctx.phv,
+                            p.fields[fid as usize].loc,
+                            &mut key[off..off + nb],
+                        ),
+                        None => {
+                            // `stack.last` of an empty stack
+                            return Err(p.error_codes.stack_out_of_bounds);
+                        }
+                    }
+                }
+                KeyElem::Lookahead { offset, width } => {
+                    let data = ctx.pkt.data();
+                    let need_bits = cursor * 8 + *offset as usize + *width as usize;
+                    if need_bits > data.len() * 8 {
+                        return Err(p.error_codes.packet_too_short);
+                    }
+                    let ahead = &data[cursor..];
+                    let bits_off = *offset as usize;
+                    let v =
+                        crate::phv::read_big(ahead, bits_off / 8, (bits_off % 8) as u32, *width);
+                    put_big(&v, &mut key[off..off + nb]);
+                }
+            }
+            off += nb;
+        }
+        let mut next = None;
+        let mut matched = false;
+        for t in &st.transitions {
+            let m = match &t.kind {
+                TransitionKind::Default => true,
+                TransitionKind::Value { value, mask } => key
+                    .iter()
+                    .zip(value)
+                    .zip(mask)
+                    .all(|((k, v), m)| (k & m) == *v),
+                TransitionKind::ValueSet { vset, mask } => {
+                    cs.value_sets.get(*vset as usize).is_some_and(|vs| {
+                        vs.iter().any(|v| {
+                            // value-set values are right-aligned to the key
+                            let pad = key.len().saturating_sub(v.len());
+                            key.iter().enumerate().all(|(i, k)| {
+                                let vb = if i < pad { 0 } else { v[i - pad] };
+                                (k & mask[i]) == (vb & mask[i])
+                            })
+                        })
+                    })
+                }
+            };
+            if m {
+                next = t.next;
+                matched = true;
+                break;
+            }
+        }
+        // no match and no default: bmv2 accepts
+        let _ = matched;
+        Ok(next)
     }
 
     /// A condition's truth, through its load-time form when it has one.

@@ -240,6 +240,20 @@ type KeyRuns = Box<[(usize, usize)]>;
 /// An `AssignParam` that is a byte copy: (PHV byte, blob offset, bytes).
 type ParamCopy = Option<(u32, u32, u32)>;
 
+/// Copies an action parameter's bytes into the PHV (a `ParamCopy`); false when the
+/// action data is too short for it (the caller then runs the general code).
+#[inline(always)]
+fn copy_param(phv: &mut Phv, data: &[u8], (dst, src, n): (u32, u32, u32)) -> bool {
+    let (dst, src, n) = (dst as usize, src as usize, n as usize);
+    match data.get(src..src + n) {
+        Some(from) => {
+            copy_short(&mut phv.data[dst..dst + n], from);
+            true
+        }
+        None => false,
+    }
+}
+
 /// What a table hit or miss runs, decided per action at load: the commonest bodies
 /// (nothing: `NoAction`, `permit`; one parameter copied into a field that owns its
 /// bytes: `forward(port)`) without the action interpreter's call.
@@ -248,7 +262,7 @@ enum QuickAction {
     /// An empty body.
     Nothing,
     /// One `AssignParam` that is a byte copy (see `Engine::param_copies`).
-    ParamCopy { dst: usize, src: usize, n: usize },
+    ParamCopy((u32, u32, u32)),
     /// Anything else: `Engine::run_action`.
     Run,
 }
@@ -633,11 +647,7 @@ impl Engine {
             .map(|(a, copies): (&p4jet_ir::Action, &Vec<ParamCopy>)| {
                 match (&a.body[..], &copies[..]) {
                     ([], _) => QuickAction::Nothing,
-                    ([Prim::AssignParam { .. }], [Some((d, s, n))]) => QuickAction::ParamCopy {
-                        dst: *d as usize,
-                        src: *s as usize,
-                        n: *n as usize,
-                    },
+                    ([Prim::AssignParam { .. }], [Some(copy)]) => QuickAction::ParamCopy(*copy),
                     _ => QuickAction::Run,
                 }
             })
@@ -1429,11 +1439,8 @@ impl Engine {
                 }
                 match self.quick.get(call.action as usize) {
                     Some(QuickAction::Nothing) => {}
-                    Some(&QuickAction::ParamCopy { dst, src, n })
-                        if let Some(from) = call.data.get(src..src + n) =>
-                    {
-                        copy_short(&mut ctx.phv.data[dst..dst + n], from);
-                    }
+                    Some(&QuickAction::ParamCopy(pc))
+                        if copy_param(&mut ctx.phv, &call.data, pc) => {}
                     _ => self.run_action(cs, ex, ctx, call, sc, now_us),
                 }
             }
@@ -1508,14 +1515,12 @@ impl Engine {
                     continue;
                 }
                 Prim::AssignParam { dst, param } => {
-                    if let Some(Some((d, s, n))) = self
+                    if let Some(Some(copy)) = self
                         .param_copies
                         .get(call.action as usize)
                         .and_then(|v| v.get(pc))
-                        && let Some(src) = call.data.get(*s as usize..(*s + *n) as usize)
+                        && copy_param(&mut ctx.phv, &call.data, *copy)
                     {
-                        let d = *d as usize;
-                        copy_short(&mut ctx.phv.data[d..d + *n as usize], src);
                         pc += 1;
                         continue;
                     }

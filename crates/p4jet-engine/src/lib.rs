@@ -800,8 +800,8 @@ impl Engine {
             let plan = &self.parse_plans[si as usize];
             for op in &plan.ops {
                 let r = match *op {
-                    parse_plan::PlanOp::Extract { h, off, len } => {
-                        self.extract_fixed(ctx, h, off as usize, len as usize, &mut cursor)
+                    parse_plan::PlanOp::Extract { h, off, len, union } => {
+                        self.extract_fixed(ctx, h, off as usize, len as usize, union, &mut cursor)
                     }
                     parse_plan::PlanOp::Copy { dst, src } => {
                         let v = ctx.phv.read_raw(src);
@@ -981,6 +981,7 @@ impl Engine {
         h: u32,
         off: usize,
         len: usize,
+        union: bool,
         cursor: &mut usize,
     ) -> Result<(), u32> {
         let data = ctx.pkt.data();
@@ -988,7 +989,11 @@ impl Engine {
             return Err(self.prog.error_codes.packet_too_short);
         };
         parse_plan::copy_small(&mut ctx.phv.data[off..off + len], src);
-        self.set_valid(&mut ctx.phv, h);
+        if union {
+            self.set_valid(&mut ctx.phv, h);
+        } else {
+            ctx.phv.valid[h as usize] = true;
+        }
         *cursor += len;
         if self.cfg.trace {
             let name = self.prog.headers[h as usize].name.clone();

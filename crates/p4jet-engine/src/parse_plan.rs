@@ -26,6 +26,8 @@ pub(crate) enum PlanOp {
         off: u32,
         /// Bytes copied.
         len: u32,
+        /// The header is a member of a union (making it valid invalidates the others).
+        union: bool,
     },
     /// `set(dst, src)` of one unsigned field into another, both named statically and
     /// at most 128 bits wide (p4c's `meta.x = hdr.y` in a parser state): the
@@ -102,6 +104,7 @@ impl StatePlan {
                         h: *h,
                         off: hi.offset,
                         len: hi.max_bytes,
+                        union: hi.union.is_some(),
                     },
                     _ => PlanOp::General(i as u32),
                 },

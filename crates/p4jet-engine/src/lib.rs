@@ -795,9 +795,11 @@ impl Engine {
                 error = p.error_codes.parser_timeout;
                 break;
             }
-            let st = &p.parser.states[si as usize];
-            self.trace(ctx, || format!("parser state {}", st.name));
             let plan = &self.parse_plans[si as usize];
+            if self.cfg.trace {
+                let name = &p.parser.states[si as usize].name;
+                self.trace(ctx, || format!("parser state {name}"));
+            }
             for op in &plan.ops {
                 let r = match *op {
                     parse_plan::PlanOp::Extract { h, off, len, union } => {
@@ -815,7 +817,8 @@ impl Engine {
                         Ok(())
                     }
                     parse_plan::PlanOp::General(i) => {
-                        self.parser_op(cs, ctx, &st.ops[i as usize], &mut cursor, sc)
+                        let op = &p.parser.states[si as usize].ops[i as usize];
+                        self.parser_op(cs, ctx, op, &mut cursor, sc)
                     }
                 };
                 if let Err(e) = r {
@@ -823,7 +826,7 @@ impl Engine {
                     break 'states;
                 }
             }
-            if st.transitions.is_empty() {
+            if plan.ends {
                 break;
             }
             if let Some(sel) = &plan.select {
@@ -843,6 +846,7 @@ impl Engine {
                     }
                 }
             }
+            let st = &p.parser.states[si as usize];
             match self.select_general(cs, ctx, st, cursor) {
                 Ok(next) => state = next,
                 Err(e) => {

@@ -77,6 +77,8 @@ pub(crate) struct StatePlan {
     pub ops: Vec<PlanOp>,
     /// The select, when it can be planned (None: the general code builds the key).
     pub select: Option<PlanSelect>,
+    /// The state has no transitions: parsing ends (accept) after its operations.
+    pub ends: bool,
 }
 
 fn be_u128(bytes: &[u8]) -> u128 {
@@ -89,6 +91,7 @@ impl StatePlan {
         StatePlan {
             ops: (0..st.ops.len() as u32).map(PlanOp::General).collect(),
             select: None,
+            ends: st.transitions.is_empty(),
         }
     }
 
@@ -147,6 +150,7 @@ impl StatePlan {
         StatePlan {
             ops,
             select: PlanSelect::new(p, st),
+            ends: st.transitions.is_empty(),
         }
     }
 }

@@ -214,6 +214,11 @@ impl PlanSelect {
         cursor: usize,
         too_short: u32,
     ) -> Result<Option<u32>, u32> {
+        // the commonest key, one field (an EtherType, a protocol number): its value
+        if let [PlanKey::Field { loc, .. }] = self.key[..] {
+            let key = phv.read_raw(loc);
+            return Ok(self.choose(key));
+        }
         let mut key = 0u128;
         for k in &self.key {
             let (v, bits) = match *k {
@@ -236,13 +241,19 @@ impl PlanSelect {
             };
             key = key.checked_shl(bits).unwrap_or(0) | v;
         }
+        Ok(self.choose(key))
+    }
+
+    /// The next state for `key`: the first transition whose masked value matches.
+    #[inline(always)]
+    fn choose(&self, key: u128) -> Option<u32> {
         for (value, mask, next) in &self.trans {
             if key & mask == *value {
-                return Ok(*next);
+                return *next;
             }
         }
         // no match and no default: bmv2 accepts
-        Ok(None)
+        None
     }
 }
 

@@ -208,11 +208,12 @@ impl HashIndex {
         *self = HashIndex::default();
     }
 
-    /// Whether the index is small enough (at most 64 buckets, 4 KiB) to stay
-    /// in the L1 cache: prefetching it is wasted work.
+    /// Whether the index is small enough (at most 256 buckets, 16 KiB: about 1,800
+    /// entries) to stay in the L1/L2 caches: the prefetch stages' instructions (a
+    /// second signature scan per key) then cost more than the misses they hide.
     #[inline(always)]
     pub(crate) fn is_small(&self) -> bool {
-        self.buckets.len() <= 64
+        self.buckets.len() <= 256
     }
 
     #[inline(always)]

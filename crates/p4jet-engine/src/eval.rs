@@ -572,6 +572,19 @@ impl FastCond {
     }
 }
 
+/// A wrapping binary operation of a [`FastExpr`].
+#[inline(always)]
+fn bin(op: BinOp, x: u128, y: u128) -> u128 {
+    match op {
+        BinOp::Add => x.wrapping_add(y),
+        BinOp::Sub => x.wrapping_sub(y),
+        BinOp::Mul => x.wrapping_mul(y),
+        BinOp::And => x & y,
+        BinOp::Or => x | y,
+        _ => x ^ y,
+    }
+}
+
 /// Deepest operand stack a [`FastExpr`] may need.
 const FAST_STACK: usize = 8;
 
@@ -590,6 +603,8 @@ enum FastOp {
     Field(p4jet_ir::FieldLoc),
     Param(u32),
     Bin(BinOp),
+    /// `Bin` whose right operand is a constant (`Const(k), Bin(op)` fused at load).
+    BinK(BinOp, u128),
     Un(UnOp),
 }
 
@@ -601,7 +616,21 @@ impl FastExpr {
         }
         let mut ops = Vec::new();
         let depth = Self::emit(p, id, &mut ops)?;
-        (depth <= FAST_STACK && ops.len() > 1).then_some(FastExpr { ops })
+        if depth > FAST_STACK || ops.len() <= 1 {
+            return None;
+        }
+        // a constant right operand is applied to the top of the stack, not pushed
+        let mut fused: Vec<FastOp> = Vec::with_capacity(ops.len());
+        for op in ops {
+            match (op, fused.last()) {
+                (FastOp::Bin(b), Some(&FastOp::Const(k))) => {
+                    fused.pop();
+                    fused.push(FastOp::BinK(b, k));
+                }
+                _ => fused.push(op),
+            }
+        }
+        Some(FastExpr { ops: fused })
     }
 
     /// Emits `id` in postfix order; returns the stack depth it needs.
@@ -670,16 +699,9 @@ impl FastExpr {
                 }
                 FastOp::Bin(op) => {
                     sp -= 1;
-                    let (x, y) = (st[sp - 1], st[sp]);
-                    st[sp - 1] = match op {
-                        BinOp::Add => x.wrapping_add(y),
-                        BinOp::Sub => x.wrapping_sub(y),
-                        BinOp::Mul => x.wrapping_mul(y),
-                        BinOp::And => x & y,
-                        BinOp::Or => x | y,
-                        _ => x ^ y,
-                    };
+                    st[sp - 1] = bin(op, st[sp - 1], st[sp]);
                 }
+                FastOp::BinK(op, k) => st[sp - 1] = bin(op, st[sp - 1], k),
             }
         }
         st[0]

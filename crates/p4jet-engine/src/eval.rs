@@ -19,6 +19,17 @@ pub struct EvalCtx<'a> {
     pub action: Option<(&'a Action, &'a [u8])>,
 }
 
+impl<'a> EvalCtx<'a> {
+    /// A context of headers and metadata only: no lookahead bytes, no action data.
+    pub fn of_phv(phv: &'a Phv) -> EvalCtx<'a> {
+        EvalCtx {
+            phv,
+            ahead: &[],
+            action: None,
+        }
+    }
+}
+
 #[inline]
 fn mask(width: u32) -> u128 {
     if width >= 128 {
@@ -234,12 +245,9 @@ pub fn eval(p: &Program, c: &EvalCtx, id: ExprId) -> u128 {
             let y = eval(p, c, *b);
             let ia = p.exprs.nodes[*a as usize].interp;
             match op {
-                BinOp::Add => x.wrapping_add(y),
-                BinOp::Sub => x.wrapping_sub(y),
-                BinOp::Mul => x.wrapping_mul(y),
-                BinOp::And => x & y,
-                BinOp::Or => x | y,
-                BinOp::Xor => x ^ y,
+                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor => {
+                    bin(*op, x, y)
+                }
                 BinOp::Shl => {
                     if y >= 128 {
                         0
@@ -572,7 +580,8 @@ impl FastCond {
     }
 }
 
-/// A wrapping binary operation of a [`FastExpr`].
+/// The wrapping 128-bit operations (`+ - * & | ^`), shared by [`eval`] and
+/// [`FastExpr`]; only these six are passed (any other operator gives `x ^ y`).
 #[inline(always)]
 fn bin(op: BinOp, x: u128, y: u128) -> u128 {
     match op {

@@ -894,11 +894,7 @@ impl Engine {
             let nb = w.div_ceil(8) as usize;
             match k {
                 KeyElem::Field(f) => {
-                    let ec = EvalCtx {
-                        phv: &ctx.phv,
-                        ahead: &[],
-                        action: None,
-                    };
+                    let ec = EvalCtx::of_phv(&ctx.phv);
                     match resolve_field(p, &ec, f) {
                         Some(fid) => put_field(
                             &ctx.phv,
@@ -926,38 +922,28 @@ impl Engine {
             }
             off += nb;
         }
-        let mut next = None;
-        let mut matched = false;
-        for t in &st.transitions {
-            let m = match &t.kind {
-                TransitionKind::Default => true,
-                TransitionKind::Value { value, mask } => key
-                    .iter()
-                    .zip(value)
-                    .zip(mask)
-                    .all(|((k, v), m)| (k & m) == *v),
-                TransitionKind::ValueSet { vset, mask } => {
-                    cs.value_sets.get(*vset as usize).is_some_and(|vs| {
-                        vs.iter().any(|v| {
-                            // value-set values are right-aligned to the key
-                            let pad = key.len().saturating_sub(v.len());
-                            key.iter().enumerate().all(|(i, k)| {
-                                let vb = if i < pad { 0 } else { v[i - pad] };
-                                (k & mask[i]) == (vb & mask[i])
-                            })
+        // the first transition that matches; none matching and no default: bmv2 accepts
+        let chosen = st.transitions.iter().find(|t| match &t.kind {
+            TransitionKind::Default => true,
+            TransitionKind::Value { value, mask } => key
+                .iter()
+                .zip(value)
+                .zip(mask)
+                .all(|((k, v), m)| (k & m) == *v),
+            TransitionKind::ValueSet { vset, mask } => {
+                cs.value_sets.get(*vset as usize).is_some_and(|vs| {
+                    vs.iter().any(|v| {
+                        // value-set values are right-aligned to the key
+                        let pad = key.len().saturating_sub(v.len());
+                        key.iter().enumerate().all(|(i, k)| {
+                            let vb = if i < pad { 0 } else { v[i - pad] };
+                            (k & mask[i]) == (vb & mask[i])
                         })
                     })
-                }
-            };
-            if m {
-                next = t.next;
-                matched = true;
-                break;
+                })
             }
-        }
-        // no match and no default: bmv2 accepts
-        let _ = matched;
-        Ok(next)
+        });
+        Ok(chosen.and_then(|t| t.next))
     }
 
     /// A condition's truth, through its load-time form when it has one.
@@ -966,11 +952,7 @@ impl Engine {
         match self.fast_conds.get(expr as usize) {
             Some(Some(fc)) => fc.test(phv),
             _ => {
-                let ec = EvalCtx {
-                    phv,
-                    ahead: &[],
-                    action: None,
-                };
+                let ec = EvalCtx::of_phv(phv);
                 eval_bool(&self.prog, &ec, expr)
             }
         }
@@ -1018,11 +1000,7 @@ impl Engine {
         let codes = &p.error_codes;
         match op {
             ParserOp::Extract(h) => {
-                let ec = EvalCtx {
-                    phv: &ctx.phv,
-                    ahead: &[],
-                    action: None,
-                };
+                let ec = EvalCtx::of_phv(&ctx.phv);
                 let Some(h) = resolve_header(p, &ec, h) else {
                     return Err(codes.stack_out_of_bounds);
                 };
@@ -1077,11 +1055,7 @@ impl Engine {
                 }
             }
             ParserOp::Advance(bits) => {
-                let ec = EvalCtx {
-                    phv: &ctx.phv,
-                    ahead: &[],
-                    action: None,
-                };
+                let ec = EvalCtx::of_phv(&ctx.phv);
                 let n = eval_index(p, &ec, *bits).unwrap_or(u64::MAX);
                 if !n.is_multiple_of(8) {
                     return Err(codes.parser_invalid_argument);
@@ -1157,11 +1131,7 @@ impl Engine {
         let p = &*self.prog;
         let mut bad = false;
         for ck in p.checksums.iter().filter(|c| c.verify) {
-            let ec = EvalCtx {
-                phv: &ctx.phv,
-                ahead: &[],
-                action: None,
-            };
+            let ec = EvalCtx::of_phv(&ctx.phv);
             let Some(fid) = resolve_field(p, &ec, &ck.target) else {
                 continue;
             };
@@ -1198,11 +1168,7 @@ impl Engine {
         let p = &*self.prog;
         let c = &p.calculations[calc as usize];
         let payload = &ctx.pkt.data()[ctx.payload_off.min(ctx.pkt.len())..];
-        let ec = EvalCtx {
-            phv: &ctx.phv,
-            ahead: &[],
-            action: None,
-        };
+        let ec = EvalCtx::of_phv(&ctx.phv);
         match self.calc_plans.get(calc as usize).and_then(Option::as_ref) {
             Some(plan) if plan.csum_direct => return hash::csum16_planned(&ctx.phv, &plan.items),
             Some(plan) => hash::build_planned(p, &ctx.phv, &plan.items, payload, &mut sc.calc),
@@ -1401,11 +1367,7 @@ impl Engine {
                             .map(|mut c| c.execute(units, now_us))
                             .unwrap_or(0);
                         if let Some((_, dst)) = &m.direct {
-                            let ec = EvalCtx {
-                                phv: &ctx.phv,
-                                ahead: &[],
-                                action: None,
-                            };
+                            let ec = EvalCtx::of_phv(&ctx.phv);
                             if let Some(fid) = resolve_field(p, &ec, dst) {
                                 self.write_bits(&mut ctx.phv, fid, color as u128);
                             }
@@ -1955,11 +1917,7 @@ impl Engine {
             {
                 continue;
             }
-            let ec = EvalCtx {
-                phv: &ctx.phv,
-                ahead: &[],
-                action: None,
-            };
+            let ec = EvalCtx::of_phv(&ctx.phv);
             let Some(fid) = resolve_field(p, &ec, &ck.target) else {
                 continue;
             };

@@ -101,51 +101,7 @@ impl StatePlan {
             .ops
             .iter()
             .enumerate()
-            .map(|(i, op)| match op {
-                ParserOp::Extract(HeaderRef::Static(h)) => match p.headers.get(*h as usize) {
-                    Some(hi) if hi.varbit_slot.is_none() => PlanOp::Extract {
-                        h: *h,
-                        off: hi.offset,
-                        len: hi.max_bytes,
-                        union: hi.union.is_some(),
-                    },
-                    _ => PlanOp::General(i as u32),
-                },
-                ParserOp::Set {
-                    dst: FieldRef::Static(d),
-                    src,
-                } => match (p.fields.get(*d as usize), p.exprs.nodes.get(*src as usize)) {
-                    (Some(df), Some(n)) => match &n.expr {
-                        p4jet_ir::Expr::Field(FieldRef::Static(sf)) => {
-                            match p.fields.get(*sf as usize) {
-                                Some(sfi)
-                                    if !sfi.loc.signed
-                                        && sfi.loc.width <= 128
-                                        && df.loc.width <= 128
-                                        && !sfi.varbit
-                                        && !df.varbit =>
-                                {
-                                    let (d, s) = (df.loc, sfi.loc);
-                                    if d.own && s.own && d.nbytes == s.nbytes && s.width <= d.width
-                                    {
-                                        PlanOp::CopyBytes {
-                                            dst: d.byte,
-                                            src: s.byte,
-                                            n: u32::from(d.nbytes),
-                                        }
-                                    } else {
-                                        PlanOp::Copy { dst: d, src: s }
-                                    }
-                                }
-                                _ => PlanOp::General(i as u32),
-                            }
-                        }
-                        _ => PlanOp::General(i as u32),
-                    },
-                    _ => PlanOp::General(i as u32),
-                },
-                _ => PlanOp::General(i as u32),
-            })
+            .map(|(i, op)| plan_op(p, op).unwrap_or(PlanOp::General(i as u32)))
             .collect();
         StatePlan {
             ops,
@@ -153,6 +109,53 @@ impl StatePlan {
             ends: st.transitions.is_empty(),
         }
     }
+}
+
+/// The planned form of parser operation `op`, if it has one.
+fn plan_op(p: &Program, op: &ParserOp) -> Option<PlanOp> {
+    match op {
+        ParserOp::Extract(HeaderRef::Static(h)) => {
+            let hi = p.headers.get(*h as usize)?;
+            hi.varbit_slot.is_none().then_some(PlanOp::Extract {
+                h: *h,
+                off: hi.offset,
+                len: hi.max_bytes,
+                union: hi.union.is_some(),
+            })
+        }
+        ParserOp::Set {
+            dst: FieldRef::Static(d),
+            src,
+        } => {
+            let p4jet_ir::Expr::Field(FieldRef::Static(s)) =
+                &p.exprs.nodes.get(*src as usize)?.expr
+            else {
+                return None;
+            };
+            plan_copy(p.fields.get(*d as usize)?, p.fields.get(*s as usize)?)
+        }
+        _ => None,
+    }
+}
+
+/// `set(dst, src)` of one unsigned field of at most 128 bits into another: a byte copy
+/// when both own as many bytes and the source is no wider, else a read and masked write.
+fn plan_copy(dst: &p4jet_ir::FieldInfo, src: &p4jet_ir::FieldInfo) -> Option<PlanOp> {
+    let (d, s) = (dst.loc, src.loc);
+    if s.signed || s.width > 128 || d.width > 128 || src.varbit || dst.varbit {
+        return None;
+    }
+    Some(
+        if d.own && s.own && d.nbytes == s.nbytes && s.width <= d.width {
+            PlanOp::CopyBytes {
+                dst: d.byte,
+                src: s.byte,
+                n: u32::from(d.nbytes),
+            }
+        } else {
+            PlanOp::Copy { dst: d, src: s }
+        },
+    )
 }
 
 impl PlanSelect {

@@ -123,11 +123,7 @@ fn deq_qdepth(tm: &Tm, ctx: &PacketCtx) -> usize {
 
 fn field_value(e: &Engine, ctx: &PacketCtx, f: &FieldRef) -> Option<(u32, BigUint)> {
     let p = &*e.prog;
-    let ec = p4jet_engine::EvalCtx {
-        phv: &ctx.phv,
-        ahead: &[],
-        action: None,
-    };
+    let ec = p4jet_engine::EvalCtx::of_phv(&ctx.phv);
     let fid = p4jet_engine::eval::resolve_field(p, &ec, f)?;
     Some((fid, ctx.phv.read_big(p.fields[fid as usize].loc)))
 }

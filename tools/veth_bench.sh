@@ -10,6 +10,9 @@
 # every forwarder sees early and late conditions):
 #   xdp_fwd        examples/xdp_fwd a0 b0 (AF_XDP, native XDP, copy mode)
 #   p4jet-afxdp    p4jet run basic_l2 -i 0@a0 -i 1@b0 --port-type af_xdp
+#                  (one UMEM shared by both ports: frames leave from their rx chunk)
+#   p4jet-afxdp-copy   the same with --xdp-umem per-port (a UMEM per port: each
+#                  frame is copied from a0's UMEM and into b0's)
 #   p4jet-afpacket p4jet run basic_l2 -i 0@a0 -i 1@b0 --port-type af_packet
 # For each run: WARMUP s after the start, then s0's rx counter over SECS s is the
 # rate at the sink; g0's tx counter over the same window is the offered rate;
@@ -32,7 +35,7 @@ ROUNDS=5
 SECS=5
 WARMUP=2
 WORKERS=1
-ONLY="xdp_fwd,p4jet-afxdp,p4jet-afpacket"
+ONLY="xdp_fwd,p4jet-afxdp,p4jet-afxdp-copy,p4jet-afpacket"
 while [ $# -gt 0 ]; do
     case "$1" in
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -108,11 +111,12 @@ kill -0 "$GEN_PID" 2>/dev/null || die "generator failed: $(cat "$TMP/gen.log")"
 start_forwarder() { # NAME LOG
     case "$1" in
     xdp_fwd) ip netns exec "$F" "$XDP_FWD" a0 b0 >"$2" 2>&1 & ;;
-    p4jet-afxdp | p4jet-afpacket)
-        local pt=af_xdp
+    p4jet-afxdp | p4jet-afxdp-copy | p4jet-afpacket)
+        local pt=af_xdp umem=shared
         [ "$1" = p4jet-afpacket ] && pt=af_packet
+        [ "$1" = p4jet-afxdp-copy ] && umem=per-port
         ip netns exec "$F" "$P4JET" run "$PROG" --commands "$CMDS" \
-            -i 0@a0 -i 1@b0 --port-type "$pt" --workers "$WORKERS" >"$2" 2>&1 &
+            -i 0@a0 -i 1@b0 --port-type "$pt" --xdp-umem "$umem" --workers "$WORKERS" >"$2" 2>&1 &
         ;;
     *) die "unknown forwarder $1" ;;
     esac
@@ -126,8 +130,8 @@ RESULTS=$TMP/results
 echo "veth_bench: $ROUNDS rounds x ${NAMES[*]}, ${SECS} s per run after ${WARMUP} s warm-up, $(nproc) CPUs, kernel $(uname -r)"
 # CPU columns in CPUs (1.00 = one CPU busy for the whole window): the forwarder
 # process, the generator process, softirq time and steal time of the whole machine
-printf '%-5s %-15s %8s %8s %6s %6s %6s %6s %6s  %s\n' round forwarder offered sink load fwdCPU genCPU sirq steal "forwarder's own counters"
-printf '%-5s %-15s %8s %8s %6s %6s %6s %6s %6s\n' "" "" Mpps Mpps "" CPUs CPUs CPUs CPUs
+printf '%-5s %-17s %8s %8s %6s %6s %6s %6s %6s  %s\n' round forwarder offered sink load fwdCPU genCPU sirq steal "forwarder's own counters"
+printf '%-5s %-17s %8s %8s %6s %6s %6s %6s %6s\n' "" "" Mpps Mpps "" CPUs CPUs CPUs CPUs
 for r in $(seq 1 "$ROUNDS"); do
     for k in $(seq 0 $((N - 1))); do
         name=${NAMES[$(((k + r - 1) % N))]}
@@ -156,7 +160,7 @@ for r in $(seq 1 "$ROUNDS"); do
         p4jet-*) own=$(awk '$1 == 0 { printf "port0 rx %s ", $2 } $1 == 1 { printf "port1 tx %s", $3 }' "$log") ;;
         *) own=$(grep -- '->' "$log" | tail -n 1) ;;
         esac
-        printf '%-5s %-15s %8s %8s %6s %6s %6s %6s %6s  %s\n' "$r" "$name" "$offered" "$sink" "$load" \
+        printf '%-5s %-17s %8s %8s %6s %6s %6s %6s %6s  %s\n' "$r" "$name" "$offered" "$sink" "$load" \
             "$fcpu" "$gcpu" "$sirq" "$steal" "$own"
         echo "$name $sink $load $offered $fcpu $sirq" >>"$RESULTS"
         sleep 0.5 # let the kernel release the AF_XDP queues

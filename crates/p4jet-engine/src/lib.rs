@@ -34,58 +34,7 @@ use eval::{eval_bits, eval_bool, eval_exact, eval_index, resolve_field, resolve_
 /// Most packets a control processes in one table-lookup batch.
 pub const SUB_BATCH: usize = 64;
 
-/// Headroom reserved in front of every packet for encapsulation.
-pub const HEADROOM: usize = 256;
-
-/// A packet buffer with headroom: the frame is `buf[start..end]`.
-#[derive(Debug, Clone, Default)]
-pub struct PacketBuf {
-    /// Storage (recycled through a pool).
-    pub buf: Vec<u8>,
-    /// First byte of the frame.
-    pub start: usize,
-    /// One past the last byte.
-    pub end: usize,
-}
-
-impl PacketBuf {
-    /// An empty buffer able to hold `cap` frame bytes after the headroom.
-    pub fn with_capacity(cap: usize) -> PacketBuf {
-        PacketBuf {
-            buf: vec![0; HEADROOM + cap],
-            start: HEADROOM,
-            end: HEADROOM,
-        }
-    }
-
-    /// The frame.
-    #[inline]
-    pub fn data(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
-    }
-
-    /// Frame length.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.end - self.start
-    }
-
-    /// True when the frame is empty.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.end == self.start
-    }
-
-    /// Replaces the frame (grows the buffer only for frames larger than it).
-    pub fn set(&mut self, frame: &[u8]) {
-        if self.buf.len() < HEADROOM + frame.len() {
-            self.buf.resize(HEADROOM + frame.len(), 0);
-        }
-        self.start = HEADROOM;
-        self.end = HEADROOM + frame.len();
-        self.buf[self.start..self.end].copy_from_slice(frame);
-    }
-}
+pub use p4jet_buf::{Frame, FrameRegion, HEADROOM, PacketBuf, Storage};
 
 /// Per-packet state carried through the pipeline.
 #[derive(Debug, Clone)]
@@ -177,10 +126,7 @@ impl PacketCtx {
     /// Copies frame, headers and requests of `other` into `self` without allocating
     /// (when `self`'s buffers are large enough).
     pub fn copy_from(&mut self, other: &PacketCtx) {
-        let n = other.pkt.buf.len();
-        if self.pkt.buf.len() < n {
-            self.pkt.buf.resize(n, 0);
-        }
+        self.pkt.buf.grow_to(other.pkt.buf.len());
         self.pkt.buf[other.pkt.start..other.pkt.end].copy_from_slice(other.pkt.data());
         self.pkt.start = other.pkt.start;
         self.pkt.end = other.pkt.end;
@@ -1936,7 +1882,7 @@ impl Engine {
             // not enough headroom: move the payload back
             let grow = emitted - payload_start + HEADROOM;
             let plen = pk.end - payload_start;
-            pk.buf.resize(pk.buf.len().max(pk.end + grow), 0);
+            pk.buf.grow_to(pk.end + grow);
             pk.buf
                 .copy_within(payload_start..payload_start + plen, payload_start + grow);
             pk.end += grow;

@@ -16,6 +16,10 @@
 //!     fn stats(&self) -> PortStats;
 //!     fn is_exhausted(&self) -> bool { false }      // pcap input at EOF
 //!     fn poll_fd(&self) -> Option<RawFd> { None }   // to wait on many ports
+//!     // moving packet buffers instead of copying bytes (AF_XDP):
+//!     fn moves_buffers(&self) -> bool { false }
+//!     fn recv_bufs(&mut self, max: usize, f: &mut dyn FnMut(PacketBuf)) -> io::Result<usize>;
+//!     fn send_buf(&mut self, buf: PacketBuf) -> Result<(), PacketBuf>;
 //! }
 //! ```
 //!
@@ -30,6 +34,14 @@
 //!   ring slot, which counts in [`PortStats::tx_dropped`]); `frames[n..]` were not
 //!   taken because the transmit ring is full: retry after `flush`, or drop.
 //!   Frames are copied before `send_batch` returns.
+//! * Ports whose [`Port::moves_buffers`] is true (AF_XDP) also move whole
+//!   [`PacketBuf`]s: `recv_bufs` hands out buffers that *are* the UMEM chunks the
+//!   kernel received into, and `send_buf` transmits a buffer from its chunk when
+//!   the chunk belongs to the port's UMEM ([`xdp::Umem`], shared by a worker's
+//!   AF_XDP ports), so a frame forwarded between such ports is never copied in
+//!   user space. Other buffers are copied into a free chunk. The defaults (for
+//!   the other port types) copy, and allocate per packet: callers use
+//!   `recv_batch`/`send_batch` for ports that do not move buffers.
 //! * `flush` hands queued frames to the kernel: one `sendto` for AF_PACKET, a
 //!   few for AF_XDP copy mode (the kernel sends at most 32 frames per call), a
 //!   no-op for pcap files (they are written per batch) and TAP (written in
@@ -68,6 +80,8 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
+pub use p4jet_buf::{Frame, FrameRegion, PacketBuf};
+
 pub mod affinity;
 pub mod afpacket;
 mod open;
@@ -80,7 +94,7 @@ pub use afpacket::{AfPacketOptions, AfPacketPort, Fanout};
 pub use open::{Backend, OpenOptions, OpenedPort, open_port, open_worker_port};
 pub use pcap::{PcapFilePort, PcapRecorder};
 pub use tap::TapPort;
-pub use xdp::{AfXdpOptions, AfXdpPort, XdpMode, ZeroCopy};
+pub use xdp::{AfXdpOptions, AfXdpPort, Umem, UmemSlot, XdpMode, ZeroCopy};
 
 /// Waits until one of `fds` (from [`Port::poll_fd`]) is readable or `timeout`
 /// passes; returns whether one is. For a thread that serves several ports: poll
@@ -145,6 +159,9 @@ pub struct PortStats {
     /// Frames given to `send_batch` that could not be sent (too large, or
     /// rejected by the kernel).
     pub tx_dropped: u64,
+    /// Frames transmitted from the chunk they were received in (no user-space
+    /// copy; AF_XDP ports sharing a UMEM).
+    pub tx_in_place: u64,
 }
 
 /// A source and sink of Ethernet frames, used in batches. See the crate docs.
@@ -186,6 +203,33 @@ pub trait Port: Send {
     fn poll_fd(&self) -> Option<RawFd> {
         None
     }
+
+    /// Whether this port moves [`PacketBuf`]s in and out without copying
+    /// ([`Port::recv_bufs`], [`Port::send_buf`]); false unless overridden.
+    fn moves_buffers(&self) -> bool {
+        false
+    }
+
+    /// Receives up to `max` frames without blocking, each as a buffer the caller
+    /// now owns. The default copies each frame into a new heap buffer (it
+    /// allocates: use `recv_batch` for ports that do not move buffers).
+    fn recv_bufs(&mut self, max: usize, f: &mut dyn FnMut(PacketBuf)) -> io::Result<usize> {
+        self.recv_batch(max, None, &mut |fr| {
+            let mut b = PacketBuf::with_capacity(fr.len());
+            b.set(fr);
+            f(b)
+        })
+    }
+
+    /// Queues one frame for transmission, taking its buffer; gives the buffer back
+    /// when the transmit ring is full (retry after `flush`, or drop it). The default
+    /// copies it with `send_batch`.
+    fn send_buf(&mut self, buf: PacketBuf) -> Result<(), PacketBuf> {
+        match self.send_batch(&[buf.data()]) {
+            Ok(1) => Ok(()),
+            _ => Err(buf),
+        }
+    }
 }
 
 impl<P: Port + ?Sized> Port for Box<P> {
@@ -217,5 +261,14 @@ impl<P: Port + ?Sized> Port for Box<P> {
     }
     fn poll_fd(&self) -> Option<RawFd> {
         (**self).poll_fd()
+    }
+    fn moves_buffers(&self) -> bool {
+        (**self).moves_buffers()
+    }
+    fn recv_bufs(&mut self, max: usize, f: &mut dyn FnMut(PacketBuf)) -> io::Result<usize> {
+        (**self).recv_bufs(max, f)
+    }
+    fn send_buf(&mut self, buf: PacketBuf) -> Result<(), PacketBuf> {
+        (**self).send_buf(buf)
     }
 }

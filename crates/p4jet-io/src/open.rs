@@ -3,8 +3,10 @@
 
 use std::io;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::pcap::{PcapFilePort, PcapRecorder};
+use crate::xdp::UmemSlot;
 use crate::{AfPacketOptions, AfPacketPort, AfXdpOptions, AfXdpPort, Port, TapPort};
 
 /// Which kind of port to open for an interface.
@@ -34,6 +36,18 @@ pub struct OpenOptions {
     pub af_packet: AfPacketOptions,
     /// simple_switch `--pcap DIR`: record every port's rx/tx into DIR.
     pub record_dir: Option<PathBuf>,
+    /// The UMEM slot of the worker the port is for: AF_XDP ports opened with the
+    /// same slot share one UMEM (and so forward without copying). None: each
+    /// AF_XDP port has a UMEM of its own.
+    pub umem: Option<Arc<UmemSlot>>,
+}
+
+fn open_xdp(iface: &str, opts: &OpenOptions, queues: Option<&[u32]>) -> io::Result<AfXdpPort> {
+    match (&opts.umem, queues) {
+        (Some(slot), q) => AfXdpPort::open_shared(iface, &opts.af_xdp, q, slot),
+        (None, Some(q)) => AfXdpPort::open_queues(iface, &opts.af_xdp, q),
+        (None, None) => AfXdpPort::open(iface, &opts.af_xdp),
+    }
 }
 
 /// A port opened by [`open_port`].
@@ -69,7 +83,7 @@ pub fn open_port(spec: &str, opts: &OpenOptions) -> io::Result<OpenedPort> {
     let (port_num, iface) = parse_spec(spec)?;
     let (port, reason): (Box<dyn Port>, String) = match &opts.backend {
         Backend::AfXdp => {
-            let p = AfXdpPort::open(iface, &opts.af_xdp)?;
+            let p = open_xdp(iface, opts, None)?;
             let r = format!("{} (AF_XDP forced)", p.description());
             (Box::new(p), r)
         }
@@ -78,7 +92,7 @@ pub fn open_port(spec: &str, opts: &OpenOptions) -> io::Result<OpenedPort> {
             let r = format!("{} (AF_PACKET forced)", p.description());
             (Box::new(p), r)
         }
-        Backend::Auto => match AfXdpPort::open(iface, &opts.af_xdp) {
+        Backend::Auto => match open_xdp(iface, opts, None) {
             Ok(p) => {
                 let r = format!("{} (auto: AF_XDP available)", p.description());
                 (Box::new(p), r)
@@ -185,7 +199,7 @@ pub fn open_worker_port(
                 }
                 fanout(format!("auto: {why}"))?
             } else {
-                match AfXdpPort::open_queues(iface, &opts.af_xdp, &mine) {
+                match open_xdp(iface, opts, Some(&mine)) {
                     Ok(p) => {
                         let r = format!(
                             "{}, {w} ({}: {iface} has {nq} receive queues)",

@@ -9,7 +9,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
-use p4jet_io::{AfXdpOptions, AfXdpPort, Port, PortKind, XdpMode, ZeroCopy};
+use std::sync::Arc;
+
+use p4jet_io::{AfXdpOptions, AfXdpPort, PacketBuf, Port, PortKind, UmemSlot, XdpMode, ZeroCopy};
 
 /// Opens the port, or prints why the kernel refuses AF_XDP and returns None.
 fn open_or_skip(test: &str, iface: &str, opts: &AfXdpOptions) -> Option<AfXdpPort> {
@@ -265,4 +267,153 @@ fn afxdp_one_port_per_queue_share_the_program() {
     );
     drop(b);
     assert!(detached_soon(&net.host));
+}
+
+/// Receives up to `want` buffers carrying marker `m` (others dropped at once).
+fn recv_bufs_marked(port: &mut AfXdpPort, want: usize, m: u32) -> Vec<PacketBuf> {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut got = Vec::new();
+    while got.len() < want && Instant::now() < deadline {
+        let n = port
+            .recv_bufs(64, &mut |b| {
+                if has_marker(b.data(), m) {
+                    got.push(b)
+                }
+            })
+            .unwrap();
+        if n == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    got
+}
+
+/// Two AF_XDP ports on one UMEM slot (two veth pairs): frames received on one are
+/// sent by the other from the chunk they arrived in (counted in `tx_in_place`),
+/// arrive intact, and every chunk is back in the region once the ports are closed.
+/// A third port with a UMEM of its own copies the same buffers (no in-place sends).
+#[test]
+fn afxdp_shared_umem_forwards_without_copying() {
+    let test = "afxdp_shared_umem_forwards_without_copying";
+    if !can_run(test) {
+        return;
+    }
+    let a = VethNs::new("ua").unwrap();
+    let b = VethNs::new("ub").unwrap();
+    let c = VethNs::new("uc").unwrap();
+    let opts = AfXdpOptions {
+        rx_frames: 512,
+        tx_frames: 512,
+        ..Default::default()
+    };
+    let slot = UmemSlot::new(4096);
+    let mut pa = match AfXdpPort::open_shared(&a.host, &opts, None, &slot) {
+        Ok(p) => p,
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+            eprintln!("SKIPPED {test}: {e}");
+            return;
+        }
+        Err(e) => panic!("{test}: {e}"),
+    };
+    let mut pb = AfXdpPort::open_shared(&b.host, &opts, None, &slot).unwrap();
+    let mut pc = AfXdpPort::open(&c.host, &opts).unwrap();
+    eprintln!("{test}: {}\n{test}: {}", pa.description(), pb.description());
+    assert!(pa.moves_buffers() && pb.moves_buffers());
+    assert!(pa.shares_umem() && pb.shares_umem() && !pc.shares_umem());
+    assert!(Arc::ptr_eq(pa.umem(), pb.umem()));
+    assert!(
+        pb.description().contains("shared by the worker"),
+        "{}",
+        pb.description()
+    );
+    let region = pa.umem().region().clone();
+    assert_eq!(region.count(), 4096);
+    // each socket's fill ring holds its chunks
+    assert_eq!(region.free_count(), 4096 - 2 * 512);
+
+    let (peer_a, peer_b, peer_c) = (
+        a.peer_socket().unwrap(),
+        b.peer_socket().unwrap(),
+        c.peer_socket().unwrap(),
+    );
+    let m = marker();
+    let sent: Vec<Vec<u8>> = (0..400u32)
+        .map(|i| test_frame(m, i, 60 + (i as usize * 41) % 1455))
+        .collect();
+    for (i, f) in sent.iter().enumerate() {
+        peer_a.send(f).unwrap();
+        if i % 50 == 49 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let bufs = recv_bufs_marked(&mut pa, sent.len(), m);
+    assert_eq!(bufs.len(), sent.len(), "frames received on port a");
+    for buf in &bufs {
+        assert!(
+            buf.buf
+                .frame()
+                .is_some_and(|f| Arc::ptr_eq(f.region(), &region)),
+            "received into a chunk of the shared UMEM"
+        );
+    }
+    // the first half to b (in place), the second to c (copied: other UMEM)
+    let mut bufs = bufs;
+    let second = bufs.split_off(sent.len() / 2);
+    for buf in bufs {
+        let mut buf = buf;
+        loop {
+            match pb.send_buf(buf) {
+                Ok(()) => break,
+                Err(back) => {
+                    buf = back;
+                    pb.flush().unwrap();
+                }
+            }
+        }
+    }
+    pb.flush().unwrap();
+    for buf in second {
+        let mut buf = buf;
+        loop {
+            match pc.send_buf(buf) {
+                Ok(()) => break,
+                Err(back) => {
+                    buf = back;
+                    pc.flush().unwrap();
+                }
+            }
+        }
+    }
+    pc.flush().unwrap();
+    let half = sent.len() / 2;
+    let got_b = peer_b.recv_until(half, Duration::from_secs(5), |f| has_marker(f, m));
+    assert_frames_eq(&got_b, &sent[..half], "a -> b in place");
+    let got_c = peer_c.recv_until(sent.len() - half, Duration::from_secs(5), |f| {
+        has_marker(f, m)
+    });
+    assert_frames_eq(&got_c, &sent[half..], "a -> c copied");
+    let (sb, sc) = (pb.stats(), pc.stats());
+    assert_eq!(sb.tx_packets, half as u64);
+    assert_eq!(
+        sb.tx_in_place, half as u64,
+        "every frame to b left from its chunk"
+    );
+    assert_eq!(sc.tx_packets, (sent.len() - half) as u64);
+    assert_eq!(sc.tx_in_place, 0, "c has another UMEM: copies");
+
+    // completions return the chunks; closing the sockets returns the fill rings'
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while region.free_count() < 4096 - 2 * 512 && Instant::now() < deadline {
+        pb.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(
+        region.free_count(),
+        4096 - 2 * 512,
+        "no chunk lost in flight"
+    );
+    drop(pa);
+    drop(pb);
+    drop(pc);
+    assert_eq!(region.free_count(), 4096, "every chunk back after close");
 }

@@ -41,6 +41,7 @@ use p4jet_ring::{Closed, Consumer, Producer, RingConfig};
 use crate::latency::Stamps;
 use crate::tm::Pkt;
 use crate::{Active, Core, Worker};
+use p4jet_engine::PacketBuf;
 
 /// What flows from stage 1 to stage 2.
 enum Msg {
@@ -171,6 +172,12 @@ impl IngressStage {
     #[inline]
     pub fn inject(&mut self, port: u32, frame: &[u8]) {
         self.w.inject(port, frame)
+    }
+
+    /// Queues a received frame in the buffer it arrived in (no copy).
+    #[inline]
+    pub fn inject_buf(&mut self, port: u32, buf: PacketBuf) {
+        self.w.inject_buf(port, buf)
     }
 
     /// This stage's core (rx and ingress-drop counters, trace lines, errors).

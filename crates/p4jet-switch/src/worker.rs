@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use num_bigint::BigUint;
-use p4jet_engine::{ControlState, Engine, Externs, PacketCtx, Pipeline, Scratch};
+use p4jet_engine::{ControlState, Engine, Externs, PacketBuf, PacketCtx, Pipeline, Scratch};
 use p4jet_ir::expr::FieldRef;
 
 use crate::latency::{LatencyHist, Stamps};
@@ -96,7 +96,17 @@ pub struct Core {
     /// Injection-to-transmission latency of the packets this core transmitted (only
     /// with [`Core::enable_latency`]).
     pub latency: LatencyHist,
+    /// Heap buffers swapped out of pooled contexts by [`Core::inject_buf`], given to
+    /// contexts whose buffer left with a transmitted frame.
+    spare: Vec<PacketBuf>,
+    /// Ports (by number) whose frames leave as buffers ([`Core::set_moving_ports`]).
+    moving: Vec<bool>,
+    /// Frames for those ports, taken by [`Core::take_moved`].
+    moved: Vec<(u32, PacketBuf)>,
 }
+
+/// Most heap buffers a core keeps aside for contexts that lost theirs.
+const SPARE_BUFFERS: usize = 4096;
 
 /// Names of the stages of [`Core::stage_ns`].
 pub const STAGES: [&str; 5] = ["parse", "ingress", "tm", "egress", "deparse+tx"];
@@ -180,6 +190,9 @@ impl Worker {
                 stamps: None,
                 rx_stamp: 0,
                 latency: LatencyHist::default(),
+                spare: Vec::new(),
+                moving: Vec::new(),
+                moved: Vec::new(),
             },
             active,
         }
@@ -202,6 +215,11 @@ impl Worker {
     /// Queues a received frame.
     pub fn inject(&mut self, port: u32, frame: &[u8]) {
         self.core.inject(port, frame)
+    }
+
+    /// Queues a received frame in the buffer it arrived in (no copy).
+    pub fn inject_buf(&mut self, port: u32, buf: PacketBuf) {
+        self.core.inject_buf(port, buf)
     }
 
     /// Packets waiting anywhere in the worker.
@@ -341,6 +359,11 @@ impl Core {
             self.trace_out.append(&mut ctx.log);
         }
         ctx.arch.preserved.clear();
+        if ctx.pkt.buf.frame().is_some() {
+            // a UMEM chunk goes back to its region (the fill rings need it), not to
+            // the pool with the context
+            ctx.pkt = self.spare.pop().unwrap_or_default();
+        }
         self.pool.push(ctx);
     }
 
@@ -411,7 +434,50 @@ impl Core {
     /// Queues a received frame.
     pub fn inject(&mut self, port: u32, frame: &[u8]) {
         let mut ctx = self.alloc();
+        if ctx.pkt.capacity() == 0
+            && let Some(b) = self.spare.pop()
+        {
+            // its buffer left with a frame sent in place
+            ctx.pkt = b;
+        }
         ctx.pkt.set(frame);
+        self.queue_received(ctx, port);
+    }
+
+    /// Queues a received frame in the buffer it arrived in (an AF_XDP UMEM chunk):
+    /// the packet is processed there and, sent to a port that takes buffers
+    /// ([`Core::set_moving_ports`]), leaves from there.
+    pub fn inject_buf(&mut self, port: u32, buf: PacketBuf) {
+        let mut ctx = self.alloc();
+        let old = std::mem::replace(&mut ctx.pkt, buf);
+        if old.buf.frame().is_none() && old.capacity() > 0 && self.spare.len() < SPARE_BUFFERS {
+            self.spare.push(old);
+        }
+        self.queue_received(ctx, port);
+    }
+
+    /// Frames in UMEM chunks ([`Core::inject_buf`]) transmitted on these ports leave
+    /// as buffers, collected by [`Core::take_moved`], instead of being copied through
+    /// the `tx` callback; the port then sends them from their chunk. Frames in heap
+    /// buffers still go through `tx`. Replaces the previous set.
+    pub fn set_moving_ports(&mut self, ports: &[u32]) {
+        self.moving.clear();
+        for &p in ports {
+            let i = p as usize;
+            if self.moving.len() <= i {
+                self.moving.resize(i + 1, false);
+            }
+            self.moving[i] = true;
+        }
+    }
+
+    /// Moves the frames transmitted on the moving ports since the last call into
+    /// `out` (in transmission order), each truncated as the program asked.
+    pub fn take_moved(&mut self, out: &mut Vec<(u32, PacketBuf)>) {
+        out.append(&mut self.moved);
+    }
+
+    fn queue_received(&mut self, mut ctx: Pkt, port: u32) {
         ctx.arch.port = port;
         ctx.arch.instance_type = crate::worker::instance::NORMAL;
         ctx.arch.passes = 0;
@@ -1014,7 +1080,13 @@ impl Core {
                 ctx.log
                     .push(format!("transmitted on port {port} ({n} bytes)"));
             }
-            tx(port, &ctx.pkt.data()[..n]);
+            if ctx.pkt.buf.frame().is_some() && self.moving.get(port as usize) == Some(&true) {
+                let mut b = std::mem::take(&mut ctx.pkt);
+                b.truncate(n);
+                self.moved.push((port, b));
+            } else {
+                tx(port, &ctx.pkt.data()[..n]);
+            }
             self.port_mut(port).tx += 1;
             if let (Some(s), Some(now)) = (&self.stamps, tx_ns) {
                 self.latency

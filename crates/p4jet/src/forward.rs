@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use p4jet_engine::PacketBuf;
 use p4jet_io::Port;
 use p4jet_io::pcap::Peek;
 use p4jet_switch::runtime::PortEvent;
@@ -77,6 +78,36 @@ struct Lane {
     cmds: Receiver<PortCmd>,
     cpu: Option<usize>,
     fds: Vec<RawFd>,
+    /// Ports that move buffers (AF_XDP): received into and sent from UMEM chunks.
+    moving: Vec<u32>,
+    /// `moving` changed since the thread last told its core.
+    moving_changed: bool,
+}
+
+/// Where a forwarding thread puts what it receives.
+trait Rx {
+    /// A frame to copy into a pooled buffer.
+    fn frame(&mut self, port: u32, frame: &[u8]);
+    /// A frame in its own buffer (a UMEM chunk).
+    fn buf(&mut self, port: u32, buf: PacketBuf);
+}
+
+impl Rx for Worker {
+    fn frame(&mut self, port: u32, frame: &[u8]) {
+        self.inject(port, frame)
+    }
+    fn buf(&mut self, port: u32, buf: PacketBuf) {
+        self.inject_buf(port, buf)
+    }
+}
+
+impl Rx for IngressStage {
+    fn frame(&mut self, port: u32, frame: &[u8]) {
+        self.inject(port, frame)
+    }
+    fn buf(&mut self, port: u32, buf: PacketBuf) {
+        self.inject_buf(port, buf)
+    }
 }
 
 impl Lane {
@@ -96,6 +127,21 @@ impl Lane {
             .iter()
             .filter_map(|p| p.lock().port().poll_fd())
             .collect();
+        self.moving = self
+            .ports
+            .iter()
+            .filter(|p| p.lock().port().moves_buffers())
+            .map(|p| p.num)
+            .collect();
+        self.moving_changed = true;
+    }
+
+    /// Tells `core` which ports take buffers, if that changed.
+    fn update_moving(&mut self, core: &mut Core) {
+        if self.moving_changed {
+            core.set_moving_ports(&self.moving);
+            self.moving_changed = false;
+        }
     }
 
     /// Applies port additions and removals sent by the supervisor.
@@ -124,16 +170,20 @@ impl Lane {
         }
     }
 
-    /// Receives up to a batch per live port without blocking.
-    fn rx_live(&self, batch: usize, inject: &mut dyn FnMut(u32, &[u8])) -> Result<usize, String> {
+    /// Receives up to a batch per live port without blocking: AF_XDP frames in
+    /// their UMEM chunks, other ports' frames copied.
+    fn rx_live(&self, batch: usize, rx: &mut dyn Rx) -> Result<usize, String> {
         let mut got = 0;
         for ph in &self.ports {
             let num = ph.num;
-            got += ph
-                .lock()
-                .port()
-                .recv_batch(batch, None, &mut |f| inject(num, f))
-                .map_err(|e| format!("port {num}: {e}"))?;
+            let mut pe = ph.lock();
+            let port = pe.port();
+            let n = if port.moves_buffers() {
+                port.recv_bufs(batch, &mut |b| rx.buf(num, b))
+            } else {
+                port.recv_batch(batch, None, &mut |f| rx.frame(num, f))
+            };
+            got += n.map_err(|e| format!("port {num}: {e}"))?;
         }
         Ok(got)
     }
@@ -143,6 +193,31 @@ impl Lane {
         p4jet_io::wait_readable(&self.fds, d)
             .map(|_| ())
             .map_err(|e| format!("{}: poll: {e}", self.name))
+    }
+
+    /// One line per live port of this thread with the port's own counters (how many
+    /// frames left from the UMEM chunk they arrived in, for AF_XDP).
+    fn report_ports(&self) {
+        for ph in &self.ports {
+            let mut pe = ph.lock();
+            if matches!(pe.io, PortIo::Pcap(_)) {
+                continue;
+            }
+            let port = pe.port();
+            let s = port.stats();
+            eprintln!(
+                "p4jet: port {}@{} ({}, {}): rx {} (kernel drops {}), tx {} ({} in place), tx dropped {}",
+                ph.num,
+                port.name(),
+                port.kind(),
+                self.name,
+                s.rx_packets,
+                s.rx_dropped,
+                s.tx_packets,
+                s.tx_in_place,
+                s.tx_dropped
+            );
+        }
     }
 
     fn exhausted(&self) -> bool {
@@ -214,6 +289,8 @@ fn read_pcaps(
 struct TxBuf {
     data: Vec<u8>,
     frames: Vec<(u32, usize, usize)>,
+    /// Frames leaving in their own buffers (UMEM chunks), from `Core::take_moved`.
+    moved: Vec<(u32, PacketBuf)>,
 }
 
 impl TxBuf {
@@ -228,19 +305,22 @@ impl TxBuf {
     /// ports this thread does not have are dropped (as simple_switch drops frames to
     /// unknown ports).
     fn send(&mut self, ports: &[PortHandle], errors: &mut Vec<String>) -> Result<(), String> {
-        if self.frames.is_empty() {
+        if self.frames.is_empty() && self.moved.is_empty() {
             return Ok(());
         }
         const CHUNK: usize = 64;
         for ph in ports {
-            if !self.frames.iter().any(|f| f.0 == ph.num) {
+            if !self.frames.iter().any(|f| f.0 == ph.num)
+                && !self.moved.iter().any(|f| f.0 == ph.num)
+            {
                 continue;
             }
             let mut pe = ph.lock();
             let port = pe.port();
+            let mut dropped = send_moved(port, ph.num, &mut self.moved)
+                .map_err(|e| format!("port {}: {e}", ph.num))?;
             let mut chunk: [&[u8]; CHUNK] = [&[]; CHUNK];
             let mut n = 0;
-            let mut dropped = 0;
             for &(p, s, e) in &self.frames {
                 if p != ph.num {
                     continue;
@@ -267,8 +347,56 @@ impl TxBuf {
         }
         self.data.clear();
         self.frames.clear();
+        // frames for ports this thread does not have: dropped (their chunks go back)
+        self.moved.clear();
         Ok(())
     }
+}
+
+/// Sends the moved frames of port `num` (in order; the others stay in `moved`),
+/// flushing while the transmit ring is full; returns how many were dropped because
+/// the kernel did not make room.
+fn send_moved(
+    port: &mut dyn Port,
+    num: u32,
+    moved: &mut Vec<(u32, PacketBuf)>,
+) -> std::io::Result<usize> {
+    if !moved.iter().any(|m| m.0 == num) {
+        return Ok(0);
+    }
+    let mut dropped = 0;
+    let mut stalls = 0;
+    let mut rest = Vec::new();
+    std::mem::swap(&mut rest, moved);
+    for (p, b) in rest.drain(..) {
+        if p != num {
+            moved.push((p, b));
+            continue;
+        }
+        let mut b = b;
+        loop {
+            match port.send_buf(b) {
+                Ok(()) => break,
+                Err(back) => {
+                    b = back;
+                    port.flush()?;
+                    stalls += 1;
+                    if stalls > 10_000 {
+                        dropped += 1;
+                        break;
+                    }
+                    if stalls > 16 {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+        }
+    }
+    // keep the vector's allocation for the next batch
+    if moved.is_empty() {
+        std::mem::swap(&mut rest, moved);
+    }
+    Ok(dropped)
 }
 
 /// Sends every frame, flushing while the transmit ring is full; gives up (returns the
@@ -333,13 +461,15 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
     let r = (|| -> Result<(), String> {
         while !c.stop.load(Ordering::Relaxed) {
             lane.port_cmds();
+            lane.update_moving(&mut w.core);
             let got = if c.files {
                 read_pcaps(&lane.ports, c.batch, &mut |n, f| w.inject(n, f))?
             } else {
-                lane.rx_live(c.batch, &mut |n, f| w.inject(n, f))?
+                lane.rx_live(c.batch, &mut w)?
             };
             // packets of rate-limited queues leave later: never wait for them here
             w.run_ready(&mut |p, f| tx.push(p, f));
+            w.core.take_moved(&mut tx.moved);
             tx.send(&lane.ports, &mut errors)?;
             flush_trace(&mut w.core, &c);
             report_errors(&mut w.core, &mut errors);
@@ -361,6 +491,7 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
         Ok(())
     })();
     let f = lane.flush_all();
+    lane.report_ports();
     r?;
     f?;
     Ok(Done::Rtc(Box::new(w)))
@@ -378,7 +509,7 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
             let got = if c.files {
                 read_pcaps(&lane.ports, c.batch, &mut |n, f| st.inject(n, f))?
             } else {
-                lane.rx_live(c.batch, &mut |n, f| st.inject(n, f))?
+                lane.rx_live(c.batch, &mut st)?
             };
             // everything received goes through ingress; recirculated packets come back
             st.step().map_err(&gone)?;
@@ -424,7 +555,9 @@ fn egress_thread(mut st: EgressStage, mut lane: Lane, c: Arc<Common>) -> Result<
     let r = (|| -> Result<(), String> {
         loop {
             lane.port_cmds();
+            lane.update_moving(st.core_mut());
             let r = st.step(&mut |p, f| tx.push(p, f), Duration::from_millis(5));
+            st.core_mut().take_moved(&mut tx.moved);
             tx.send(&lane.ports, &mut errors)?;
             flush_trace(st.core_mut(), &c);
             report_errors(st.core_mut(), &mut errors);
@@ -434,6 +567,7 @@ fn egress_thread(mut st: EgressStage, mut lane: Lane, c: Arc<Common>) -> Result<
         }
     })();
     let f = lane.flush_all();
+    lane.report_ports();
     r?;
     f?;
     Ok(Done::Egress(Box::new(st)))
@@ -515,6 +649,8 @@ pub(crate) fn run(
                     cmds: r,
                     cpu: cpu(i),
                     fds: vec![],
+                    moving: vec![],
+                    moving_changed: true,
                 },
             )
         };

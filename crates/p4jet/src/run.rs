@@ -97,6 +97,14 @@ pub struct RunArgs {
     /// `af_xdp` or `af_packet` (forced; fails if it cannot be opened).
     #[arg(long = "port-type", value_enum, default_value_t = PortType::Auto)]
     pub port_type: PortType,
+    /// AF_XDP UMEMs: `shared` (one per worker, shared by its AF_XDP ports and used as
+    /// their packet buffers, so frames forwarded between them are not copied) or
+    /// `per-port` (each port its own UMEM; frames are copied in and out).
+    #[arg(long = "xdp-umem", value_enum, default_value_t = XdpUmem::Shared)]
+    pub xdp_umem: XdpUmem,
+    /// Frames of each worker's shared UMEM (2048 or 4096 bytes each, from the MTU).
+    #[arg(long = "xdp-umem-frames", default_value_t = 16384)]
+    pub xdp_umem_frames: u32,
     /// Forwarding workers. Each owns its port on every live interface: its share of
     /// the AF_XDP queues when the interface has a queue per worker, else an AF_PACKET
     /// socket in the interface's hash fanout group (a flow stays on one worker).
@@ -370,6 +378,12 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         files,
         pcap: a.pcap.clone(),
         workers,
+        umems: match a.xdp_umem {
+            XdpUmem::Shared => (0..workers)
+                .map(|_| Some(p4jet_io::UmemSlot::new(a.xdp_umem_frames)))
+                .collect(),
+            XdpUmem::PerPort => vec![None; workers],
+        },
     };
     // every worker opens its own port on each interface, in port order
     let mut ports: Vec<Vec<forward::PortHandle>> = vec![];
@@ -417,6 +431,8 @@ struct OpenArgs {
     files: bool,
     pcap: Option<PathBuf>,
     workers: usize,
+    /// Per worker: the slot of its shared AF_XDP UMEM (`--xdp-umem shared`).
+    umems: Vec<Option<Arc<p4jet_io::UmemSlot>>>,
 }
 
 /// A `PACKET_FANOUT` group id for port `num`: the same for every worker of this
@@ -435,6 +451,12 @@ fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, S
     } else {
         let oo = p4jet_io::OpenOptions {
             backend: o.backend.clone(),
+            // a recorded port copies its frames anyway
+            umem: if o.pcap.is_some() && k == 0 {
+                None
+            } else {
+                o.umems.get(k).cloned().flatten()
+            },
             ..Default::default()
         };
         let opened = p4jet_io::open_worker_port(
@@ -476,6 +498,16 @@ fn print_counts(counts: &[PortCounters]) {
         }
         println!("{i:>4} {:>9} {:>9} {:>9}", c.rx, c.tx, c.drop);
     }
+}
+
+/// `--xdp-umem`: how AF_XDP ports get their UMEM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum XdpUmem {
+    /// One UMEM per worker, shared by its AF_XDP ports; packets stay in their chunk.
+    Shared,
+    /// A UMEM per port; frames are copied between the UMEM and packet buffers.
+    #[value(name = "per-port")]
+    PerPort,
 }
 
 /// `--port-type`: which backend opens live `-i PORT@IFACE` ports.

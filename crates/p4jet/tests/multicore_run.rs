@@ -48,7 +48,23 @@ fn run_two_workers_af_xdp_queue_per_worker() {
     }
     if !out.stderr.contains("AF_XDP on s1") {
         eprintln!("note: AF_XDP not used on this kernel:\n{}", out.stderr);
+        return;
     }
+    // both ports of a worker share its UMEM: every frame leaves from its rx chunk
+    assert_eq!(in_place(&out.stderr), PACKETS as u64, "{}", out.stderr);
+}
+
+/// Frames sent from the UMEM chunk they arrived in, summed over the port reports.
+fn in_place(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("p4jet: port "))
+        .filter_map(|l| {
+            let (_, rest) = l.split_once(" in place)")?.0.rsplit_once('(')?;
+            Some(rest)
+        })
+        .filter_map(|n| n.trim().parse::<u64>().ok())
+        .sum()
 }
 
 #[test]
@@ -78,6 +94,10 @@ fn run_pipeline_mode() {
         return;
     };
     assert!(out.stderr.contains("rings of 256 slots"), "{}", out.stderr);
+    if out.stderr.contains("AF_XDP on s1") {
+        // the egress thread sends from the chunks the ingress thread received into
+        assert_eq!(in_place(&out.stderr), PACKETS as u64, "{}", out.stderr);
+    }
 }
 
 /// What a run left behind.

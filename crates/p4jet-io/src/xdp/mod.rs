@@ -20,12 +20,13 @@ mod bpf;
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use crate::sys::{self, Mmap, ctx, cvt, getsockopt, setsockopt};
 use crate::{Port, PortKind, PortStats};
+use p4jet_buf::{FrameRegion, PacketBuf, Storage};
 
 /// Where the XDP program runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -278,19 +279,160 @@ impl Ring {
 
 const DESC: usize = std::mem::size_of::<libc::xdp_desc>();
 
-/// One XDP socket bound to one queue, with its UMEM.
+/// A UMEM: a [`FrameRegion`] registered with AF_XDP. The AF_XDP ports of one
+/// worker share one (each socket binds with `XDP_SHARED_UMEM` to the first socket
+/// still open, with its own fill and completion rings), and the packets they
+/// receive are buffers in its chunks ([`Port::recv_bufs`]): a frame forwarded from
+/// one of these ports to another is transmitted from the chunk it arrived in.
+pub struct Umem {
+    region: Arc<FrameRegion>,
+    /// Bound sockets using this UMEM: (id, fd). A new socket shares the UMEM of
+    /// the first; with none, it registers the region again.
+    members: Mutex<Vec<(u64, RawFd, bool)>>,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for Umem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Umem({:?})", self.region)
+    }
+}
+
+impl Umem {
+    /// Maps a UMEM of `frames` chunks of `frame_size` bytes (2048 or 4096).
+    pub fn new(frame_size: u32, frames: u32) -> io::Result<Arc<Umem>> {
+        if frame_size != 2048 && frame_size != 4096 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("UMEM frame size {frame_size}: must be 2048 or 4096"),
+            ));
+        }
+        let region = FrameRegion::new(frame_size, frames).map_err(|e| ctx(e, "UMEM"))?;
+        Ok(Arc::new(Umem {
+            region,
+            members: Mutex::new(vec![]),
+            next_id: AtomicU64::new(1),
+        }))
+    }
+
+    /// The frames.
+    pub fn region(&self) -> &Arc<FrameRegion> {
+        &self.region
+    }
+
+    /// Bytes per frame.
+    pub fn frame_size(&self) -> u32 {
+        self.region.chunk_size()
+    }
+
+    fn members(&self) -> std::sync::MutexGuard<'_, Vec<(u64, RawFd, bool)>> {
+        self.members.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The UMEM of one worker, made when its first AF_XDP port opens (with that
+/// port's frame size) and shared by the ports opened after it.
+#[derive(Debug)]
+pub struct UmemSlot {
+    frames: u32,
+    umem: Mutex<Option<Arc<Umem>>>,
+}
+
+impl UmemSlot {
+    /// A slot whose UMEM will have `frames` frames.
+    pub fn new(frames: u32) -> Arc<UmemSlot> {
+        Arc::new(UmemSlot {
+            frames: frames.max(256),
+            umem: Mutex::new(None),
+        })
+    }
+
+    /// The UMEM, made now with `frame_size` if there is none yet.
+    pub fn get(&self, frame_size: u32) -> io::Result<Arc<Umem>> {
+        let mut g = self.umem.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(u) = &*g {
+            return Ok(u.clone());
+        }
+        let u = Umem::new(frame_size, self.frames)?;
+        *g = Some(u.clone());
+        Ok(u)
+    }
+}
+
+/// Chunks of a UMEM that one socket gave the kernel (fill and tx rings), one bit
+/// each. A descriptor the kernel returns is only taken back if its bit is set, so
+/// no chunk can ever be owned twice. Dropped after the socket is closed: the
+/// chunks go back to the region (copy mode; in zero-copy mode the driver may still
+/// write them until it tears the queue down, so they are left unused).
+struct KernelChunks {
+    region: Arc<FrameRegion>,
+    bits: Vec<u64>,
+    release_on_drop: bool,
+}
+
+impl KernelChunks {
+    fn new(region: Arc<FrameRegion>) -> KernelChunks {
+        let words = (region.count() as usize).div_ceil(64);
+        KernelChunks {
+            region,
+            bits: vec![0; words],
+            release_on_drop: true,
+        }
+    }
+
+    /// Records that chunk `idx` now belongs to the kernel.
+    #[inline]
+    fn give(&mut self, idx: u32) {
+        self.bits[idx as usize / 64] |= 1 << (idx % 64);
+    }
+
+    /// Takes chunk `idx` back from the kernel; false if it was not the kernel's.
+    #[inline]
+    fn take_back(&mut self, idx: u32) -> bool {
+        let w = &mut self.bits[idx as usize / 64];
+        let m = 1 << (idx % 64);
+        let had = *w & m != 0;
+        *w &= !m;
+        had
+    }
+}
+
+impl Drop for KernelChunks {
+    fn drop(&mut self) {
+        if !self.release_on_drop {
+            return;
+        }
+        for (w, bits) in self.bits.iter().enumerate() {
+            let mut b = *bits;
+            while b != 0 {
+                let idx = w as u32 * 64 + b.trailing_zeros();
+                b &= b - 1;
+                // SAFETY: the socket that had these chunks is closed (this value is
+                // the last field of `Xsk` and the fd is dropped before it), and in
+                // copy mode the kernel only touches a socket's chunks while it is
+                // bound; so nothing uses them any more.
+                unsafe { self.region.release_raw(idx) };
+            }
+        }
+    }
+}
+
+/// One XDP socket bound to one queue, on a (possibly shared) UMEM.
 struct Xsk {
-    fd: OwnedFd,
-    queue: u32,
-    umem: Mmap,
-    frame_size: u32,
+    // Field order is drop order: rings unmapped, socket closed, then the
+    // chunks the kernel held are returned.
     fill: Ring,
     comp: Ring,
     rx: Ring,
     tx: Ring,
-    tx_free: Vec<u64>,
+    fd: OwnedFd,
+    umem: Arc<Umem>,
+    id: u64,
+    queue: u32,
+    frame_size: u32,
     zero_copy: bool,
     need_wakeup: bool,
+    kernel: KernelChunks,
 }
 
 // SAFETY: the raw pointers point into mappings owned by this value; nothing
@@ -302,32 +444,32 @@ impl Xsk {
         ifindex: u32,
         queue: u32,
         opts: &AfXdpOptions,
-        frame_size: u32,
+        umem: &Arc<Umem>,
         bind_flags: u16,
     ) -> io::Result<Xsk> {
         let fd =
             sys::socket(libc::AF_XDP, libc::SOCK_RAW, 0).map_err(|e| ctx(e, "socket(AF_XDP)"))?;
         let raw = fd.as_raw_fd();
+        let region = umem.region.clone();
+        let frame_size = region.chunk_size();
         let rx_n = opts.rx_frames.max(64).next_power_of_two();
         let tx_n = opts.tx_frames.max(64).next_power_of_two();
-        let frames = rx_n + tx_n;
-        let umem = Mmap::map(
-            None,
-            frames as usize * frame_size as usize,
-            0,
-            libc::MAP_POPULATE,
-        )
-        .map_err(|e| ctx(e, "UMEM mmap"))?;
-        let reg = libc::xdp_umem_reg {
-            addr: umem.ptr as u64,
-            len: umem.len as u64,
-            chunk_size: frame_size,
-            headroom: 0,
-            flags: 0,
-            tx_metadata_len: 0,
-        };
-        setsockopt(raw, libc::SOL_XDP, libc::XDP_UMEM_REG, &reg)
-            .map_err(|e| ctx(e, "XDP_UMEM_REG"))?;
+        // Held while binding, so that the socket shared with cannot close meanwhile.
+        let mut members = umem.members();
+        let share_with = members.first().map(|m| m.1);
+        let need_wakeup = members.first().map_or(opts.need_wakeup, |m| m.2);
+        if share_with.is_none() {
+            let reg = libc::xdp_umem_reg {
+                addr: region.base() as u64,
+                len: region.len() as u64,
+                chunk_size: frame_size,
+                headroom: 0,
+                flags: 0,
+                tx_metadata_len: 0,
+            };
+            setsockopt(raw, libc::SOL_XDP, libc::XDP_UMEM_REG, &reg)
+                .map_err(|e| ctx(e, "XDP_UMEM_REG"))?;
+        }
         setsockopt(raw, libc::SOL_XDP, libc::XDP_UMEM_FILL_RING, &rx_n)
             .map_err(|e| ctx(e, "XDP_UMEM_FILL_RING"))?;
         setsockopt(raw, libc::SOL_XDP, libc::XDP_UMEM_COMPLETION_RING, &tx_n)
@@ -354,34 +496,31 @@ impl Xsk {
         let mut tx = Ring::map(raw, &off.tx, libc::XDP_PGOFF_TX_RING as u64, tx_n, DESC)
             .map_err(|e| ctx(e, "tx ring mmap"))?;
         tx.cached = tx.size;
-
-        // All rx frames into the fill ring before bind.
         fill.cached = fill.size;
-        let n = fill.free(rx_n);
-        for i in 0..n {
-            let e = fill.entry(fill.local.wrapping_add(i), 8);
-            // SAFETY: fill entries are u64 frame addresses inside the ring.
-            unsafe { e.cast::<u64>().write(u64::from(i) * u64::from(frame_size)) };
-        }
-        fill.local = fill.local.wrapping_add(n);
-        fill.submit();
-        let tx_free = (rx_n..frames)
-            .rev()
-            .map(|i| u64::from(i) * u64::from(frame_size))
-            .collect();
+        let mut kernel = KernelChunks::new(region.clone());
+        // Fill the fill ring before bind (the chunks go back if bind fails:
+        // `kernel` is dropped with the unbound socket).
+        Self::refill_ring(&mut fill, &region, &mut kernel);
 
-        let flags = bind_flags
-            | if opts.need_wakeup {
-                libc::XDP_USE_NEED_WAKEUP
-            } else {
-                0
-            };
+        // Sockets sharing a UMEM take their mode from the socket shared with: the
+        // kernel refuses mode flags on them.
+        let flags = match share_with {
+            Some(_) => libc::XDP_SHARED_UMEM,
+            None => {
+                bind_flags
+                    | if need_wakeup {
+                        libc::XDP_USE_NEED_WAKEUP
+                    } else {
+                        0
+                    }
+            }
+        };
         let sa = libc::sockaddr_xdp {
             sxdp_family: libc::AF_XDP as u16,
             sxdp_flags: flags,
             sxdp_ifindex: ifindex,
             sxdp_queue_id: queue,
-            sxdp_shared_umem_fd: 0,
+            sxdp_shared_umem_fd: share_with.map_or(0, |f| f as u32),
         };
         // A queue freed by a socket closed just before is released by the
         // kernel asynchronously: retry EBUSY for a short while.
@@ -408,77 +547,165 @@ impl Xsk {
                         ),
                     ));
                 }
-                Err(e) => return Err(ctx(e, format_args!("bind AF_XDP to queue {queue}"))),
+                Err(e) => {
+                    return Err(ctx(
+                        e,
+                        format_args!(
+                            "bind AF_XDP to queue {queue}{}",
+                            if share_with.is_some() {
+                                " sharing the worker's UMEM"
+                            } else {
+                                ""
+                            }
+                        ),
+                    ));
+                }
             }
         }
         let mut xo = libc::xdp_options { flags: 0 };
         let zero_copy = getsockopt(raw, libc::SOL_XDP, libc::XDP_OPTIONS, &mut xo).is_ok()
             && xo.flags & libc::XDP_OPTIONS_ZEROCOPY != 0;
+        kernel.release_on_drop = !zero_copy;
+        let id = umem.next_id.fetch_add(1, Ordering::Relaxed);
+        members.push((id, raw, need_wakeup));
+        drop(members);
         Ok(Xsk {
-            fd,
-            queue,
-            umem,
-            frame_size,
             fill,
             comp,
             rx,
             tx,
-            tx_free,
+            fd,
+            umem: umem.clone(),
+            id,
+            queue,
+            frame_size,
             zero_copy,
-            need_wakeup: opts.need_wakeup,
+            // a shared socket has the need_wakeup setting of the socket shared with
+            need_wakeup,
+            kernel,
         })
     }
 
-    /// Delivers up to `max` received frames; returns how many.
-    fn recv(&mut self, max: u32, f: &mut dyn FnMut(&[u8]), stats: &mut PortStats) -> u32 {
-        let n = self.rx.available(max);
-        if n == 0 {
-            // The kernel may wait for fill-ring entries and a wakeup.
-            if self.need_wakeup && self.fill.needs_wakeup() {
-                let _ = sys::poll_one(self.fd.as_raw_fd(), libc::POLLIN, Duration::ZERO);
-            }
-            return 0;
+    /// Puts free chunks of the region into the fill ring, as many as fit.
+    fn refill_ring(fill: &mut Ring, region: &FrameRegion, kernel: &mut KernelChunks) {
+        let room = fill.free(fill.size);
+        let mut k = 0;
+        while k < room {
+            let Some(idx) = region.take_raw() else {
+                break;
+            };
+            kernel.give(idx);
+            let e = fill.entry(fill.local.wrapping_add(k), 8);
+            // SAFETY: fill entries are u64 slots inside the ring.
+            unsafe { e.cast::<u64>().write(region.offset_of(idx)) };
+            k += 1;
         }
-        // Room in the fill ring is guaranteed: every frame in rx came from it.
-        let room = self.fill.free(n);
-        for i in 0..n {
-            let d = self.rx.entry(self.rx.local.wrapping_add(i), DESC);
-            // SAFETY: rx entries are xdp_desc written by the kernel.
-            let desc = unsafe { d.cast::<libc::xdp_desc>().read() };
-            let addr = desc.addr as usize;
-            let len = desc.len as usize;
-            if addr + len <= self.umem.len {
-                // SAFETY: the frame lies inside the UMEM, and the kernel does
-                // not touch it until we give it back through the fill ring.
-                let data = unsafe { std::slice::from_raw_parts(self.umem.ptr.add(addr), len) };
-                f(data);
-                stats.rx_packets += 1;
-                stats.rx_bytes += len as u64;
-            }
-            if i < room {
-                let base = desc.addr - desc.addr % u64::from(self.frame_size);
-                let e = self.fill.entry(self.fill.local.wrapping_add(i), 8);
-                // SAFETY: fill entries are u64 slots inside the ring.
-                unsafe { e.cast::<u64>().write(base) };
-            }
+        if k > 0 {
+            fill.local = fill.local.wrapping_add(k);
+            fill.submit();
         }
-        self.rx.local = self.rx.local.wrapping_add(n);
-        self.rx.release();
-        self.fill.local = self.fill.local.wrapping_add(room);
-        self.fill.submit();
+    }
+
+    fn wake_rx(&self) {
         if self.need_wakeup && self.fill.needs_wakeup() {
             let _ = sys::poll_one(self.fd.as_raw_fd(), libc::POLLIN, Duration::ZERO);
         }
+    }
+
+    /// Reads rx descriptor `i` of the next batch: (chunk, offset in chunk, length)
+    /// if it names a chunk this socket gave the kernel.
+    fn rx_desc(&mut self, i: u32) -> Option<(u32, usize, usize)> {
+        let d = self.rx.entry(self.rx.local.wrapping_add(i), DESC);
+        // SAFETY: rx entries are xdp_desc written by the kernel.
+        let desc = unsafe { d.cast::<libc::xdp_desc>().read() };
+        let region = &self.umem.region;
+        let idx = region.chunk_of(desc.addr)?;
+        if !self.kernel.take_back(idx) {
+            return None;
+        }
+        let off = (desc.addr - region.offset_of(idx)) as usize;
+        let len = desc.len as usize;
+        if off + len > self.frame_size as usize {
+            // cannot happen for a well-behaved kernel; the chunk is ours again
+            // SAFETY: taken back from the kernel just above.
+            unsafe { region.release_raw(idx) };
+            return None;
+        }
+        Some((idx, off, len))
+    }
+
+    /// Delivers up to `max` received frames as slices (the chunks go straight back
+    /// to the fill ring); returns how many.
+    fn recv(&mut self, max: u32, f: &mut dyn FnMut(&[u8]), stats: &mut PortStats) -> u32 {
+        let n = self.rx.available(max);
+        if n == 0 {
+            Self::refill_ring(&mut self.fill, &self.umem.region, &mut self.kernel);
+            // The kernel may wait for fill-ring entries and a wakeup.
+            self.wake_rx();
+            return 0;
+        }
+        let region = self.umem.region.clone();
+        for i in 0..n {
+            let Some((idx, off, len)) = self.rx_desc(i) else {
+                continue;
+            };
+            // SAFETY: chunk `idx` came back from the kernel through the rx ring; it
+            // is ours until it goes into the fill ring below.
+            let frame = unsafe { region.frame_from_raw(idx) };
+            f(&frame[off..off + len]);
+            stats.rx_packets += 1;
+            stats.rx_bytes += len as u64;
+            drop(frame);
+        }
+        self.rx.local = self.rx.local.wrapping_add(n);
+        self.rx.release();
+        Self::refill_ring(&mut self.fill, &region, &mut self.kernel);
+        self.wake_rx();
         n
     }
 
-    /// Moves completed tx frames back to the free list.
+    /// Delivers up to `max` received frames as buffers in their chunks; returns how
+    /// many. The fill ring is topped up from the region's free chunks.
+    fn recv_bufs(&mut self, max: u32, f: &mut dyn FnMut(PacketBuf), stats: &mut PortStats) -> u32 {
+        let n = self.rx.available(max);
+        if n == 0 {
+            Self::refill_ring(&mut self.fill, &self.umem.region, &mut self.kernel);
+            self.wake_rx();
+            return 0;
+        }
+        let region = self.umem.region.clone();
+        for i in 0..n {
+            let Some((idx, off, len)) = self.rx_desc(i) else {
+                continue;
+            };
+            // SAFETY: chunk `idx` came back from the kernel through the rx ring and
+            // is owned by the new Frame alone.
+            let frame = unsafe { region.frame_from_raw(idx) };
+            stats.rx_packets += 1;
+            stats.rx_bytes += len as u64;
+            f(PacketBuf::in_frame(frame, off, off + len));
+        }
+        self.rx.local = self.rx.local.wrapping_add(n);
+        self.rx.release();
+        Self::refill_ring(&mut self.fill, &region, &mut self.kernel);
+        self.wake_rx();
+        n
+    }
+
+    /// Returns completed tx chunks to the region.
     fn reclaim(&mut self) {
         let n = self.comp.available(self.comp.size);
         for i in 0..n {
             let e = self.comp.entry(self.comp.local.wrapping_add(i), 8);
             // SAFETY: completion entries are u64 frame addresses.
-            self.tx_free.push(unsafe { e.cast::<u64>().read() });
+            let addr = unsafe { e.cast::<u64>().read() };
+            if let Some(idx) = self.umem.region.chunk_of(addr)
+                && self.kernel.take_back(idx)
+            {
+                // SAFETY: the kernel completed the transmission from this chunk
+                // and gave it back; it was ours before (its bit was set).
+                unsafe { self.umem.region.release_raw(idx) };
+            }
         }
         self.comp.local = self.comp.local.wrapping_add(n);
         if n > 0 {
@@ -486,33 +713,48 @@ impl Xsk {
         }
     }
 
-    /// Queues one frame; false if no frame or ring slot is free.
-    fn queue_tx(&mut self, frame: &[u8]) -> bool {
-        if self.tx.free(1) == 0 {
-            return false;
-        }
-        let Some(addr) = self.tx_free.pop() else {
-            return false;
-        };
-        // SAFETY: `addr` is a free tx frame of frame_size bytes in the UMEM,
-        // and the caller checked frame.len() <= frame_size.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                frame.as_ptr(),
-                self.umem.ptr.add(addr as usize),
-                frame.len(),
-            );
-        }
+    fn push_tx_desc(&mut self, addr: u64, len: usize) {
         let d = self.tx.entry(self.tx.local, DESC);
         let desc = libc::xdp_desc {
             addr,
-            len: frame.len() as u32,
+            len: len as u32,
             options: 0,
         };
         // SAFETY: tx entries are xdp_desc slots inside the ring.
         unsafe { d.cast::<libc::xdp_desc>().write(desc) };
         self.tx.local = self.tx.local.wrapping_add(1);
+    }
+
+    /// Queues a copy of one frame in a free chunk; false if no chunk or ring slot
+    /// is free. The caller checked frame.len() <= frame_size.
+    fn queue_tx(&mut self, frame: &[u8]) -> bool {
+        if self.tx.free(1) == 0 {
+            return false;
+        }
+        let Some(mut chunk) = self.umem.region.take() else {
+            return false;
+        };
+        chunk[..frame.len()].copy_from_slice(frame);
+        let idx = chunk.into_raw();
+        self.kernel.give(idx);
+        self.push_tx_desc(self.umem.region.offset_of(idx), frame.len());
         true
+    }
+
+    /// Queues a buffer that lives in a chunk of this socket's UMEM, without
+    /// copying; gives it back if the ring is full.
+    fn queue_tx_in_place(&mut self, buf: PacketBuf) -> Result<(), PacketBuf> {
+        if self.tx.free(1) == 0 {
+            return Err(buf);
+        }
+        let (start, len) = (buf.start, buf.len());
+        let Storage::Frame(frame) = buf.buf else {
+            return Err(buf);
+        };
+        let idx = frame.into_raw();
+        self.kernel.give(idx);
+        self.push_tx_desc(self.umem.region.offset_of(idx) + start as u64, len);
+        Ok(())
     }
 
     /// Kicks the kernel until the tx ring is drained (copy mode sends at most
@@ -541,6 +783,13 @@ impl Xsk {
     }
 }
 
+impl Drop for Xsk {
+    fn drop(&mut self) {
+        // no socket may share this UMEM through our fd once it is closed
+        self.umem.members().retain(|m| m.0 != self.id);
+    }
+}
+
 /// An AF_XDP port: one XDP socket per bound receive queue.
 pub struct AfXdpPort {
     name: String,
@@ -548,6 +797,8 @@ pub struct AfXdpPort {
     // then the program is detached when the last port of the interface goes.
     xsks: Vec<Xsk>,
     attach: Arc<XdpAttachment>,
+    umem: Arc<Umem>,
+    on_slot: bool,
     next_rx: usize,
     max_tx: usize,
     stats: PortStats,
@@ -557,7 +808,30 @@ pub struct AfXdpPort {
 impl AfXdpPort {
     /// Opens interface `iface` with `opts`.
     pub fn open(iface: &str, opts: &AfXdpOptions) -> io::Result<AfXdpPort> {
-        Self::open_inner(iface, opts, None).map_err(|e| ctx(e, format_args!("AF_XDP on {iface}")))
+        Self::open_inner(iface, opts, None, None)
+            .map_err(|e| ctx(e, format_args!("AF_XDP on {iface}")))
+    }
+
+    /// Opens `iface` on the UMEM of `slot` (made by the first port opened on it),
+    /// shared with the other ports opened on the same slot: frames received on one
+    /// of them are sent from their chunk on another. `queues`: as
+    /// [`AfXdpPort::open_queues`], or `None` for `opts.queue` / every queue. Falls
+    /// back to a UMEM of its own (and says so in the description) if the kernel
+    /// refuses to share, or the slot's frames are smaller than this interface needs.
+    pub fn open_shared(
+        iface: &str,
+        opts: &AfXdpOptions,
+        queues: Option<&[u32]>,
+        slot: &UmemSlot,
+    ) -> io::Result<AfXdpPort> {
+        if queues.is_some_and(|q| q.is_empty()) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("AF_XDP on {iface}: no queue given"),
+            ));
+        }
+        Self::open_inner(iface, opts, queues, Some(slot))
+            .map_err(|e| ctx(e, format_args!("AF_XDP on {iface}")))
     }
 
     /// Opens `iface` on the receive queues `queues` only (one worker's share of a
@@ -569,11 +843,16 @@ impl AfXdpPort {
                 format!("AF_XDP on {iface}: no queue given"),
             ));
         }
-        Self::open_inner(iface, opts, Some(queues))
+        Self::open_inner(iface, opts, Some(queues), None)
             .map_err(|e| ctx(e, format_args!("AF_XDP on {iface}")))
     }
 
-    fn open_inner(iface: &str, opts: &AfXdpOptions, only: Option<&[u32]>) -> io::Result<AfXdpPort> {
+    fn open_inner(
+        iface: &str,
+        opts: &AfXdpOptions,
+        only: Option<&[u32]>,
+        slot: Option<&UmemSlot>,
+    ) -> io::Result<AfXdpPort> {
         let probe = sys::socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
         if opts.set_up {
             sys::set_up(probe.as_raw_fd(), iface)?;
@@ -613,24 +892,73 @@ impl AfXdpPort {
             )));
         }
         let attach = attachment(ifindex, iface, nq, opts.mode)?;
-        let mut xsks = Vec::new();
-        for &q in &queues {
-            let xsk = match (opts.zero_copy, attach.drv_mode) {
-                (ZeroCopy::Off, _) | (ZeroCopy::Auto, false) => {
-                    Xsk::open(ifindex, q, opts, frame_size, libc::XDP_COPY)?
+        let rx_n = opts.rx_frames.max(64).next_power_of_two();
+        let tx_n = opts.tx_frames.max(64).next_power_of_two();
+        // Own UMEM: every queue's fill and tx rings, plus room for the frames the
+        // switch holds (queued packets) so that the fill rings stay full.
+        let own = || {
+            Umem::new(
+                frame_size,
+                queues.len() as u32 * (rx_n + tx_n) + 4096.max(rx_n),
+            )
+        };
+        let (umem, mut umem_note) = match slot {
+            Some(sl) => {
+                let u = sl.get(frame_size)?;
+                if u.frame_size() >= frame_size {
+                    (u, None)
+                } else {
+                    (
+                        own()?,
+                        Some(format!(
+                            "own UMEM: the worker's has {} B frames, {iface} needs {frame_size}",
+                            u.frame_size()
+                        )),
+                    )
                 }
-                (ZeroCopy::Force, _) => Xsk::open(ifindex, q, opts, frame_size, libc::XDP_ZEROCOPY)
-                    .map_err(|e| ctx(e, "zero-copy forced but refused"))?,
-                (ZeroCopy::Auto, true) => {
-                    match Xsk::open(ifindex, q, opts, frame_size, libc::XDP_ZEROCOPY) {
-                        Ok(x) => x,
-                        Err(_) => Xsk::open(ifindex, q, opts, frame_size, libc::XDP_COPY)?,
+            }
+            None => (own()?, None),
+        };
+        let open_all = |umem: &Arc<Umem>| -> io::Result<Vec<Xsk>> {
+            let mut xsks = Vec::new();
+            for &q in &queues {
+                let xsk = match (opts.zero_copy, attach.drv_mode) {
+                    (ZeroCopy::Off, _) | (ZeroCopy::Auto, false) => {
+                        Xsk::open(ifindex, q, opts, umem, libc::XDP_COPY)?
                     }
-                }
-            };
-            bpf::map_set(&attach.map, q, xsk.fd.as_raw_fd())?;
-            xsks.push(xsk);
-        }
+                    (ZeroCopy::Force, _) => {
+                        let x = Xsk::open(ifindex, q, opts, umem, libc::XDP_ZEROCOPY)
+                            .map_err(|e| ctx(e, "zero-copy forced but refused"))?;
+                        if !x.zero_copy {
+                            return Err(io::Error::other(
+                                "zero-copy forced, but the shared UMEM is in copy mode",
+                            ));
+                        }
+                        x
+                    }
+                    (ZeroCopy::Auto, true) => {
+                        match Xsk::open(ifindex, q, opts, umem, libc::XDP_ZEROCOPY) {
+                            Ok(x) => x,
+                            Err(_) => Xsk::open(ifindex, q, opts, umem, libc::XDP_COPY)?,
+                        }
+                    }
+                };
+                bpf::map_set(&attach.map, q, xsk.fd.as_raw_fd())?;
+                xsks.push(xsk);
+            }
+            Ok(xsks)
+        };
+        let (umem, xsks) = match open_all(&umem) {
+            Ok(x) => (umem, x),
+            Err(e) if slot.is_some() && umem_note.is_none() => {
+                let u = own()?;
+                let x = open_all(&u)?;
+                umem_note = Some(format!("own UMEM: sharing the worker's failed: {e}"));
+                (u, x)
+            }
+            Err(e) => return Err(e),
+        };
+        let frame_size = umem.frame_size();
         let zc = xsks.iter().all(|x| x.zero_copy);
         let description = format!(
             "AF_XDP on {iface}: {} XDP, {}, queue{} {}, {} B frames, {}+{} frames/queue{}",
@@ -649,17 +977,30 @@ impl AfXdpPort {
             frame_size,
             opts.rx_frames.max(64).next_power_of_two(),
             opts.tx_frames.max(64).next_power_of_two(),
-            if opts.need_wakeup {
+            if xsks.first().is_some_and(|x| x.need_wakeup) {
                 ", need_wakeup"
             } else {
                 ""
             },
         );
+        let description = match (&umem_note, slot) {
+            (Some(n), _) => format!("{description}, {n}"),
+            (None, Some(_)) => format!(
+                "{description}, UMEM of {} frames shared by the worker's AF_XDP ports",
+                umem.region().count()
+            ),
+            (None, None) => format!(
+                "{description}, own UMEM of {} frames",
+                umem.region().count()
+            ),
+        };
         let max_tx = (frame_size as usize).min(mtu as usize + 18);
         Ok(AfXdpPort {
             name: iface.to_string(),
             xsks,
             attach,
+            umem,
+            on_slot: slot.is_some() && umem_note.is_none(),
             next_rx: 0,
             max_tx,
             stats: PortStats::default(),
@@ -705,6 +1046,17 @@ impl AfXdpPort {
         }
         self.next_rx = (self.next_rx + 1) % k.max(1);
         n
+    }
+
+    /// The UMEM this port's sockets use.
+    pub fn umem(&self) -> &Arc<Umem> {
+        &self.umem
+    }
+
+    /// Whether the port uses the UMEM of the slot it was opened on (false for a
+    /// port with a UMEM of its own).
+    pub fn shares_umem(&self) -> bool {
+        self.on_slot
     }
 }
 
@@ -755,9 +1107,7 @@ impl Port for AfXdpPort {
         let Some(xsk) = self.xsks.first_mut() else {
             return Ok(0);
         };
-        if xsk.tx_free.len() < frames.len() {
-            xsk.reclaim();
-        }
+        xsk.reclaim();
         let mut kicked = false;
         for (i, fr) in frames.iter().enumerate() {
             let max = self.max_tx - 4 * usize::from(!crate::afpacket::is_vlan_tagged(fr));
@@ -779,6 +1129,66 @@ impl Port for AfXdpPort {
             self.stats.tx_bytes += fr.len() as u64;
         }
         Ok(frames.len())
+    }
+
+    fn moves_buffers(&self) -> bool {
+        true
+    }
+
+    fn recv_bufs(&mut self, max: usize, f: &mut dyn FnMut(PacketBuf)) -> io::Result<usize> {
+        let mut n = 0usize;
+        let k = self.xsks.len();
+        for i in 0..k {
+            if n >= max {
+                break;
+            }
+            let idx = (self.next_rx + i) % k;
+            let want = (max - n).min(u32::MAX as usize) as u32;
+            n += self.xsks[idx].recv_bufs(want, f, &mut self.stats) as usize;
+        }
+        self.next_rx = (self.next_rx + 1) % k.max(1);
+        Ok(n)
+    }
+
+    fn send_buf(&mut self, buf: PacketBuf) -> Result<(), PacketBuf> {
+        let ours = buf
+            .buf
+            .frame()
+            .is_some_and(|f| Arc::ptr_eq(f.region(), self.umem.region()));
+        if !ours {
+            return match self.send_batch(&[buf.data()]) {
+                Ok(1) => Ok(()),
+                _ => Err(buf),
+            };
+        }
+        let Some(xsk) = self.xsks.first_mut() else {
+            return Err(buf);
+        };
+        let len = buf.len();
+        let max = self.max_tx - 4 * usize::from(!crate::afpacket::is_vlan_tagged(buf.data()));
+        if len < 14 || len > max {
+            self.stats.tx_dropped += 1;
+            return Ok(());
+        }
+        let buf = match xsk.queue_tx_in_place(buf) {
+            Ok(()) => None,
+            Err(b) => {
+                // ring full: hand what is queued to the kernel, then retry once
+                if xsk.kick().is_err() {
+                    // the interface is gone or down: `flush` reports the error
+                    self.stats.tx_dropped += 1;
+                    return Ok(());
+                }
+                xsk.queue_tx_in_place(b).err()
+            }
+        };
+        if let Some(b) = buf {
+            return Err(b);
+        }
+        self.stats.tx_packets += 1;
+        self.stats.tx_bytes += len as u64;
+        self.stats.tx_in_place += 1;
+        Ok(())
     }
 
     fn flush(&mut self) -> io::Result<()> {

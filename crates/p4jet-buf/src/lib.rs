@@ -1,0 +1,551 @@
+//! Packet buffers for p4jet.
+//!
+//! A [`PacketBuf`] holds one frame, `buf[start..end]`, with headroom in front for
+//! pushed headers. Its [`Storage`] is either
+//!
+//! * a heap buffer, recycled through the worker's context pool (pcap files,
+//!   AF_PACKET, TAP and the in-memory benchmark), or
+//! * one [`Frame`] of a [`FrameRegion`]: a page-aligned memory region cut into
+//!   equal chunks, on which AF_XDP registers its UMEM. A frame the kernel received
+//!   into a chunk is parsed, processed and deparsed in that chunk and transmitted
+//!   from it on any AF_XDP socket sharing the region: no copy between rx and tx.
+//!
+//! # Chunk ownership
+//!
+//! Each chunk of a region is owned by exactly one of: the region's free list, one
+//! [`Frame`] value, or the kernel. The I/O code moves chunks to the kernel with
+//! [`FrameRegion::take_raw`] / [`Frame::into_raw`] (fill and tx rings) and back with
+//! [`FrameRegion::frame_from_raw`] (rx ring) or [`FrameRegion::release_raw`]
+//! (completion ring); those two are `unsafe` because only the caller knows that the
+//! kernel has finished with the chunk. Dropping a `Frame` returns its chunk to the
+//! free list, so a frame dropped anywhere (a packet dropped by the program, a port
+//! removed, a switch reconfigured) is never lost.
+#![deny(missing_docs)]
+
+use std::fmt;
+use std::io;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crossbeam::queue::ArrayQueue;
+
+/// Headroom reserved in front of every packet for encapsulation. AF_XDP places
+/// received frames the same distance (`XDP_PACKET_HEADROOM`) into their chunk.
+pub const HEADROOM: usize = 256;
+
+/// A page-aligned memory region of `count` chunks of `chunk_size` bytes, with a
+/// lock-free free list of chunk indices. Shared (`Arc`) by the ports whose UMEM it
+/// is and by every [`Frame`] taken from it.
+pub struct FrameRegion {
+    base: NonNull<u8>,
+    len: usize,
+    chunk: u32,
+    count: u32,
+    free: ArrayQueue<u32>,
+}
+
+// SAFETY: the fields are immutable after construction and `ArrayQueue` is
+// thread-safe. The memory itself is only reached through `Frame`s (at most one
+// per chunk, by the ownership rule in the crate docs) or through raw chunk indices
+// that the I/O code hands to the kernel; so sharing the region between threads
+// never gives two threads access to the same chunk.
+unsafe impl Send for FrameRegion {}
+// SAFETY: as for Send.
+unsafe impl Sync for FrameRegion {}
+
+impl FrameRegion {
+    /// Maps a region of `count` chunks of `chunk_size` bytes (a power of two, at
+    /// least 512), all free.
+    pub fn new(chunk_size: u32, count: u32) -> io::Result<Arc<FrameRegion>> {
+        if !chunk_size.is_power_of_two() || chunk_size < 512 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("frame region: chunk size {chunk_size} is not a power of two >= 512"),
+            ));
+        }
+        if count == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "frame region: zero chunks",
+            ));
+        }
+        let len = (chunk_size as usize)
+            .checked_mul(count as usize)
+            .ok_or_else(|| io::Error::other("frame region: size overflows"))?;
+        // SAFETY: asks the kernel for a fresh anonymous mapping (addr NULL); no
+        // existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(
+                e.kind(),
+                format!("frame region: mmap of {len} bytes: {e}"),
+            ));
+        }
+        let base = NonNull::new(p.cast::<u8>())
+            .ok_or_else(|| io::Error::other("frame region: mmap returned NULL"))?;
+        let free = ArrayQueue::new(count as usize);
+        for i in 0..count {
+            let _ = free.push(i);
+        }
+        Ok(Arc::new(FrameRegion {
+            base,
+            len,
+            chunk: chunk_size,
+            count,
+            free,
+        }))
+    }
+
+    /// First byte of the region (what a UMEM registration needs).
+    pub fn base(&self) -> *mut u8 {
+        self.base.as_ptr()
+    }
+
+    /// Size of the region in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: a region has at least one chunk.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Bytes per chunk.
+    pub fn chunk_size(&self) -> u32 {
+        self.chunk
+    }
+
+    /// Number of chunks.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// Chunks on the free list now.
+    pub fn free_count(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Takes a free chunk as a [`Frame`].
+    pub fn take(self: &Arc<Self>) -> Option<Frame> {
+        let idx = self.free.pop()?;
+        Some(Frame {
+            region: self.clone(),
+            idx,
+        })
+    }
+
+    /// Takes a free chunk and returns its index: the caller now owns it (to give it
+    /// to the kernel) and must return it with [`FrameRegion::release_raw`] or turn
+    /// it into a [`Frame`] with [`FrameRegion::frame_from_raw`].
+    pub fn take_raw(&self) -> Option<u32> {
+        self.free.pop()
+    }
+
+    /// Returns chunk `idx` to the free list.
+    ///
+    /// # Safety
+    /// The caller owns chunk `idx` (it came from [`FrameRegion::take_raw`] or
+    /// [`Frame::into_raw`] and was not returned since), and nobody, the kernel
+    /// included, reads or writes it any more.
+    pub unsafe fn release_raw(&self, idx: u32) {
+        debug_assert!(idx < self.count);
+        let _ = self.free.push(idx);
+    }
+
+    /// Wraps chunk `idx` in a [`Frame`].
+    ///
+    /// # Safety
+    /// As for [`FrameRegion::release_raw`]: the caller owns the chunk and nobody
+    /// else touches it from now on.
+    pub unsafe fn frame_from_raw(self: &Arc<Self>, idx: u32) -> Frame {
+        debug_assert!(idx < self.count);
+        Frame {
+            region: self.clone(),
+            idx,
+        }
+    }
+
+    /// Chunk index of a byte offset into the region, if the offset is inside it.
+    pub fn chunk_of(&self, offset: u64) -> Option<u32> {
+        let i = offset / u64::from(self.chunk);
+        (i < u64::from(self.count)).then_some(i as u32)
+    }
+
+    /// Byte offset of chunk `idx` from the start of the region.
+    pub fn offset_of(&self, idx: u32) -> u64 {
+        u64::from(idx) * u64::from(self.chunk)
+    }
+}
+
+impl Drop for FrameRegion {
+    fn drop(&mut self) {
+        // SAFETY: base/len describe the mapping made in `new`; the region is only
+        // dropped when no Frame (each holds an Arc) and no port (same) uses it.
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+impl fmt::Debug for FrameRegion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FrameRegion")
+            .field("chunk", &self.chunk)
+            .field("count", &self.count)
+            .field("free", &self.free.len())
+            .finish()
+    }
+}
+
+/// One chunk of a [`FrameRegion`], owned: dropping it returns the chunk.
+pub struct Frame {
+    region: Arc<FrameRegion>,
+    idx: u32,
+}
+
+impl Frame {
+    /// The chunk's index in its region.
+    pub fn index(&self) -> u32 {
+        self.idx
+    }
+
+    /// The region the chunk belongs to.
+    pub fn region(&self) -> &Arc<FrameRegion> {
+        &self.region
+    }
+
+    /// Gives up the chunk without returning it to the free list (the caller hands
+    /// it to the kernel); returns its index.
+    pub fn into_raw(self) -> u32 {
+        let me = ManuallyDrop::new(self);
+        // SAFETY: `me` is never used again and its Drop does not run, so the Arc
+        // is dropped exactly once, here.
+        drop(unsafe { std::ptr::read(&me.region) });
+        me.idx
+    }
+
+    fn ptr(&self) -> *mut u8 {
+        // SAFETY: idx < count (a Frame is only made from indices of this region),
+        // so the offset is inside the mapping.
+        unsafe {
+            self.region
+                .base
+                .as_ptr()
+                .add(self.idx as usize * self.region.chunk as usize)
+        }
+    }
+}
+
+impl Deref for Frame {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the chunk lies inside the live mapping (the Arc keeps it) and is
+        // owned by this Frame alone, so no one writes it while it is borrowed.
+        unsafe { std::slice::from_raw_parts(self.ptr(), self.region.chunk as usize) }
+    }
+}
+
+impl DerefMut for Frame {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as for deref; `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr(), self.region.chunk as usize) }
+    }
+}
+
+impl Drop for Frame {
+    fn drop(&mut self) {
+        // cannot fail: the queue holds `count` slots and each index is in it at
+        // most once (it is not there while this Frame owns it)
+        let _ = self.region.free.push(self.idx);
+    }
+}
+
+impl fmt::Debug for Frame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Frame({})", self.idx)
+    }
+}
+
+/// Where a packet's bytes live.
+pub enum Storage {
+    /// A heap buffer.
+    Heap(Vec<u8>),
+    /// A chunk of a shared frame region.
+    Frame(Frame),
+}
+
+impl Default for Storage {
+    fn default() -> Self {
+        Storage::Heap(Vec::new())
+    }
+}
+
+impl Deref for Storage {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            Storage::Heap(v) => v,
+            Storage::Frame(f) => f,
+        }
+    }
+}
+
+impl DerefMut for Storage {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            Storage::Heap(v) => v,
+            Storage::Frame(f) => f,
+        }
+    }
+}
+
+impl Clone for Storage {
+    /// A frame is owned by one packet: its clone is a heap copy.
+    fn clone(&self) -> Self {
+        Storage::Heap(self.to_vec())
+    }
+}
+
+impl fmt::Debug for Storage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Storage::Heap(v) => write!(f, "Heap({} bytes)", v.len()),
+            Storage::Frame(fr) => write!(f, "{fr:?}"),
+        }
+    }
+}
+
+impl Storage {
+    /// Makes the storage at least `n` bytes long (new bytes zero). A frame too
+    /// small for that moves to the heap (its chunk goes back to the region).
+    pub fn grow_to(&mut self, n: usize) {
+        match self {
+            Storage::Heap(v) => {
+                if v.len() < n {
+                    v.resize(n, 0);
+                }
+            }
+            Storage::Frame(f) => {
+                if f.len() < n {
+                    let mut v = vec![0; n];
+                    v[..f.len()].copy_from_slice(f);
+                    *self = Storage::Heap(v);
+                }
+            }
+        }
+    }
+
+    /// The frame, if the storage is one.
+    pub fn frame(&self) -> Option<&Frame> {
+        match self {
+            Storage::Frame(f) => Some(f),
+            Storage::Heap(_) => None,
+        }
+    }
+}
+
+/// A packet buffer with headroom: the frame is `buf[start..end]`.
+#[derive(Debug, Clone, Default)]
+pub struct PacketBuf {
+    /// Storage (a heap buffer recycled through a pool, or a region frame).
+    pub buf: Storage,
+    /// First byte of the frame.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
+impl PacketBuf {
+    /// An empty heap buffer able to hold `cap` frame bytes after the headroom.
+    pub fn with_capacity(cap: usize) -> PacketBuf {
+        PacketBuf {
+            buf: Storage::Heap(vec![0; HEADROOM + cap]),
+            start: HEADROOM,
+            end: HEADROOM,
+        }
+    }
+
+    /// A buffer holding `frame[start..end]` of a region chunk (what AF_XDP
+    /// received there). `end` is clamped to the chunk, `start` to `end`.
+    pub fn in_frame(frame: Frame, start: usize, end: usize) -> PacketBuf {
+        let end = end.min(frame.len());
+        PacketBuf {
+            buf: Storage::Frame(frame),
+            start: start.min(end),
+            end,
+        }
+    }
+
+    /// The frame.
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Frame length.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// True when the frame is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
+
+    /// Bytes of storage (headroom and tailroom included).
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Shortens the frame to at most `n` bytes.
+    pub fn truncate(&mut self, n: usize) {
+        self.end = self.end.min(self.start + n);
+    }
+
+    /// Replaces the frame, placing it after the headroom (the storage grows only
+    /// for frames larger than it).
+    pub fn set(&mut self, frame: &[u8]) {
+        self.buf.grow_to(HEADROOM + frame.len());
+        self.start = HEADROOM;
+        self.end = HEADROOM + frame.len();
+        self.buf[self.start..self.end].copy_from_slice(frame);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_return_to_the_region_when_dropped() {
+        let r = FrameRegion::new(2048, 4).expect("region");
+        assert_eq!(r.free_count(), 4);
+        let a = r.take().expect("a");
+        let b = r.take().expect("b");
+        assert_ne!(a.index(), b.index());
+        assert_eq!(r.free_count(), 2);
+        drop(a);
+        assert_eq!(r.free_count(), 3);
+        let raw = b.into_raw();
+        assert_eq!(r.free_count(), 3, "a raw chunk is not free");
+        // SAFETY: `raw` came from into_raw and nobody else uses it.
+        let b = unsafe { r.frame_from_raw(raw) };
+        drop(b);
+        assert_eq!(r.free_count(), 4);
+        let mut all: Vec<Frame> = std::iter::from_fn(|| r.take()).collect();
+        assert_eq!(all.len(), 4);
+        assert!(r.take().is_none(), "an exhausted region gives nothing");
+        all.pop();
+        assert!(r.take().is_some());
+    }
+
+    #[test]
+    fn chunks_are_disjoint_and_keep_their_bytes() {
+        let r = FrameRegion::new(512, 8).expect("region");
+        let mut fs: Vec<Frame> = std::iter::from_fn(|| r.take()).collect();
+        for f in &mut fs {
+            let i = f.index() as u8;
+            f.fill(i);
+        }
+        for f in &fs {
+            assert!(f.iter().all(|b| *b == f.index() as u8));
+            assert_eq!(f.len(), 512);
+            assert_eq!(
+                f.as_ptr() as usize - r.base() as usize,
+                r.offset_of(f.index()) as usize
+            );
+            assert_eq!(r.chunk_of(r.offset_of(f.index()) + 100), Some(f.index()));
+        }
+        assert_eq!(r.chunk_of(512 * 8), None);
+    }
+
+    #[test]
+    fn bad_regions_are_refused() {
+        assert!(FrameRegion::new(1000, 4).is_err());
+        assert!(FrameRegion::new(256, 4).is_err());
+        assert!(FrameRegion::new(2048, 0).is_err());
+    }
+
+    #[test]
+    fn a_frame_buffer_moves_to_the_heap_only_when_it_must_grow() {
+        let r = FrameRegion::new(2048, 2).expect("region");
+        let mut f = r.take().expect("frame");
+        f[HEADROOM..HEADROOM + 4].copy_from_slice(&[1, 2, 3, 4]);
+        let mut p = PacketBuf::in_frame(f, HEADROOM, HEADROOM + 4);
+        assert_eq!(p.data(), &[1, 2, 3, 4]);
+        assert_eq!(r.free_count(), 1);
+        p.set(&[9; 1000]);
+        assert!(p.buf.frame().is_some(), "fits: stays in the frame");
+        assert_eq!(p.data(), &[9; 1000][..]);
+        let c = p.clone();
+        assert!(c.buf.frame().is_none(), "a clone is a heap copy");
+        assert_eq!(c.data(), p.data());
+        p.set(&[7; 3000]);
+        assert!(p.buf.frame().is_none(), "too large: moved to the heap");
+        assert_eq!(p.data(), &[7; 3000][..]);
+        assert_eq!(r.free_count(), 2, "the chunk went back");
+        p.truncate(10);
+        assert_eq!(p.len(), 10);
+        let q = PacketBuf::in_frame(r.take().expect("frame"), 5000, 9000);
+        assert_eq!((q.start, q.end), (2048, 2048), "clamped to the chunk");
+    }
+
+    #[test]
+    fn frames_cross_threads() {
+        let r = FrameRegion::new(2048, 64).expect("region");
+        let frames: Vec<Frame> = std::iter::from_fn(|| r.take()).collect();
+        let h = std::thread::spawn(move || {
+            let n = frames.len();
+            drop(frames);
+            n
+        });
+        assert_eq!(h.join().expect("thread"), 64);
+        assert_eq!(r.free_count(), 64);
+    }
+
+    proptest::proptest! {
+        /// Any sequence of takes, raw takes, releases and drops keeps every chunk
+        /// in exactly one place.
+        #[test]
+        fn every_chunk_has_one_owner(ops in proptest::collection::vec(0u8..5, 1..200)) {
+            let r = FrameRegion::new(512, 16).expect("region");
+            let mut frames: Vec<Frame> = vec![];
+            let mut raw: Vec<u32> = vec![];
+            for op in ops {
+                match op {
+                    0 => frames.extend(r.take()),
+                    1 => raw.extend(r.take_raw()),
+                    2 => { frames.pop(); }
+                    3 => if let Some(i) = raw.pop() {
+                        // SAFETY: `i` is owned by this test and unused.
+                        unsafe { r.release_raw(i) }
+                    },
+                    _ => if let Some(f) = frames.pop() { raw.push(f.into_raw()) },
+                }
+                let mut seen: Vec<u32> = frames.iter().map(|f| f.index()).chain(raw.iter().copied()).collect();
+                seen.sort_unstable();
+                seen.dedup();
+                proptest::prop_assert_eq!(seen.len(), frames.len() + raw.len());
+                proptest::prop_assert_eq!(r.free_count() + seen.len(), 16);
+            }
+        }
+    }
+}

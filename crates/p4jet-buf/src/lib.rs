@@ -279,17 +279,93 @@ impl fmt::Debug for Frame {
     }
 }
 
-/// Where a packet's bytes live.
-pub enum Storage {
-    /// A heap buffer.
+/// Where a packet's bytes live: a heap vector or a region [`Frame`]. A pointer and
+/// length to the bytes are kept next to the owner, so reading them costs no branch.
+pub struct Storage {
+    ptr: NonNull<u8>,
+    len: usize,
+    owner: Owner,
+}
+
+enum Owner {
     Heap(Vec<u8>),
-    /// A chunk of a shared frame region.
     Frame(Frame),
+}
+
+// SAFETY: `ptr` is a cached view of memory owned by `owner` (a Vec, or a Frame,
+// which is Send and Sync); it adds no sharing of its own.
+unsafe impl Send for Storage {}
+// SAFETY: as for Send; `&Storage` only gives shared reads.
+unsafe impl Sync for Storage {}
+
+impl Storage {
+    /// Storage on the heap.
+    pub fn heap(mut v: Vec<u8>) -> Storage {
+        // A Vec's buffer does not move when the Vec does; it is only replaced by
+        // `grow`, which takes the pointer again.
+        let ptr = NonNull::new(v.as_mut_ptr()).unwrap_or(NonNull::dangling());
+        Storage {
+            ptr,
+            len: v.len(),
+            owner: Owner::Heap(v),
+        }
+    }
+
+    /// Storage in a region chunk.
+    pub fn in_frame(f: Frame) -> Storage {
+        let ptr = NonNull::new(f.ptr()).unwrap_or(NonNull::dangling());
+        Storage {
+            ptr,
+            len: f.len(),
+            owner: Owner::Frame(f),
+        }
+    }
+
+    /// Makes the storage at least `n` bytes long (new bytes zero). A frame too
+    /// small for that moves to the heap (its chunk goes back to the region).
+    #[inline]
+    pub fn grow_to(&mut self, n: usize) {
+        if self.len < n {
+            self.grow(n);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, n: usize) {
+        let mut v = std::mem::take(self).into_vec();
+        v.resize(n, 0);
+        *self = Storage::heap(v);
+    }
+
+    fn into_vec(self) -> Vec<u8> {
+        match self.owner {
+            Owner::Heap(v) => v,
+            Owner::Frame(f) => f.to_vec(),
+        }
+    }
+
+    /// The frame, if the storage is one.
+    #[inline]
+    pub fn frame(&self) -> Option<&Frame> {
+        match &self.owner {
+            Owner::Frame(f) => Some(f),
+            Owner::Heap(_) => None,
+        }
+    }
+
+    /// The frame, or the storage back if it is on the heap.
+    pub fn into_frame(self) -> Result<Frame, Storage> {
+        match self.owner {
+            Owner::Frame(f) => Ok(f),
+            Owner::Heap(v) => Err(Storage::heap(v)),
+        }
+    }
 }
 
 impl Default for Storage {
     fn default() -> Self {
-        Storage::Heap(Vec::new())
+        Storage::heap(Vec::new())
     }
 }
 
@@ -297,64 +373,33 @@ impl Deref for Storage {
     type Target = [u8];
     #[inline]
     fn deref(&self) -> &[u8] {
-        match self {
-            Storage::Heap(v) => v,
-            Storage::Frame(f) => f,
-        }
+        // SAFETY: ptr/len describe the Vec's buffer or the Frame's chunk, owned by
+        // `self.owner` and never reallocated while cached (only `grow` replaces
+        // the owner, and it rebuilds the whole Storage).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 }
 
 impl DerefMut for Storage {
     #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
-        match self {
-            Storage::Heap(v) => v,
-            Storage::Frame(f) => f,
-        }
+        // SAFETY: as for deref; `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 }
 
 impl Clone for Storage {
     /// A frame is owned by one packet: its clone is a heap copy.
     fn clone(&self) -> Self {
-        Storage::Heap(self.to_vec())
+        Storage::heap(self.to_vec())
     }
 }
 
 impl fmt::Debug for Storage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Storage::Heap(v) => write!(f, "Heap({} bytes)", v.len()),
-            Storage::Frame(fr) => write!(f, "{fr:?}"),
-        }
-    }
-}
-
-impl Storage {
-    /// Makes the storage at least `n` bytes long (new bytes zero). A frame too
-    /// small for that moves to the heap (its chunk goes back to the region).
-    pub fn grow_to(&mut self, n: usize) {
-        match self {
-            Storage::Heap(v) => {
-                if v.len() < n {
-                    v.resize(n, 0);
-                }
-            }
-            Storage::Frame(f) => {
-                if f.len() < n {
-                    let mut v = vec![0; n];
-                    v[..f.len()].copy_from_slice(f);
-                    *self = Storage::Heap(v);
-                }
-            }
-        }
-    }
-
-    /// The frame, if the storage is one.
-    pub fn frame(&self) -> Option<&Frame> {
-        match self {
-            Storage::Frame(f) => Some(f),
-            Storage::Heap(_) => None,
+        match &self.owner {
+            Owner::Heap(v) => write!(f, "Heap({} bytes)", v.len()),
+            Owner::Frame(fr) => write!(f, "{fr:?}"),
         }
     }
 }
@@ -374,7 +419,7 @@ impl PacketBuf {
     /// An empty heap buffer able to hold `cap` frame bytes after the headroom.
     pub fn with_capacity(cap: usize) -> PacketBuf {
         PacketBuf {
-            buf: Storage::Heap(vec![0; HEADROOM + cap]),
+            buf: Storage::heap(vec![0; HEADROOM + cap]),
             start: HEADROOM,
             end: HEADROOM,
         }
@@ -385,7 +430,7 @@ impl PacketBuf {
     pub fn in_frame(frame: Frame, start: usize, end: usize) -> PacketBuf {
         let end = end.min(frame.len());
         PacketBuf {
-            buf: Storage::Frame(frame),
+            buf: Storage::in_frame(frame),
             start: start.min(end),
             end,
         }
@@ -422,6 +467,7 @@ impl PacketBuf {
 
     /// Replaces the frame, placing it after the headroom (the storage grows only
     /// for frames larger than it).
+    #[inline]
     pub fn set(&mut self, frame: &[u8]) {
         self.buf.grow_to(HEADROOM + frame.len());
         self.start = HEADROOM;

@@ -477,6 +477,8 @@ impl Core {
         out.append(&mut self.moved);
     }
 
+    // inlined: a call here costs ~20 instructions per packet (callgrind)
+    #[inline(always)]
     fn queue_received(&mut self, mut ctx: Pkt, port: u32) {
         ctx.arch.port = port;
         ctx.arch.instance_type = crate::worker::instance::NORMAL;
@@ -1080,7 +1082,7 @@ impl Core {
                 ctx.log
                     .push(format!("transmitted on port {port} ({n} bytes)"));
             }
-            if ctx.pkt.buf.frame().is_some() && self.moving.get(port as usize) == Some(&true) {
+            if self.moving.get(port as usize) == Some(&true) && ctx.pkt.buf.frame().is_some() {
                 let mut b = std::mem::take(&mut ctx.pkt);
                 b.truncate(n);
                 self.moved.push((port, b));

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use crate::sys::{self, Mmap, ctx, cvt, getsockopt, setsockopt};
 use crate::{Port, PortKind, PortStats};
-use p4jet_buf::{FrameRegion, PacketBuf, Storage};
+use p4jet_buf::{FrameRegion, PacketBuf};
 
 /// Where the XDP program runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -748,8 +748,20 @@ impl Xsk {
             return Err(buf);
         }
         let (start, len) = (buf.start, buf.len());
-        let Storage::Frame(frame) = buf.buf else {
-            return Err(buf);
+        let PacketBuf {
+            buf: storage,
+            start: s0,
+            end: e0,
+        } = buf;
+        let frame = match storage.into_frame() {
+            Ok(f) => f,
+            Err(st) => {
+                return Err(PacketBuf {
+                    buf: st,
+                    start: s0,
+                    end: e0,
+                });
+            }
         };
         let idx = frame.into_raw();
         self.kernel.give(idx);

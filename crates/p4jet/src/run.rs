@@ -105,6 +105,14 @@ pub struct RunArgs {
     /// Frames of each worker's shared UMEM (2048 or 4096 bytes each, from the MTU).
     #[arg(long = "xdp-umem-frames", default_value_t = 16384)]
     pub xdp_umem_frames: u32,
+    /// AF_XDP zero-copy: `auto` (when the driver allows it, else copy mode), `force`
+    /// (fail if the driver cannot) or `off` (copy mode).
+    #[arg(long = "xdp-zero-copy", value_enum, default_value_t = XdpZeroCopy::Auto)]
+    pub xdp_zero_copy: XdpZeroCopy,
+    /// Where the XDP redirect program runs: `auto` (native if the driver has it, else
+    /// generic), `native` (fail without driver support) or `generic` (SKB mode).
+    #[arg(long = "xdp-mode", value_enum, default_value_t = XdpAttach::Auto)]
+    pub xdp_mode: XdpAttach,
     /// Forwarding workers. Each owns its port on every live interface: its share of
     /// the AF_XDP queues when the interface has a queue per worker, else an AF_PACKET
     /// socket in the interface's hash fanout group (a flow stays on one worker).
@@ -384,6 +392,19 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
                 .collect(),
             XdpUmem::PerPort => vec![None; workers],
         },
+        af_xdp: p4jet_io::AfXdpOptions {
+            zero_copy: match a.xdp_zero_copy {
+                XdpZeroCopy::Auto => p4jet_io::ZeroCopy::Auto,
+                XdpZeroCopy::Force => p4jet_io::ZeroCopy::Force,
+                XdpZeroCopy::Off => p4jet_io::ZeroCopy::Off,
+            },
+            mode: match a.xdp_mode {
+                XdpAttach::Auto => p4jet_io::XdpMode::Auto,
+                XdpAttach::Native => p4jet_io::XdpMode::Drv,
+                XdpAttach::Generic => p4jet_io::XdpMode::Skb,
+            },
+            ..Default::default()
+        },
     };
     // every worker opens its own port on each interface, in port order
     let mut ports: Vec<Vec<forward::PortHandle>> = vec![];
@@ -433,6 +454,8 @@ struct OpenArgs {
     workers: usize,
     /// Per worker: the slot of its shared AF_XDP UMEM (`--xdp-umem shared`).
     umems: Vec<Option<Arc<p4jet_io::UmemSlot>>>,
+    /// `--xdp-zero-copy`, `--xdp-mode`.
+    af_xdp: p4jet_io::AfXdpOptions,
 }
 
 /// A `PACKET_FANOUT` group id for port `num`: the same for every worker of this
@@ -451,6 +474,7 @@ fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, S
     } else {
         let oo = p4jet_io::OpenOptions {
             backend: o.backend.clone(),
+            af_xdp: o.af_xdp.clone(),
             // a recorded port copies its frames anyway
             umem: if o.pcap.is_some() && k == 0 {
                 None
@@ -498,6 +522,28 @@ fn print_counts(counts: &[PortCounters]) {
         }
         println!("{i:>4} {:>9} {:>9} {:>9}", c.rx, c.tx, c.drop);
     }
+}
+
+/// `--xdp-zero-copy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum XdpZeroCopy {
+    /// Zero-copy where the driver allows it, else copy mode.
+    Auto,
+    /// Zero-copy or fail.
+    Force,
+    /// Copy mode.
+    Off,
+}
+
+/// `--xdp-mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum XdpAttach {
+    /// Native (driver) XDP if available, else generic.
+    Auto,
+    /// Native XDP or fail.
+    Native,
+    /// Generic (SKB) XDP.
+    Generic,
 }
 
 /// `--xdp-umem`: how AF_XDP ports get their UMEM.

@@ -68,6 +68,50 @@ fn port_type_flag_is_validated() {
     );
 }
 
+/// `--xdp-zero-copy force` on veth (no zero-copy driver): the switch refuses to start and
+/// says why, naming the interface; `--xdp-mode generic` with it is refused the same way.
+#[test]
+fn forced_zero_copy_fails_clearly_on_veth() {
+    let name = "forced_zero_copy_fails_clearly_on_veth";
+    if let Err(why) = prerequisites() {
+        return skip(name, &why);
+    }
+    let topo = Topology::new().unwrap_or_else(|e| panic!("{name}: building the topology: {e}"));
+    for mode in ["auto", "generic"] {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &topo.sw, p4jet(), "run"])
+            .arg(corpus_json("basic_l2"))
+            .args([
+                "--port-type",
+                "af_xdp",
+                "--xdp-zero-copy",
+                "force",
+                "--xdp-mode",
+                mode,
+            ])
+            .args(["-i", "1@veth1"])
+            .args(["--thrift-port", "0", "--duration", "1"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "started with forced zero-copy:\n{err}"
+        );
+        assert!(
+            err.contains("zero-copy") && err.contains("veth1"),
+            "{mode}: {err}"
+        );
+    }
+    let out = Command::new(p4jet())
+        .args(["run", "--xdp-zero-copy", "sometimes"])
+        .arg(corpus_json("basic_l2"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("auto, force, off"), "{err}");
+}
+
 /// Printed where a plain `cargo test` shows it (not captured).
 fn note(msg: &str) {
     let _ = writeln!(std::io::stderr(), "{msg}");

@@ -417,3 +417,69 @@ fn afxdp_shared_umem_forwards_without_copying() {
     drop(pc);
     assert_eq!(region.free_count(), 4096, "every chunk back after close");
 }
+
+/// The socket that registered a worker's UMEM goes away (its port removed): the
+/// UMEM stays with the other port, a port opened afterwards shares it, and frames
+/// still move between them in place.
+#[test]
+fn afxdp_shared_umem_survives_the_first_port() {
+    let test = "afxdp_shared_umem_survives_the_first_port";
+    if !can_run(test) {
+        return;
+    }
+    let (a, b, c) = (
+        VethNs::new("ra").unwrap(),
+        VethNs::new("rb").unwrap(),
+        VethNs::new("rc").unwrap(),
+    );
+    let opts = AfXdpOptions {
+        rx_frames: 256,
+        tx_frames: 256,
+        ..Default::default()
+    };
+    let slot = UmemSlot::new(2048);
+    let pa = match AfXdpPort::open_shared(&a.host, &opts, None, &slot) {
+        Ok(p) => p,
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+            eprintln!("SKIPPED {test}: {e}");
+            return;
+        }
+        Err(e) => panic!("{test}: {e}"),
+    };
+    let mut pb = AfXdpPort::open_shared(&b.host, &opts, None, &slot).unwrap();
+    let region = pa.umem().region().clone();
+    drop(pa);
+    assert_eq!(region.free_count(), 2048 - 256, "a's fill ring came back");
+    let mut pc = AfXdpPort::open_shared(&c.host, &opts, None, &slot).unwrap();
+    assert!(
+        pc.shares_umem() && Arc::ptr_eq(pb.umem(), pc.umem()),
+        "{}",
+        pc.description()
+    );
+    assert_eq!(region.free_count(), 2048 - 2 * 256);
+
+    let (peer_b, peer_c) = (b.peer_socket().unwrap(), c.peer_socket().unwrap());
+    let m = marker();
+    let sent: Vec<Vec<u8>> = (0..100u32)
+        .map(|i| test_frame(m, i, 64 + i as usize))
+        .collect();
+    for f in &sent {
+        peer_b.send(f).unwrap();
+    }
+    let bufs = recv_bufs_marked(&mut pb, sent.len(), m);
+    assert_eq!(bufs.len(), sent.len());
+    for buf in bufs {
+        let mut buf = buf;
+        while let Err(back) = pc.send_buf(buf) {
+            buf = back;
+            pc.flush().unwrap();
+        }
+    }
+    pc.flush().unwrap();
+    let got = peer_c.recv_until(sent.len(), Duration::from_secs(5), |f| has_marker(f, m));
+    assert_frames_eq(&got, &sent, "b -> c in place");
+    assert_eq!(pc.stats().tx_in_place, sent.len() as u64);
+    drop(pb);
+    drop(pc);
+    assert_eq!(region.free_count(), 2048, "every chunk back after close");
+}

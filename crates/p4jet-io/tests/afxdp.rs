@@ -15,7 +15,12 @@ use p4jet_io::{AfXdpOptions, AfXdpPort, PacketBuf, Port, PortKind, UmemSlot, Xdp
 
 /// Opens the port, or prints why the kernel refuses AF_XDP and returns None.
 fn open_or_skip(test: &str, iface: &str, opts: &AfXdpOptions) -> Option<AfXdpPort> {
-    match AfXdpPort::open(iface, opts) {
+    skip_refused(test, AfXdpPort::open(iface, opts))
+}
+
+/// The port, or None (saying why) if the kernel refuses AF_XDP here.
+fn skip_refused(test: &str, opened: std::io::Result<AfXdpPort>) -> Option<AfXdpPort> {
+    match opened {
         Ok(p) => Some(p),
         Err(e)
             if matches!(
@@ -288,6 +293,18 @@ fn recv_bufs_marked(port: &mut AfXdpPort, want: usize, m: u32) -> Vec<PacketBuf>
     got
 }
 
+/// Sends every buffer (flushing while the ring is full), then flushes.
+fn send_bufs(port: &mut AfXdpPort, bufs: Vec<PacketBuf>) {
+    for buf in bufs {
+        let mut buf = buf;
+        while let Err(back) = port.send_buf(buf) {
+            buf = back;
+            port.flush().unwrap();
+        }
+    }
+    port.flush().unwrap();
+}
+
 /// Two AF_XDP ports on one UMEM slot (two veth pairs): frames received on one are
 /// sent by the other from the chunk they arrived in (counted in `tx_in_place`),
 /// arrive intact, and every chunk is back in the region once the ports are closed.
@@ -307,13 +324,9 @@ fn afxdp_shared_umem_forwards_without_copying() {
         ..Default::default()
     };
     let slot = UmemSlot::new(4096);
-    let mut pa = match AfXdpPort::open_shared(&a.host, &opts, None, &slot) {
-        Ok(p) => p,
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-            eprintln!("SKIPPED {test}: {e}");
-            return;
-        }
-        Err(e) => panic!("{test}: {e}"),
+    let Some(mut pa) = skip_refused(test, AfXdpPort::open_shared(&a.host, &opts, None, &slot))
+    else {
+        return;
     };
     let mut pb = AfXdpPort::open_shared(&b.host, &opts, None, &slot).unwrap();
     let mut pc = AfXdpPort::open(&c.host, &opts).unwrap();
@@ -359,32 +372,8 @@ fn afxdp_shared_umem_forwards_without_copying() {
     // the first half to b (in place), the second to c (copied: other UMEM)
     let mut bufs = bufs;
     let second = bufs.split_off(sent.len() / 2);
-    for buf in bufs {
-        let mut buf = buf;
-        loop {
-            match pb.send_buf(buf) {
-                Ok(()) => break,
-                Err(back) => {
-                    buf = back;
-                    pb.flush().unwrap();
-                }
-            }
-        }
-    }
-    pb.flush().unwrap();
-    for buf in second {
-        let mut buf = buf;
-        loop {
-            match pc.send_buf(buf) {
-                Ok(()) => break,
-                Err(back) => {
-                    buf = back;
-                    pc.flush().unwrap();
-                }
-            }
-        }
-    }
-    pc.flush().unwrap();
+    send_bufs(&mut pb, bufs);
+    send_bufs(&mut pc, second);
     let half = sent.len() / 2;
     let got_b = peer_b.recv_until(half, Duration::from_secs(5), |f| has_marker(f, m));
     assert_frames_eq(&got_b, &sent[..half], "a -> b in place");
@@ -438,13 +427,8 @@ fn afxdp_shared_umem_survives_the_first_port() {
         ..Default::default()
     };
     let slot = UmemSlot::new(2048);
-    let pa = match AfXdpPort::open_shared(&a.host, &opts, None, &slot) {
-        Ok(p) => p,
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-            eprintln!("SKIPPED {test}: {e}");
-            return;
-        }
-        Err(e) => panic!("{test}: {e}"),
+    let Some(pa) = skip_refused(test, AfXdpPort::open_shared(&a.host, &opts, None, &slot)) else {
+        return;
     };
     let mut pb = AfXdpPort::open_shared(&b.host, &opts, None, &slot).unwrap();
     let region = pa.umem().region().clone();
@@ -468,14 +452,7 @@ fn afxdp_shared_umem_survives_the_first_port() {
     }
     let bufs = recv_bufs_marked(&mut pb, sent.len(), m);
     assert_eq!(bufs.len(), sent.len());
-    for buf in bufs {
-        let mut buf = buf;
-        while let Err(back) = pc.send_buf(buf) {
-            buf = back;
-            pc.flush().unwrap();
-        }
-    }
-    pc.flush().unwrap();
+    send_bufs(&mut pc, bufs);
     let got = peer_c.recv_until(sent.len(), Duration::from_secs(5), |f| has_marker(f, m));
     assert_frames_eq(&got, &sent, "b -> c in place");
     assert_eq!(pc.stats().tx_in_place, sent.len() as u64);

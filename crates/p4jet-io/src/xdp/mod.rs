@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use crate::sys::{self, Mmap, ctx, cvt, getsockopt, setsockopt};
 use crate::{Port, PortKind, PortStats};
-use p4jet_buf::{FrameRegion, PacketBuf};
+use p4jet_buf::{Frame, FrameRegion, PacketBuf};
 
 /// Where the XDP program runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -634,62 +634,50 @@ impl Xsk {
         Some((idx, off, len))
     }
 
-    /// Delivers up to `max` received frames as slices (the chunks go straight back
-    /// to the fill ring); returns how many.
-    fn recv(&mut self, max: u32, f: &mut dyn FnMut(&[u8]), stats: &mut PortStats) -> u32 {
+    /// Takes up to `max` received frames back from the kernel, each as its chunk
+    /// with the frame's offset and length; tops the fill ring up again from the
+    /// region's free chunks. Returns how many.
+    fn recv_frames(
+        &mut self,
+        max: u32,
+        stats: &mut PortStats,
+        f: &mut dyn FnMut(Frame, usize, usize),
+    ) -> u32 {
         let n = self.rx.available(max);
-        if n == 0 {
-            Self::refill_ring(&mut self.fill, &self.umem.region, &mut self.kernel);
-            // The kernel may wait for fill-ring entries and a wakeup.
-            self.wake_rx();
-            return 0;
+        if n > 0 {
+            let region = self.umem.region.clone();
+            for i in 0..n {
+                let Some((idx, off, len)) = self.rx_desc(i) else {
+                    continue;
+                };
+                // SAFETY: chunk `idx` came back from the kernel through the rx ring
+                // (its bit was set, see rx_desc) and is owned by the new Frame alone.
+                let frame = unsafe { region.frame_from_raw(idx) };
+                stats.rx_packets += 1;
+                stats.rx_bytes += len as u64;
+                f(frame, off, len);
+            }
+            self.rx.local = self.rx.local.wrapping_add(n);
+            self.rx.release();
         }
-        let region = self.umem.region.clone();
-        for i in 0..n {
-            let Some((idx, off, len)) = self.rx_desc(i) else {
-                continue;
-            };
-            // SAFETY: chunk `idx` came back from the kernel through the rx ring; it
-            // is ours until it goes into the fill ring below.
-            let frame = unsafe { region.frame_from_raw(idx) };
-            f(&frame[off..off + len]);
-            stats.rx_packets += 1;
-            stats.rx_bytes += len as u64;
-            drop(frame);
-        }
-        self.rx.local = self.rx.local.wrapping_add(n);
-        self.rx.release();
-        Self::refill_ring(&mut self.fill, &region, &mut self.kernel);
+        Self::refill_ring(&mut self.fill, &self.umem.region, &mut self.kernel);
+        // the kernel may wait for fill-ring entries and a wakeup
         self.wake_rx();
         n
     }
 
+    /// Delivers up to `max` received frames as slices (their chunks go back to the
+    /// free list at once, and so to the fill ring); returns how many.
+    fn recv(&mut self, max: u32, f: &mut dyn FnMut(&[u8]), stats: &mut PortStats) -> u32 {
+        self.recv_frames(max, stats, &mut |fr, off, len| f(&fr[off..off + len]))
+    }
+
     /// Delivers up to `max` received frames as buffers in their chunks; returns how
-    /// many. The fill ring is topped up from the region's free chunks.
+    /// many.
     fn recv_bufs(&mut self, max: u32, f: &mut dyn FnMut(PacketBuf), stats: &mut PortStats) -> u32 {
-        let n = self.rx.available(max);
-        if n == 0 {
-            Self::refill_ring(&mut self.fill, &self.umem.region, &mut self.kernel);
-            self.wake_rx();
-            return 0;
-        }
-        let region = self.umem.region.clone();
-        for i in 0..n {
-            let Some((idx, off, len)) = self.rx_desc(i) else {
-                continue;
-            };
-            // SAFETY: chunk `idx` came back from the kernel through the rx ring and
-            // is owned by the new Frame alone.
-            let frame = unsafe { region.frame_from_raw(idx) };
-            stats.rx_packets += 1;
-            stats.rx_bytes += len as u64;
-            f(PacketBuf::in_frame(frame, off, off + len));
-        }
-        self.rx.local = self.rx.local.wrapping_add(n);
-        self.rx.release();
-        Self::refill_ring(&mut self.fill, &region, &mut self.kernel);
-        self.wake_rx();
-        n
+        self.recv_frames(max, stats, &mut |fr, off, len| {
+            f(PacketBuf::in_frame(fr, off, off + len))
+        })
     }
 
     /// Returns completed tx chunks to the region.
@@ -1046,6 +1034,16 @@ impl AfXdpPort {
     }
 
     fn recv_all(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> usize {
+        self.recv_round(max, |x, want, st| x.recv(want, f, st))
+    }
+
+    /// Receives from the sockets in turn (starting one further each call) until
+    /// `max` frames; `one(socket, want, stats)` receives from one socket.
+    fn recv_round(
+        &mut self,
+        max: usize,
+        mut one: impl FnMut(&mut Xsk, u32, &mut PortStats) -> u32,
+    ) -> usize {
         let mut n = 0usize;
         let k = self.xsks.len();
         for i in 0..k {
@@ -1054,7 +1052,7 @@ impl AfXdpPort {
             }
             let idx = (self.next_rx + i) % k;
             let want = (max - n).min(u32::MAX as usize) as u32;
-            n += self.xsks[idx].recv(want, f, &mut self.stats) as usize;
+            n += one(&mut self.xsks[idx], want, &mut self.stats) as usize;
         }
         self.next_rx = (self.next_rx + 1) % k.max(1);
         n
@@ -1148,18 +1146,7 @@ impl Port for AfXdpPort {
     }
 
     fn recv_bufs(&mut self, max: usize, f: &mut dyn FnMut(PacketBuf)) -> io::Result<usize> {
-        let mut n = 0usize;
-        let k = self.xsks.len();
-        for i in 0..k {
-            if n >= max {
-                break;
-            }
-            let idx = (self.next_rx + i) % k;
-            let want = (max - n).min(u32::MAX as usize) as u32;
-            n += self.xsks[idx].recv_bufs(want, f, &mut self.stats) as usize;
-        }
-        self.next_rx = (self.next_rx + 1) % k.max(1);
-        Ok(n)
+        Ok(self.recv_round(max, |x, want, st| x.recv_bufs(want, f, st)))
     }
 
     fn send_buf(&mut self, buf: PacketBuf) -> Result<(), PacketBuf> {

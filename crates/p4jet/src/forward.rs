@@ -366,36 +366,29 @@ fn send_moved(
     }
     let mut dropped = 0;
     let mut stalls = 0;
-    let mut rest = Vec::new();
-    std::mem::swap(&mut rest, moved);
-    for (p, b) in rest.drain(..) {
-        if p != num {
-            moved.push((p, b));
+    // in place: frames of other ports move to the front, in order; ours are sent
+    let mut keep = 0;
+    for i in 0..moved.len() {
+        if moved[i].0 != num {
+            moved.swap(keep, i);
+            keep += 1;
             continue;
         }
-        let mut b = b;
-        loop {
-            match port.send_buf(b) {
-                Ok(()) => break,
-                Err(back) => {
-                    b = back;
-                    port.flush()?;
-                    stalls += 1;
-                    if stalls > 10_000 {
-                        dropped += 1;
-                        break;
-                    }
-                    if stalls > 16 {
-                        std::thread::yield_now();
-                    }
-                }
+        let mut b = std::mem::take(&mut moved[i].1);
+        while let Err(back) = port.send_buf(b) {
+            b = back;
+            port.flush()?;
+            stalls += 1;
+            if stalls > 10_000 {
+                dropped += 1;
+                break;
+            }
+            if stalls > 16 {
+                std::thread::yield_now();
             }
         }
     }
-    // keep the vector's allocation for the next batch
-    if moved.is_empty() {
-        std::mem::swap(&mut rest, moved);
-    }
+    moved.truncate(keep);
     Ok(dropped)
 }
 

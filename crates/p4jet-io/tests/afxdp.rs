@@ -460,3 +460,80 @@ fn afxdp_shared_umem_survives_the_first_port() {
     drop(pc);
     assert_eq!(region.free_count(), 2048, "every chunk back after close");
 }
+
+/// A UMEM too small for what the switch holds: while received buffers are kept, the
+/// fill ring runs dry and the kernel drops at the interface; once they are dropped,
+/// their chunks refill the ring and reception resumes. Nothing is lost for good.
+#[test]
+fn afxdp_exhausted_umem_recovers() {
+    let test = "afxdp_exhausted_umem_recovers";
+    if !can_run(test) {
+        return;
+    }
+    let a = VethNs::new("ea").unwrap();
+    let opts = AfXdpOptions {
+        rx_frames: 64,
+        tx_frames: 64,
+        ..Default::default()
+    };
+    // 256 frames: 64 in the fill ring, the rest free until buffers are held
+    let slot = UmemSlot::new(256);
+    let Some(mut pa) = skip_refused(test, AfXdpPort::open_shared(&a.host, &opts, None, &slot))
+    else {
+        return;
+    };
+    let region = pa.umem().region().clone();
+    let peer = a.peer_socket().unwrap();
+    let m = marker();
+    let mut held = vec![];
+    let mut sent = 0u32;
+    // keep every buffer until a round comes back short (the fill ring ran dry)
+    for round in 0..8 {
+        for i in 0..64u32 {
+            peer.send(&test_frame(m, round * 64 + i, 80)).unwrap();
+            sent += 1;
+        }
+        let got = recv_bufs_marked(&mut pa, 64, m);
+        let short = got.len() < 64;
+        held.extend(got);
+        if short {
+            break;
+        }
+    }
+    assert!(
+        held.len() < sent as usize,
+        "the fill ring should have run dry"
+    );
+    assert!(
+        held.len() <= 256,
+        "more buffers than chunks: {}",
+        held.len()
+    );
+    assert_eq!(
+        region.free_count(),
+        0,
+        "all chunks held or in the fill ring"
+    );
+    let before = held.len();
+    drop(held);
+    // reception resumes with the returned chunks
+    let m2 = marker();
+    let frames: Vec<Vec<u8>> = (0..50u32).map(|i| test_frame(m2, i, 90)).collect();
+    let mut got = vec![];
+    let deadline = Instant::now() + Duration::from_secs(3);
+    // the first recv call refills the ring (and wakes the kernel) before traffic
+    let _ = pa.recv_bufs(64, &mut |_| {}).unwrap();
+    for f in &frames {
+        peer.send(f).unwrap();
+    }
+    while got.len() < frames.len() && Instant::now() < deadline {
+        got.extend(recv_bufs_marked(&mut pa, frames.len() - got.len(), m2));
+    }
+    assert_eq!(
+        got.len(),
+        frames.len(),
+        "after {before} held buffers were dropped"
+    );
+    let got: Vec<Vec<u8>> = got.iter().map(|b| b.data().to_vec()).collect();
+    assert_frames_eq(&got, &frames, "after recovery");
+}

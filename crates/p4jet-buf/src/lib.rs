@@ -436,6 +436,17 @@ impl PacketBuf {
         }
     }
 
+    /// The region chunk and the frame's place in it, `(chunk, start, end)`; the
+    /// buffer itself back if it is on the heap. The inverse of
+    /// [`PacketBuf::in_frame`].
+    pub fn into_frame(self) -> Result<(Frame, usize, usize), PacketBuf> {
+        let PacketBuf { buf, start, end } = self;
+        match buf.into_frame() {
+            Ok(f) => Ok((f, start, end)),
+            Err(buf) => Err(PacketBuf { buf, start, end }),
+        }
+    }
+
     /// The frame.
     #[inline]
     pub fn data(&self) -> &[u8] {
@@ -552,6 +563,12 @@ mod tests {
         assert_eq!(p.len(), 10);
         let q = PacketBuf::in_frame(r.take().expect("frame"), 5000, 9000);
         assert_eq!((q.start, q.end), (2048, 2048), "clamped to the chunk");
+        let (f, s, e) = PacketBuf::in_frame(r.take().expect("frame"), 256, 300)
+            .into_frame()
+            .expect("a frame buffer");
+        assert_eq!((f.len(), s, e), (2048, 256, 300));
+        let back = p.into_frame().expect_err("a heap buffer stays one");
+        assert_eq!(back.len(), 10);
     }
 
     #[test]

@@ -122,6 +122,13 @@ pub(crate) fn is_vlan_tagged(fr: &[u8]) -> bool {
     fr.len() >= 18 && matches!([fr[12], fr[13]], [0x81, 0x00] | [0x88, 0xa8])
 }
 
+/// Whether `frame` can be sent on a port whose largest (VLAN-tagged) frame is
+/// `max_tx` bytes: an Ethernet header, and untagged frames 4 bytes shorter.
+pub(crate) fn sendable(max_tx: usize, frame: &[u8]) -> bool {
+    let max = max_tx - 4 * usize::from(!is_vlan_tagged(frame));
+    frame.len() >= 14 && frame.len() <= max
+}
+
 fn read_u32(p: *const u8, off: usize) -> u32 {
     // SAFETY: callers pass pointers inside the mapped ring, with `off` inside
     // the header they describe; unaligned read for safety.
@@ -465,7 +472,7 @@ impl Port for AfPacketPort {
         let max_len = self.max_tx_frame();
         let mut kicked = false;
         for (i, fr) in frames.iter().enumerate() {
-            if fr.len() > max_len - 4 * usize::from(!is_vlan_tagged(fr)) || fr.len() < 14 {
+            if !sendable(max_len, fr) {
                 self.stats.tx_dropped += 1;
                 continue;
             }

@@ -225,10 +225,16 @@ pub trait Port: Send {
     /// when the transmit ring is full (retry after `flush`, or drop it). The default
     /// copies it with `send_batch`.
     fn send_buf(&mut self, buf: PacketBuf) -> Result<(), PacketBuf> {
-        match self.send_batch(&[buf.data()]) {
-            Ok(1) => Ok(()),
-            _ => Err(buf),
-        }
+        send_copy(self, buf)
+    }
+}
+
+/// Sends a copy of `buf`'s frame with `send_batch`: `Err(buf)` when the port did not
+/// take it (ring full). [`Port::send_buf`] of ports that do not move buffers.
+pub fn send_copy<P: Port + ?Sized>(port: &mut P, buf: PacketBuf) -> Result<(), PacketBuf> {
+    match port.send_batch(&[buf.data()]) {
+        Ok(1) => Ok(()),
+        _ => Err(buf),
     }
 }
 

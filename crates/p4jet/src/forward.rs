@@ -122,17 +122,16 @@ impl Lane {
     }
 
     fn refresh_fds(&mut self) {
-        self.fds = self
-            .ports
-            .iter()
-            .filter_map(|p| p.lock().port().poll_fd())
-            .collect();
-        self.moving = self
-            .ports
-            .iter()
-            .filter(|p| p.lock().port().moves_buffers())
-            .map(|p| p.num)
-            .collect();
+        self.fds.clear();
+        self.moving.clear();
+        for ph in &self.ports {
+            let mut pe = ph.lock();
+            let port = pe.port();
+            self.fds.extend(port.poll_fd());
+            if port.moves_buffers() {
+                self.moving.push(ph.num);
+            }
+        }
         self.moving_changed = true;
     }
 

@@ -729,32 +729,12 @@ impl Xsk {
         true
     }
 
-    /// Queues a buffer that lives in a chunk of this socket's UMEM, without
-    /// copying; gives it back if the ring is full.
-    fn queue_tx_in_place(&mut self, buf: PacketBuf) -> Result<(), PacketBuf> {
-        if self.tx.free(1) == 0 {
-            return Err(buf);
-        }
-        let (start, len) = (buf.start, buf.len());
-        let PacketBuf {
-            buf: storage,
-            start: s0,
-            end: e0,
-        } = buf;
-        let frame = match storage.into_frame() {
-            Ok(f) => f,
-            Err(st) => {
-                return Err(PacketBuf {
-                    buf: st,
-                    start: s0,
-                    end: e0,
-                });
-            }
-        };
-        let idx = frame.into_raw();
+    /// Queues `chunk[start..start + len]`, a chunk of this socket's UMEM, without
+    /// copying. The caller checked that the tx ring has a free slot.
+    fn queue_tx_in_place(&mut self, chunk: Frame, start: usize, len: usize) {
+        let idx = chunk.into_raw();
         self.kernel.give(idx);
         self.push_tx_desc(self.umem.region.offset_of(idx) + start as u64, len);
-        Ok(())
     }
 
     /// Kicks the kernel until the tx ring is drained (copy mode sends at most
@@ -1120,8 +1100,7 @@ impl Port for AfXdpPort {
         xsk.reclaim();
         let mut kicked = false;
         for (i, fr) in frames.iter().enumerate() {
-            let max = self.max_tx - 4 * usize::from(!crate::afpacket::is_vlan_tagged(fr));
-            if fr.len() < 14 || fr.len() > max {
+            if !crate::afpacket::sendable(self.max_tx, fr) {
                 self.stats.tx_dropped += 1;
                 continue;
             }
@@ -1155,37 +1134,30 @@ impl Port for AfXdpPort {
             .frame()
             .is_some_and(|f| Arc::ptr_eq(f.region(), self.umem.region()));
         if !ours {
-            return match self.send_batch(&[buf.data()]) {
-                Ok(1) => Ok(()),
-                _ => Err(buf),
-            };
+            return crate::send_copy(self, buf);
+        }
+        if !crate::afpacket::sendable(self.max_tx, buf.data()) {
+            self.stats.tx_dropped += 1;
+            return Ok(());
         }
         let Some(xsk) = self.xsks.first_mut() else {
             return Err(buf);
         };
-        let len = buf.len();
-        let max = self.max_tx - 4 * usize::from(!crate::afpacket::is_vlan_tagged(buf.data()));
-        if len < 14 || len > max {
-            self.stats.tx_dropped += 1;
-            return Ok(());
-        }
-        let buf = match xsk.queue_tx_in_place(buf) {
-            Ok(()) => None,
-            Err(b) => {
-                // ring full: hand what is queued to the kernel, then retry once
-                if xsk.kick().is_err() {
-                    // the interface is gone or down: `flush` reports the error
-                    self.stats.tx_dropped += 1;
-                    return Ok(());
-                }
-                xsk.queue_tx_in_place(b).err()
+        if xsk.tx.free(1) == 0 {
+            // ring full: hand what is queued to the kernel, then look again
+            if xsk.kick().is_err() {
+                // the interface is gone or down: `flush` reports the error
+                self.stats.tx_dropped += 1;
+                return Ok(());
             }
-        };
-        if let Some(b) = buf {
-            return Err(b);
+            if xsk.tx.free(1) == 0 {
+                return Err(buf);
+            }
         }
+        let (chunk, start, end) = buf.into_frame()?;
+        xsk.queue_tx_in_place(chunk, start, end - start);
         self.stats.tx_packets += 1;
-        self.stats.tx_bytes += len as u64;
+        self.stats.tx_bytes += (end - start) as u64;
         self.stats.tx_in_place += 1;
         Ok(())
     }

@@ -164,9 +164,22 @@ fn send_blocks_and_reports_closed_with_the_item() {
 }
 
 /// A trickle of items (one per ~1 ms) with a consumer that mostly idles: it
-/// must not spin between items, and needs at most one wake-up per item.
+/// must not spin between items, and needs at most one wake-up per item. On a loaded
+/// machine a preempted consumer can find items batched up and have nothing to park
+/// for, so the trickle is tried up to three times and must pass once.
 #[test]
 fn trickle_does_not_busy_spin() {
+    let mut last = String::new();
+    for _ in 0..3 {
+        match trickle_once() {
+            Ok(()) => return,
+            Err(e) => last = e,
+        }
+    }
+    panic!("{last}");
+}
+
+fn trickle_once() -> Result<(), String> {
     const N: u64 = 200;
     let (mut tx, mut rx) = RingConfig::new(256).build::<u64>().unwrap();
     let stats = tx.stats_handle();
@@ -191,13 +204,15 @@ fn trickle_does_not_busy_spin() {
     drop(tx);
     let (cpu, wall) = consumer.join().unwrap();
     let s = stats.stats();
+    // never more wake-ups than items, whatever the load
     assert!(s.consumer_wakeups <= N + 1, "{s:?}");
-    assert!(
-        s.consumer_parks >= N / 4,
-        "consumer should park between items: {s:?}"
-    );
-    assert!(
-        cpu * 4 < wall,
-        "consumer used {cpu:?} of CPU in {wall:?}: spinning?"
-    );
+    if s.consumer_parks < N / 4 {
+        return Err(format!("consumer should park between items: {s:?}"));
+    }
+    if cpu * 4 >= wall {
+        return Err(format!(
+            "consumer used {cpu:?} of CPU in {wall:?}: spinning?"
+        ));
+    }
+    Ok(())
 }

@@ -48,6 +48,7 @@ fn drive(program: &str, stf: &str, stock: Option<&Path>) -> String {
     // the driver's command line (Running::start adds -i N@pcapN and the program)
     let mut sw = Running::start(&dir, &json_path, &ports, &[]);
     let mut pending = String::new();
+    let mut last_port = None;
     let flush = |pending: &mut String, sw: &Running| {
         if pending.is_empty() {
             return;
@@ -72,6 +73,15 @@ fn drive(program: &str, stf: &str, stock: Option<&Path>) -> String {
                 // the driver sleeps 1 s before a packet that follows commands; we
                 // wait for the CLI to finish, which is what the sleep is for
                 flush(&mut pending, &sw);
+                // Each port's FIFO has its own reader (in simple_switch too), so
+                // frames written to different ports race each other: on a loaded
+                // machine a frame to port 1 can overtake an earlier one to port 0.
+                // The expectations list each port's frames in STF order, so give
+                // the previous port's frame time to get through first.
+                if last_port.is_some_and(|p| p != *port) {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                last_port = Some(*port);
                 sw.send(*port, data);
             }
             _ => {}

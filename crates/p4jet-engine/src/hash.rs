@@ -391,8 +391,9 @@ pub fn plan(p: &Program, calc: &Calculation) -> Option<CalcPlan> {
             CalcInput::Payload => items.push(PlanItem::Payload),
         }
     }
-    let csum_direct = calc.algo == HashAlgo::Csum16 && csum16_direct(&items);
-    Some(CalcPlan { items, csum_direct })
+    let csum_pieces =
+        (calc.algo == HashAlgo::Csum16 && csum16_direct(&items)).then(|| csum16_pieces_of(&items));
+    Some(CalcPlan { items, csum_pieces })
 }
 
 /// A calculation's inputs resolved at load time.
@@ -400,8 +401,50 @@ pub fn plan(p: &Program, calc: &Calculation) -> Option<CalcPlan> {
 pub struct CalcPlan {
     /// The inputs in order.
     pub items: Vec<PlanItem>,
-    /// An internet checksum that [`csum16_planned`] sums straight from the PHV.
-    pub csum_direct: bool,
+    /// An internet checksum that [`csum16_planned`] sums straight from the PHV, in
+    /// these pieces.
+    pub csum_pieces: Option<Vec<CsumPiece>>,
+}
+
+/// An 8-, 4- or 2-byte big-endian piece of a header's bytes in an internet checksum
+/// summed straight from the PHV.
+#[derive(Debug, Clone, Copy)]
+pub struct CsumPiece {
+    /// Header whose validity decides.
+    pub header: u32,
+    /// First PHV byte.
+    pub byte: u32,
+    /// Bytes: 8, 4 or 2.
+    pub len: u8,
+}
+
+/// The pieces of a plan that [`csum16_direct`] accepts: each run cut into 8-byte
+/// pieces, then at most one of 4 and one of 2 bytes.
+fn csum16_pieces_of(items: &[PlanItem]) -> Vec<CsumPiece> {
+    let mut out = vec![];
+    for item in items {
+        if let PlanItem::Run {
+            header,
+            start,
+            bits,
+        } = item
+        {
+            let mut b = (*start / 8) as u32;
+            let mut n = *bits / 8;
+            for len in [8u32, 4, 2] {
+                while n >= len {
+                    out.push(CsumPiece {
+                        header: *header,
+                        byte: b,
+                        len: len as u8,
+                    });
+                    b += len;
+                    n -= len;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// [`build_input`] from a [`plan`]: the same bytes.
@@ -440,39 +483,37 @@ fn csum16_direct(items: &[PlanItem]) -> bool {
         .all(|i| matches!(i, PlanItem::Run { start, bits, .. } if start % 8 == 0 && bits % 16 == 0))
 }
 
-/// [`csum16`] of [`build_planned`]'s bytes for a plan whose `csum_direct` is set,
-/// without building them.
-pub fn csum16_planned(phv: &crate::phv::Phv, items: &[PlanItem]) -> u64 {
+/// [`csum16`] of [`build_planned`]'s bytes for a plan with `csum_pieces`, without
+/// building them: each piece adds its 16-bit words (an 8-byte piece as two 32-bit
+/// halves), and the carries above bit 16 are folded back in at the end
+/// (2^16 = 1 modulo 2^16 - 1).
+pub fn csum16_planned(phv: &crate::phv::Phv, pieces: &[CsumPiece]) -> u64 {
+    let d = &phv.data;
     let mut sum: u64 = 0;
-    for item in items {
-        if let PlanItem::Run {
-            header,
-            start,
-            bits,
-        } = item
-            && phv.valid[*header as usize]
-        {
-            let b = start / 8;
-            let n = (*bits / 8) as usize;
-            if let Some(words) = phv.data.get(b..b + n) {
-                // 32-bit big-endian pieces (read 64 bits at a time): each adds two
-                // 16-bit words, and the carries above bit 16 are folded back in below
-                // (2^16 = 1 modulo 2^16 - 1)
-                let mut octs = words.chunks_exact(8);
-                for c in &mut octs {
-                    let w = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-                    sum += (w >> 32) + (w & 0xffff_ffff);
-                }
-                let mut quads = octs.remainder().chunks_exact(4);
-                for c in &mut quads {
-                    sum += u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as u64;
-                }
-                for c in quads.remainder().chunks_exact(2) {
-                    sum += u16::from_be_bytes([c[0], c[1]]) as u64;
-                }
-            }
+    for pc in pieces {
+        if !phv.valid.get(pc.header as usize).copied().unwrap_or(false) {
+            continue;
         }
+        let b = pc.byte as usize;
+        sum += match pc.len {
+            8 => match d.get(b..b + 8) {
+                Some(c) => {
+                    let w = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+                    (w >> 32) + (w & 0xffff_ffff)
+                }
+                None => 0,
+            },
+            4 => match d.get(b..b + 4) {
+                Some(c) => u64::from(u32::from_be_bytes([c[0], c[1], c[2], c[3]])),
+                None => 0,
+            },
+            _ => match d.get(b..b + 2) {
+                Some(c) => u64::from(u16::from_be_bytes([c[0], c[1]])),
+                None => 0,
+            },
+        };
     }
+    sum = (sum & 0xffff_ffff) + (sum >> 32);
     while sum >> 16 != 0 {
         sum = (sum & 0xffff) + (sum >> 16);
     }

@@ -26,7 +26,7 @@ use p4jet_ir::{
 use p4jet_tables::EntryHandle;
 
 pub use eval::EvalCtx;
-pub use phv::Phv;
+pub use phv::{Phv, StdSlot};
 pub use state::{ControlState, EntryAction, EntryValue, Externs, Op, OpResult};
 
 use eval::{eval_bits, eval_bool, eval_exact, eval_index, resolve_field, resolve_header};
@@ -111,6 +111,7 @@ impl PacketCtx {
     }
 
     /// Resets everything but the frame for a new arrival.
+    #[inline]
     pub fn reset(&mut self, p: &Program) {
         self.phv.reset(p);
         self.payload_off = 0;
@@ -163,6 +164,14 @@ impl PacketCtx {
             self.phv.data[*off as usize..(*off + *len) as usize].fill(0);
         }
     }
+}
+
+/// Appends a trace line to the packet's log (out of line: the formatting stays off the
+/// per-packet paths, which only test whether tracing is on).
+#[cold]
+#[inline(never)]
+fn trace_line(ctx: &mut PacketCtx, f: impl FnOnce() -> String) {
+    ctx.log.push(f());
 }
 
 /// Per-worker scratch space, allocated once.
@@ -280,50 +289,58 @@ enum KeyPart {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StdLocs {
     /// `ingress_port`
-    pub ingress_port: Option<FieldLoc>,
+    pub ingress_port: Option<StdSlot>,
     /// `egress_spec` (always resolved: the switch reads it)
-    pub egress_spec: Option<FieldLoc>,
+    pub egress_spec: Option<StdSlot>,
     /// `egress_port`
-    pub egress_port: Option<FieldLoc>,
+    pub egress_port: Option<StdSlot>,
     /// `instance_type`
-    pub instance_type: Option<FieldLoc>,
+    pub instance_type: Option<StdSlot>,
     /// `packet_length`
-    pub packet_length: Option<FieldLoc>,
+    pub packet_length: Option<StdSlot>,
     /// `enq_timestamp`
-    pub enq_timestamp: Option<FieldLoc>,
+    pub enq_timestamp: Option<StdSlot>,
     /// `enq_qdepth`
-    pub enq_qdepth: Option<FieldLoc>,
+    pub enq_qdepth: Option<StdSlot>,
     /// `deq_timedelta`
-    pub deq_timedelta: Option<FieldLoc>,
+    pub deq_timedelta: Option<StdSlot>,
     /// `deq_qdepth`
-    pub deq_qdepth: Option<FieldLoc>,
+    pub deq_qdepth: Option<StdSlot>,
     /// `ingress_global_timestamp`
-    pub ingress_global_timestamp: Option<FieldLoc>,
+    pub ingress_global_timestamp: Option<StdSlot>,
     /// `egress_global_timestamp`
-    pub egress_global_timestamp: Option<FieldLoc>,
+    pub egress_global_timestamp: Option<StdSlot>,
     /// `mcast_grp` (always resolved: the switch reads it)
-    pub mcast_grp: Option<FieldLoc>,
+    pub mcast_grp: Option<StdSlot>,
     /// `egress_rid`
-    pub egress_rid: Option<FieldLoc>,
+    pub egress_rid: Option<StdSlot>,
     /// `checksum_error`
-    pub checksum_error: Option<FieldLoc>,
+    pub checksum_error: Option<StdSlot>,
     /// `parser_error`
-    pub parser_error: Option<FieldLoc>,
+    pub parser_error: Option<StdSlot>,
     /// `priority` (always resolved: the switch reads it)
-    pub priority: Option<FieldLoc>,
+    pub priority: Option<StdSlot>,
     /// `qid`
-    pub qid: Option<FieldLoc>,
+    pub qid: Option<StdSlot>,
+    /// The program reads one of the fields the switch writes as a packet enters
+    /// ingress (`ingress_port`, `packet_length`, `instance_type`,
+    /// `ingress_global_timestamp`): when false, the switch skips them all.
+    pub ingress_info: bool,
+    /// The program reads one of the informational fields the switch writes as a packet
+    /// enters egress (`egress_port`, `packet_length`, the queue figures and timestamps,
+    /// `qid`).
+    pub egress_info: bool,
 }
 
 impl StdLocs {
     fn new(p: &Program) -> StdLocs {
-        let any = |f: Option<u32>| f.map(|f| p.fields[f as usize].loc);
+        let any = |f: Option<u32>| f.map(|f| StdSlot::new(p.fields[f as usize].loc));
         let read = |f: Option<u32>| {
             f.filter(|f| p.reads[*f as usize])
-                .map(|f| p.fields[f as usize].loc)
+                .map(|f| StdSlot::new(p.fields[f as usize].loc))
         };
         let s = &p.std;
-        StdLocs {
+        let mut l = StdLocs {
             ingress_port: read(s.ingress_port),
             egress_spec: any(s.egress_spec),
             egress_port: read(s.egress_port),
@@ -341,7 +358,30 @@ impl StdLocs {
             parser_error: read(s.parser_error),
             priority: any(s.priority),
             qid: read(s.qid),
-        }
+            ingress_info: false,
+            egress_info: false,
+        };
+        l.ingress_info = [
+            l.ingress_port,
+            l.packet_length,
+            l.instance_type,
+            l.ingress_global_timestamp,
+        ]
+        .iter()
+        .any(Option::is_some);
+        l.egress_info = [
+            l.egress_port,
+            l.packet_length,
+            l.enq_timestamp,
+            l.enq_qdepth,
+            l.deq_timedelta,
+            l.deq_qdepth,
+            l.egress_global_timestamp,
+            l.qid,
+        ]
+        .iter()
+        .any(Option::is_some);
+        l
     }
 }
 
@@ -630,9 +670,10 @@ impl Engine {
         PacketCtx::new(&self.prog, cap)
     }
 
+    #[inline(always)]
     fn trace(&self, ctx: &mut PacketCtx, f: impl FnOnce() -> String) {
         if self.cfg.trace {
-            ctx.log.push(f());
+            trace_line(ctx, f);
         }
     }
 
@@ -640,25 +681,25 @@ impl Engine {
 
     /// Reads a standard metadata field (0 if absent).
     #[inline(always)]
-    pub fn std_read(&self, phv: &Phv, f: Option<FieldLoc>) -> u128 {
+    pub fn std_read(&self, phv: &Phv, f: Option<StdSlot>) -> u128 {
         match f {
-            Some(loc) => phv.read_raw(loc),
+            Some(s) => u128::from(phv.read_std(s)),
             None => 0,
         }
     }
 
     /// Writes a standard metadata field (if present; see [`StdLocs`]).
     #[inline(always)]
-    pub fn std_set(&self, phv: &mut Phv, f: Option<FieldLoc>, v: u128) {
-        if let Some(loc) = f {
-            phv.write(loc, v);
+    pub fn std_set(&self, phv: &mut Phv, f: Option<StdSlot>, v: u128) {
+        if let Some(s) = f {
+            phv.write_std(s, v as u64);
         }
     }
 
     /// Same as [`Engine::std_set`] (informational fields are already filtered in
     /// [`StdLocs`]).
     #[inline(always)]
-    pub fn std_inform(&self, phv: &mut Phv, f: Option<FieldLoc>, v: u128) {
+    pub fn std_inform(&self, phv: &mut Phv, f: Option<StdSlot>, v: u128) {
         self.std_set(phv, f, v)
     }
 
@@ -731,10 +772,89 @@ impl Engine {
 
     fn parse_one(&self, cs: &ControlState, ctx: &mut PacketCtx, sc: &mut Scratch) {
         let p = &*self.prog;
+        let (cursor, error) = match self.parse_short(ctx) {
+            Ok(done) => done,
+            Err((state, cursor, steps)) => self.parse_general(cs, ctx, sc, state, cursor, steps),
+        };
+        ctx.payload_off = cursor;
+        self.std_set(&mut ctx.phv, self.sm.parser_error, error as u128);
+        if error != p.error_codes.no_error {
+            let name = p.error_name(error).to_string();
+            self.trace(ctx, || format!("parser error {name}"));
+        }
+        if self.has_verify {
+            self.verify_checksums(ctx, sc);
+        }
+    }
+
+    /// The parser's short path: runs states that only extract fixed headers (outside
+    /// unions) and choose the next state by plan. Ok((cursor, error)) when parsing
+    /// ended; Err((state, cursor, steps)) hands the first other state (or any state,
+    /// when tracing) to [`Engine::parse_general`].
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn parse_short(&self, ctx: &mut PacketCtx) -> Result<(usize, u32), (Option<u32>, usize, u32)> {
+        let p = &*self.prog;
         let mut state = p.parser.init;
         let mut cursor = 0usize;
-        let mut error = p.error_codes.no_error;
         let mut steps = 0u32;
+        if self.cfg.trace {
+            return Err((state, cursor, steps));
+        }
+        while let Some(si) = state {
+            let plan = &self.parse_plans[si as usize];
+            if !plan.simple {
+                return Err((state, cursor, steps));
+            }
+            steps += 1;
+            if steps > 100_000 {
+                return Ok((cursor, p.error_codes.parser_timeout));
+            }
+            for op in &plan.ops {
+                if let parse_plan::PlanOp::Extract { h, off, len, .. } = *op {
+                    let (off, len) = (off as usize, len as usize);
+                    let Some(src) = ctx.pkt.data().get(cursor..cursor + len) else {
+                        return Ok((cursor, p.error_codes.packet_too_short));
+                    };
+                    parse_plan::copy_small(&mut ctx.phv.data[off..off + len], src);
+                    ctx.phv.valid[h as usize] = true;
+                    cursor += len;
+                }
+            }
+            state = match (plan.goto, &plan.select) {
+                (Some(next), _) => next,
+                (None, Some(sel)) => {
+                    match sel.next(
+                        &ctx.phv,
+                        ctx.pkt.data(),
+                        cursor,
+                        p.error_codes.packet_too_short,
+                    ) {
+                        Ok(next) => next,
+                        Err(e) => return Ok((cursor, e)),
+                    }
+                }
+                // not simple
+                (None, None) => return Err((state, cursor, steps)),
+            };
+        }
+        Ok((cursor, p.error_codes.no_error))
+    }
+
+    /// The parser's general path, from state `state` at `cursor` after `steps` states:
+    /// (cursor, error) when parsing ended.
+    #[inline(never)]
+    fn parse_general(
+        &self,
+        cs: &ControlState,
+        ctx: &mut PacketCtx,
+        sc: &mut Scratch,
+        mut state: Option<u32>,
+        mut cursor: usize,
+        mut steps: u32,
+    ) -> (usize, u32) {
+        let p = &*self.prog;
+        let mut error = p.error_codes.no_error;
         'states: while let Some(si) = state {
             steps += 1;
             if steps > 100_000 {
@@ -772,8 +892,9 @@ impl Engine {
                     break 'states;
                 }
             }
-            if plan.ends {
-                break;
+            if let Some(next) = plan.goto {
+                state = next;
+                continue;
             }
             if let Some(sel) = &plan.select {
                 match sel.next(
@@ -801,15 +922,7 @@ impl Engine {
                 }
             }
         }
-        ctx.payload_off = cursor;
-        self.std_set(&mut ctx.phv, self.sm.parser_error, error as u128);
-        if error != p.error_codes.no_error {
-            let name = p.error_name(error).to_string();
-            self.trace(ctx, || format!("parser error {name}"));
-        }
-        if self.has_verify {
-            self.verify_checksums(ctx, sc);
-        }
+        (cursor, error)
     }
 
     /// The select of parser state `st` by the general code (value sets, keys wider than
@@ -928,12 +1041,15 @@ impl Engine {
         }
         *cursor += len;
         if self.cfg.trace {
-            let name = self.prog.headers[h as usize].name.clone();
-            ctx.log.push(format!("extracted {name} ({len} bytes)"));
+            trace_line(ctx, || {
+                let name = &self.prog.headers[h as usize].name;
+                format!("extracted {name} ({len} bytes)")
+            });
         }
         Ok(())
     }
 
+    #[inline(never)]
     fn parser_op(
         &self,
         cs: &ControlState,
@@ -1073,6 +1189,7 @@ impl Engine {
         phv.valid[h as usize] = true;
     }
 
+    #[inline(never)]
     fn verify_checksums(&self, ctx: &mut PacketCtx, sc: &mut Scratch) {
         let p = &*self.prog;
         let mut bad = false;
@@ -1112,13 +1229,22 @@ impl Engine {
         cs: Option<&ControlState>,
     ) -> u64 {
         let p = &*self.prog;
+        let plan = self.calc_plans.get(calc as usize).and_then(Option::as_ref);
+        if let Some(hash::CalcPlan {
+            csum_pieces: Some(pieces),
+            ..
+        }) = plan
+        {
+            return hash::csum16_planned(&ctx.phv, pieces);
+        }
         let c = &p.calculations[calc as usize];
         let payload = &ctx.pkt.data()[ctx.payload_off.min(ctx.pkt.len())..];
-        let ec = EvalCtx::of_phv(&ctx.phv);
-        match self.calc_plans.get(calc as usize).and_then(Option::as_ref) {
-            Some(plan) if plan.csum_direct => return hash::csum16_planned(&ctx.phv, &plan.items),
+        match plan {
             Some(plan) => hash::build_planned(p, &ctx.phv, &plan.items, payload, &mut sc.calc),
-            None => hash::build_input(p, &ec, c, payload, &mut sc.calc),
+            None => {
+                let ec = EvalCtx::of_phv(&ctx.phv);
+                hash::build_input(p, &ec, c, payload, &mut sc.calc)
+            }
         }
         let custom = c
             .custom_slot

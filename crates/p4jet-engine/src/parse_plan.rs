@@ -77,8 +77,26 @@ pub(crate) struct StatePlan {
     pub ops: Vec<PlanOp>,
     /// The select, when it can be planned (None: the general code builds the key).
     pub select: Option<PlanSelect>,
-    /// The state has no transitions: parsing ends (accept) after its operations.
-    pub ends: bool,
+    /// The next state is known without a select (`Some(None)`: parsing ends after the
+    /// operations): the state has no transitions, or no key and a first transition
+    /// that always matches.
+    pub goto: Option<Option<u32>>,
+    /// Only extracts of headers outside unions, and a next state known without the
+    /// general select: the state runs on the parser's short path.
+    pub simple: bool,
+}
+
+/// [`StatePlan::goto`] of `st`.
+fn fixed_next(st: &ParseState) -> Option<Option<u32>> {
+    match st.transitions.first() {
+        None => Some(None),
+        Some(t) if st.key.is_empty() => match t.kind {
+            // an empty key matches every value (and a default always)
+            TransitionKind::Default | TransitionKind::Value { .. } => Some(t.next),
+            TransitionKind::ValueSet { .. } => None,
+        },
+        Some(_) => None,
+    }
 }
 
 fn be_u128(bytes: &[u8]) -> u128 {
@@ -91,7 +109,8 @@ impl StatePlan {
         StatePlan {
             ops: (0..st.ops.len() as u32).map(PlanOp::General).collect(),
             select: None,
-            ends: st.transitions.is_empty(),
+            goto: fixed_next(st),
+            simple: false,
         }
     }
 
@@ -103,10 +122,18 @@ impl StatePlan {
             .enumerate()
             .map(|(i, op)| plan_op(p, op).unwrap_or(PlanOp::General(i as u32)))
             .collect();
+        let ops: Vec<PlanOp> = ops;
+        let select = PlanSelect::new(p, st);
+        let goto = fixed_next(st);
+        let simple = ops
+            .iter()
+            .all(|op| matches!(op, PlanOp::Extract { union: false, .. }))
+            && (goto.is_some() || select.is_some());
         StatePlan {
             ops,
-            select: PlanSelect::new(p, st),
-            ends: st.transitions.is_empty(),
+            select,
+            goto,
+            simple,
         }
     }
 }

@@ -9,6 +9,36 @@ use p4jet_ir::{FieldLoc, Program};
 /// 16-byte window.
 pub const PHV_PAD: usize = 32;
 
+/// Where a standard-metadata field lives, resolved for the switch's own reads and
+/// writes (several per packet): fields that own a window of at most 8 bytes (all of
+/// v1model's, which sit in byte-aligned metadata slots) are read and written as 64-bit
+/// values with a precomputed mask; any other layout goes through the general access.
+#[derive(Debug, Clone, Copy)]
+pub struct StdSlot {
+    /// The field.
+    pub loc: FieldLoc,
+    /// Window bytes for the 64-bit access (1..=8), or 0: general access.
+    n: u8,
+    /// The field's value bits.
+    mask: u64,
+}
+
+impl StdSlot {
+    /// The slot of the field at `loc`.
+    pub fn new(loc: FieldLoc) -> StdSlot {
+        let fast = loc.own && !loc.signed && loc.width <= 64 && (1..=8).contains(&loc.nbytes);
+        StdSlot {
+            loc,
+            n: if fast { loc.nbytes } else { 0 },
+            mask: if loc.width >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << loc.width) - 1
+            },
+        }
+    }
+}
+
 /// One packet's headers and metadata.
 #[derive(Debug, Clone)]
 pub struct Phv {
@@ -99,6 +129,33 @@ impl Phv {
             w
         } else {
             (w >> (n as u32 * 8 - loc.bit as u32 - loc.width)) & mask(loc.width)
+        }
+    }
+
+    /// Reads a standard-metadata field (at most 64 bits are kept).
+    #[inline(always)]
+    pub fn read_std(&self, s: StdSlot) -> u64 {
+        let (d, b) = (&self.data, s.loc.byte as usize);
+        match s.n {
+            1 => u64::from(d[b]),
+            2 => u64::from(u16::from_be_bytes([d[b], d[b + 1]])),
+            4 => u64::from(u32::from_be_bytes([d[b], d[b + 1], d[b + 2], d[b + 3]])),
+            0 => self.read_raw(s.loc) as u64,
+            n => load_be(d, b, n as usize) as u64,
+        }
+    }
+
+    /// Writes the low bits of `v` (as many as the field has) into a standard-metadata
+    /// field.
+    #[inline(always)]
+    pub fn write_std(&mut self, s: StdSlot, v: u64) {
+        let (d, b, v) = (&mut self.data, s.loc.byte as usize, v & s.mask);
+        match s.n {
+            1 => d[b] = v as u8,
+            2 => d[b..b + 2].copy_from_slice(&(v as u16).to_be_bytes()),
+            4 => d[b..b + 4].copy_from_slice(&(v as u32).to_be_bytes()),
+            0 => self.write(s.loc, u128::from(v)),
+            n => store_be(d, b, n as usize, u128::from(v)),
         }
     }
 
@@ -375,6 +432,53 @@ mod tests {
             write_bits(&mut d, byte, bit, width, v);
             assert_eq!(read_bits(&d, byte, bit, width), v, "{byte} {bit} {width}");
             assert_eq!(read_big(&d, byte, bit, width), BigUint::from(v));
+        }
+    }
+
+    /// The switch's 64-bit access to standard-metadata slots reads and writes what the
+    /// general access does, for every width and layout, without touching neighbours.
+    #[test]
+    fn std_slots_match_the_general_access() {
+        let mut phv = Phv {
+            data: vec![0u8; 64 + PHV_PAD].into_boxed_slice(),
+            valid: Box::new([]),
+            stack_next: Box::new([]),
+            varbit_bits: Box::new([]),
+        };
+        let vals = [
+            0u64,
+            1,
+            0x1ff,
+            0x200,
+            0xdead_beef,
+            u64::MAX,
+            0x8000_0000_0000_0001,
+        ];
+        for width in 1..=64u32 {
+            for bit in 0..8u8 {
+                for own in [true, false] {
+                    // an owned slot is right-aligned in its bytes
+                    let bit = if own {
+                        ((8 - width % 8) % 8) as u8
+                    } else {
+                        bit
+                    };
+                    let loc = FieldLoc::new(8, bit, width, false, own);
+                    let slot = StdSlot::new(loc);
+                    for &v in &vals {
+                        phv.data.fill(0xa5);
+                        let mut general = phv.clone();
+                        phv.write_std(slot, v);
+                        general.write(loc, u128::from(v));
+                        assert_eq!(phv.data, general.data, "write {width} {bit} {own} {v:#x}");
+                        assert_eq!(
+                            u128::from(phv.read_std(slot)),
+                            general.read_raw(loc),
+                            "read {width} {bit} {own} {v:#x}"
+                        );
+                    }
+                }
+            }
         }
     }
 

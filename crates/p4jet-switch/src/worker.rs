@@ -347,14 +347,34 @@ impl Worker {
 }
 
 impl Core {
+    #[inline(always)]
     fn alloc(&mut self) -> Pkt {
         match self.pool.pop() {
             Some(c) => c,
-            None => Box::new(self.engine.new_ctx(self.cfg.buf_size)),
+            None => self.alloc_new(),
         }
     }
 
-    fn free(&mut self, mut ctx: Pkt) {
+    /// A new context, when the pool is empty (warm-up, bursts).
+    #[cold]
+    #[inline(never)]
+    fn alloc_new(&mut self) -> Pkt {
+        Box::new(self.engine.new_ctx(self.cfg.buf_size))
+    }
+
+    /// Returns a context to the pool (inlined: the common case is one push).
+    #[inline(always)]
+    fn free(&mut self, ctx: Pkt) {
+        if !ctx.log.is_empty() || !ctx.arch.preserved.is_empty() || ctx.pkt.buf.frame().is_some() {
+            return self.free_slow(ctx);
+        }
+        self.pool.push(ctx);
+    }
+
+    /// [`Core::free`] of a context with a trace, preserved fields or a UMEM chunk.
+    #[cold]
+    #[inline(never)]
+    fn free_slow(&mut self, mut ctx: Pkt) {
         if self.cfg.trace && !ctx.log.is_empty() {
             self.trace_out.append(&mut ctx.log);
         }
@@ -434,14 +454,21 @@ impl Core {
     /// Queues a received frame.
     pub fn inject(&mut self, port: u32, frame: &[u8]) {
         let mut ctx = self.alloc();
-        if ctx.pkt.capacity() == 0
-            && let Some(b) = self.spare.pop()
-        {
-            // its buffer left with a frame sent in place
-            ctx.pkt = b;
+        if ctx.pkt.capacity() == 0 {
+            self.give_spare(&mut ctx);
         }
         ctx.pkt.set(frame);
         self.queue_received(ctx, port);
+    }
+
+    /// Gives a context whose buffer left with a frame sent in place a spare buffer, if
+    /// there is one.
+    #[cold]
+    #[inline(never)]
+    fn give_spare(&mut self, ctx: &mut Pkt) {
+        if let Some(b) = self.spare.pop() {
+            ctx.pkt = b;
+        }
     }
 
     /// Queues a received frame in the buffer it arrived in (an AF_XDP UMEM chunk):
@@ -688,14 +715,16 @@ impl Core {
             let len = ctx.pkt.len() as u128;
             ctx.ingress_len = len as u32;
             ctx.length_reg = len as u64;
-            e.std_inform(&mut ctx.phv, std.ingress_port, ctx.arch.port as u128);
-            e.std_inform(&mut ctx.phv, std.packet_length, len);
-            e.std_inform(
-                &mut ctx.phv,
-                std.instance_type,
-                ctx.arch.instance_type as u128,
-            );
-            e.std_inform(&mut ctx.phv, std.ingress_global_timestamp, now as u128);
+            if std.ingress_info {
+                e.std_inform(&mut ctx.phv, std.ingress_port, ctx.arch.port as u128);
+                e.std_inform(&mut ctx.phv, std.packet_length, len);
+                e.std_inform(
+                    &mut ctx.phv,
+                    std.instance_type,
+                    ctx.arch.instance_type as u128,
+                );
+                e.std_inform(&mut ctx.phv, std.ingress_global_timestamp, now as u128);
+            }
             if !ctx.arch.preserved.is_empty() {
                 for (f, v) in std::mem::take(&mut ctx.arch.preserved) {
                     ctx.phv.write_big(p.fields[f as usize].loc, &v);
@@ -1016,27 +1045,29 @@ impl Core {
         let now = self.clock.now_us();
         let mut batch = std::mem::take(&mut self.egress);
         for ctx in batch.iter_mut() {
-            let port = ctx.arch.port as u128;
-            e.std_inform(&mut ctx.phv, std.egress_port, port);
             e.std_set(
                 &mut ctx.phv,
                 std.egress_spec,
                 (self.cfg.drop_port + 1) as u128,
             );
-            e.std_inform(&mut ctx.phv, std.packet_length, ctx.length_reg as u128);
-            e.std_inform(&mut ctx.phv, std.enq_timestamp, ctx.arch.enq_us as u128);
-            e.std_inform(&mut ctx.phv, std.enq_qdepth, ctx.arch.enq_qdepth as u128);
-            e.std_inform(
-                &mut ctx.phv,
-                std.deq_timedelta,
-                now.saturating_sub(ctx.arch.enq_us) as u128,
-            );
-            if compute_deq {
-                let d = deq_qdepth(&self.tm, ctx) as u128;
-                e.std_inform(&mut ctx.phv, std.deq_qdepth, d);
+            if std.egress_info {
+                let port = ctx.arch.port as u128;
+                e.std_inform(&mut ctx.phv, std.egress_port, port);
+                e.std_inform(&mut ctx.phv, std.packet_length, ctx.length_reg as u128);
+                e.std_inform(&mut ctx.phv, std.enq_timestamp, ctx.arch.enq_us as u128);
+                e.std_inform(&mut ctx.phv, std.enq_qdepth, ctx.arch.enq_qdepth as u128);
+                e.std_inform(
+                    &mut ctx.phv,
+                    std.deq_timedelta,
+                    now.saturating_sub(ctx.arch.enq_us) as u128,
+                );
+                if compute_deq {
+                    let d = deq_qdepth(&self.tm, ctx) as u128;
+                    e.std_inform(&mut ctx.phv, std.deq_qdepth, d);
+                }
+                e.std_inform(&mut ctx.phv, std.egress_global_timestamp, now as u128);
+                e.std_inform(&mut ctx.phv, std.qid, ctx.arch.qid as u128);
             }
-            e.std_inform(&mut ctx.phv, std.egress_global_timestamp, now as u128);
-            e.std_inform(&mut ctx.phv, std.qid, ctx.arch.qid as u128);
             // a recirculation requested in ingress stays with the packet (simple_switch
             // keeps it in the packet's registers) and happens after egress
             ctx.clone = None;

@@ -164,9 +164,12 @@ fn send_blocks_and_reports_closed_with_the_item() {
 }
 
 /// A trickle of items (one per ~1 ms) with a consumer that mostly idles: it
-/// must not spin between items, and needs at most one wake-up per item. On a loaded
-/// machine a preempted consumer can find items batched up and have nothing to park
-/// for, so the trickle is tried up to three times and must pass once.
+/// must not spin between items (its CPU time stays under a quarter of the wall
+/// time), needs at most one wake-up per item, and parks. On a quiet machine it parks
+/// between most items; on a loaded one a `yield_now` in its wait can take longer than
+/// the gap between items (the scheduler runs other threads), so it finds the next
+/// item before parking: the count of parks is only checked when the load average is
+/// low. The trickle is tried up to three times and must pass once.
 #[test]
 fn trickle_does_not_busy_spin() {
     let mut last = String::new();
@@ -206,8 +209,11 @@ fn trickle_once() -> Result<(), String> {
     let s = stats.stats();
     // never more wake-ups than items, whatever the load
     assert!(s.consumer_wakeups <= N + 1, "{s:?}");
-    if s.consumer_parks < N / 4 {
-        return Err(format!("consumer should park between items: {s:?}"));
+    let load = load_average();
+    if s.consumer_parks == 0 || (load < 1.5 && s.consumer_parks < N / 4) {
+        return Err(format!(
+            "consumer should park between items (load average {load}): {s:?}"
+        ));
     }
     if cpu * 4 >= wall {
         return Err(format!(
@@ -215,4 +221,12 @@ fn trickle_once() -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The 1-minute load average (0 where /proc/loadavg cannot be read).
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
 }

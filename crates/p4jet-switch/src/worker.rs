@@ -1007,6 +1007,9 @@ impl Core {
         self.qplain = self.qcfg.unlimited() && self.qcfg.nqueues == 1;
     }
 
+    /// Hands a packet to the traffic manager (inlined: the common case is a push onto
+    /// the fast lane).
+    #[inline(always)]
     fn enqueue(&mut self, e: &Engine, mut ctx: Pkt, port: u32, now: u64) {
         let prio = e.std_read(&ctx.phv, e.sm.priority) as u32;
         let cfg = &self.qcfg;
@@ -1024,6 +1027,12 @@ impl Core {
             self.fast.push(ctx);
             return;
         }
+        self.enqueue_queued(ctx, port, prio, now)
+    }
+
+    /// [`Core::enqueue`] into the per-port queues.
+    #[inline(never)]
+    fn enqueue_queued(&mut self, mut ctx: Pkt, port: u32, prio: u32, now: u64) {
         ctx.arch.enq_qdepth = self.tm.depth(port, prio) as u32;
         let now_ns = now.saturating_mul(1000);
         if let Err(ctx) = self.tm.enqueue(&self.qcfg, port, prio, ctx, now_ns) {

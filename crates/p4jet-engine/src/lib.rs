@@ -174,16 +174,26 @@ fn trace_line(ctx: &mut PacketCtx, f: impl FnOnce() -> String) {
     ctx.log.push(f());
 }
 
+/// Moves packet `i` of a sub-batch to control node `next` (None: the control ends for
+/// it).
+#[inline(always)]
+fn move_to(at: &mut [u64], i: usize, next: Option<u32>) {
+    if let Some(nx) = next
+        && let Some(m) = at.get_mut(nx as usize)
+    {
+        *m |= 1u64 << i;
+    }
+}
+
 /// Per-worker scratch space, allocated once.
 #[derive(Debug, Default)]
 pub struct Scratch {
-    cur: Vec<u32>,
+    /// Per control node, the packets of the sub-batch waiting there (bit i: packet i).
+    at: Vec<u64>,
     members: Vec<u32>,
     keys: Vec<u8>,
     calc: Vec<u8>,
 }
-
-const NONE: u32 = u32::MAX;
 
 /// Room past a table key for whole-word writes (`Engine::build_key`,
 /// `key_from_runs`).
@@ -1257,7 +1267,6 @@ impl Engine {
     /// Runs a control over a batch. Packets walk the control graph together: nodes are
     /// visited in topological order, and at a table node every packet waiting there is
     /// looked up in one batch.
-    #[allow(clippy::needless_range_loop)] // `i` indexes both the batch and its cursors
     pub fn run_control<P: DerefMut<Target = PacketCtx>>(
         &self,
         cs: &ControlState,
@@ -1275,46 +1284,48 @@ impl Engine {
         for ctx in pkts.iter_mut() {
             ctx.exit = false;
         }
+        let Some(init) = ctl.init else {
+            return;
+        };
         for chunk in pkts.chunks_mut(SUB_BATCH) {
             let n = chunk.len();
-            sc.cur.clear();
-            sc.cur.resize(n, ctl.init.unwrap_or(NONE));
+            // every edge goes to a higher node index, so one pass in index order moves
+            // every packet to its end; a node's packets are taken in batch order
+            sc.at.clear();
+            sc.at.resize(ctl.nodes.len(), 0);
+            sc.at[init as usize] = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
             for (ni, node) in ctl.nodes.iter().enumerate() {
-                let ni = ni as u32;
-                if !sc.cur.contains(&ni) {
+                let mut here = sc.at[ni];
+                if here == 0 {
                     continue;
                 }
                 match node {
                     ControlNode::Cond { expr, t, f, name } => {
-                        for i in 0..n {
-                            if sc.cur[i] != ni {
-                                continue;
-                            }
+                        while here != 0 {
+                            let i = here.trailing_zeros() as usize;
+                            here &= here - 1;
                             let b = self.test_cond(&chunk[i].phv, *expr);
                             if self.cfg.trace {
                                 chunk[i].log.push(format!("condition {name} is {b}"));
                             }
-                            sc.cur[i] = if b { t } else { f }.unwrap_or(NONE);
+                            move_to(&mut sc.at, i, if b { *t } else { *f });
                         }
                     }
                     ControlNode::Call { action, next, .. } => {
-                        for i in 0..n {
-                            if sc.cur[i] != ni {
-                                continue;
-                            }
+                        while here != 0 {
+                            let i = here.trailing_zeros() as usize;
+                            here &= here - 1;
                             let call = ActionCall {
                                 action: *action,
                                 data: Box::new([]),
                             };
                             self.run_action(cs, ex, &mut chunk[i], &call, sc, now_us);
-                            sc.cur[i] = if chunk[i].exit {
-                                NONE
-                            } else {
-                                next.unwrap_or(NONE)
-                            };
+                            if !chunk[i].exit {
+                                move_to(&mut sc.at, i, *next);
+                            }
                         }
                     }
-                    ControlNode::Table(t) => self.apply_table(cs, ex, *t, ni, chunk, sc, now_us),
+                    ControlNode::Table(t) => self.apply_table(cs, ex, *t, here, chunk, sc, now_us),
                 }
             }
         }
@@ -1380,7 +1391,7 @@ impl Engine {
         cs: &ControlState,
         ex: &Externs,
         t: u32,
-        ni: u32,
+        here: u64,
         chunk: &mut [P],
         sc: &mut Scratch,
         now_us: u64,
@@ -1396,18 +1407,19 @@ impl Engine {
         sc.keys.clear();
         sc.keys.resize(n * kb.max(1) + KEY_SLACK, 0);
         let runs = self.key_runs[t as usize].as_deref();
-        for i in 0..n {
-            if sc.cur[i] == ni {
-                waiting[w] = i as u8;
-                if kb > 0 {
-                    let out = &mut sc.keys[w * kb..];
-                    match runs {
-                        Some(r) => key_from_runs(r, &chunk[i].phv.data, out),
-                        None => self.build_key(t, &chunk[i].phv, out),
-                    }
+        let mut m = here;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            waiting[w] = i as u8;
+            if kb > 0 {
+                let out = &mut sc.keys[w * kb..];
+                match runs {
+                    Some(r) => key_from_runs(r, &chunk[i].phv.data, out),
+                    None => self.build_key(t, &chunk[i].phv, out),
                 }
-                w += 1;
             }
+            w += 1;
         }
         // 2. one batched lookup (the keys are followed by scratch bytes: the
         // tables may read whole words past a key; `hits[..w]` bounds the count)
@@ -1487,7 +1499,9 @@ impl Engine {
                     _ => self.run_action(cs, ex, ctx, call, sc, now_us),
                 }
             }
-            sc.cur[i] = if ctx.exit { NONE } else { next.unwrap_or(NONE) };
+            if !ctx.exit {
+                move_to(&mut sc.at, i, next);
+            }
         }
     }
 
@@ -1978,23 +1992,8 @@ impl Engine {
     /// Updates checksums and writes the valid headers in front of the payload.
     pub fn deparse(&self, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState) {
         let p = &*self.prog;
-        let checksums = if self.deparse_plan.has_update {
-            &p.checksums[..]
-        } else {
-            &[]
-        };
-        for ck in checksums.iter().filter(|c| c.update) {
-            if let Some(c) = ck.cond
-                && !self.test_cond(&ctx.phv, c)
-            {
-                continue;
-            }
-            let ec = EvalCtx::of_phv(&ctx.phv);
-            let Some(fid) = resolve_field(p, &ec, &ck.target) else {
-                continue;
-            };
-            let v = self.calc_value(ctx, ck.calc, sc, Some(cs));
-            self.write_bits(&mut ctx.phv, fid, v as u128);
+        if self.deparse_plan.has_update {
+            self.update_checksums(ctx, sc, cs);
         }
         let mut emitted = 0usize;
         for &(h, _, fixed) in &self.deparse_plan.headers {
@@ -2015,6 +2014,25 @@ impl Engine {
             return self.emit(ctx, payload_start + grow, emitted);
         }
         self.emit(ctx, payload_start, emitted)
+    }
+
+    /// The deparser's checksum updates (out of line: most programs have none or one).
+    #[inline(never)]
+    fn update_checksums(&self, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState) {
+        let p = &*self.prog;
+        for ck in p.checksums.iter().filter(|c| c.update) {
+            if let Some(c) = ck.cond
+                && !self.test_cond(&ctx.phv, c)
+            {
+                continue;
+            }
+            let ec = EvalCtx::of_phv(&ctx.phv);
+            let Some(fid) = resolve_field(p, &ec, &ck.target) else {
+                continue;
+            };
+            let v = self.calc_value(ctx, ck.calc, sc, Some(cs));
+            self.write_bits(&mut ctx.phv, fid, v as u128);
+        }
     }
 
     fn emit(&self, ctx: &mut PacketCtx, payload_start: usize, emitted: usize) {

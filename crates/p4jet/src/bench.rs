@@ -210,9 +210,56 @@ fn pin(cpus: &[usize], i: usize) {
 /// Replays `frames` through a run-to-completion worker for `s.secs` seconds, keeping
 /// `s.queue` packets injected ahead of processing (a step takes at most a batch of
 /// them: below a batch, the batches are that small).
+/// The timed replay loop of [`measure`]: keeps the worker's input at `s.queue`
+/// packets from `frames` (cycling from `*i`) and steps it for `dur` seconds; returns
+/// the seconds elapsed. A named function kept out of line so that instruction
+/// profiles can collect exactly this loop
+/// (`valgrind --tool=callgrind --toggle-collect=p4jet::bench::replay`).
+#[inline(never)]
+pub fn replay(
+    w: &mut Worker,
+    frames: &[Vec<u8>],
+    s: &Setup,
+    dur: f64,
+    sent: &mut u64,
+    injected: &mut u64,
+    i: &mut usize,
+) -> f64 {
+    let backlog = s.queue.max(1);
+    let port = s.port;
+    let start = Instant::now();
+    let mut next_report = start + Duration::from_secs(1);
+    let mut steps = 0u64;
+    loop {
+        w.core.mark_rx();
+        let want = backlog.saturating_sub(w.pending());
+        for _ in 0..want {
+            w.inject(port, &frames[*i]);
+            *i += 1;
+            if *i == frames.len() {
+                *i = 0;
+            }
+        }
+        *injected += want as u64;
+        w.step(&mut |_, _| *sent += 1);
+        steps += 1;
+        if steps.is_multiple_of(64) {
+            let now = Instant::now();
+            let el = now.duration_since(start).as_secs_f64();
+            if el >= dur {
+                return el;
+            }
+            if s.progress && now >= next_report {
+                eprint!("\r  {:.2} Mpps ...", *sent as f64 / el / 1e6);
+                let _ = std::io::stderr().flush();
+                next_report = now + Duration::from_secs(1);
+            }
+        }
+    }
+}
+
 pub fn measure(w: &mut Worker, frames: &[Vec<u8>], s: &Setup) -> Measure {
     let batch = s.batch.max(1);
-    let backlog = s.queue.max(1);
     let port = s.port;
     w.core.enable_latency(Stamps::new());
     // warm up
@@ -227,35 +274,7 @@ pub fn measure(w: &mut Worker, frames: &[Vec<u8>], s: &Setup) -> Measure {
     w.core.latency.clear();
     let mut i = 0usize;
     let run = |w: &mut Worker, dur: f64, sent: &mut u64, injected: &mut u64, i: &mut usize| {
-        let start = Instant::now();
-        let mut next_report = start + Duration::from_secs(1);
-        let mut steps = 0u64;
-        loop {
-            w.core.mark_rx();
-            let want = backlog.saturating_sub(w.pending());
-            for _ in 0..want {
-                w.inject(port, &frames[*i]);
-                *i += 1;
-                if *i == frames.len() {
-                    *i = 0;
-                }
-            }
-            *injected += want as u64;
-            w.step(&mut |_, _| *sent += 1);
-            steps += 1;
-            if steps.is_multiple_of(64) {
-                let now = Instant::now();
-                let el = now.duration_since(start).as_secs_f64();
-                if el >= dur {
-                    return el;
-                }
-                if s.progress && now >= next_report {
-                    eprint!("\r  {:.2} Mpps ...", *sent as f64 / el / 1e6);
-                    let _ = std::io::stderr().flush();
-                    next_report = now + Duration::from_secs(1);
-                }
-            }
-        }
+        replay(w, frames, s, dur, sent, injected, i)
     };
     let (mut sent, mut injected) = (0u64, 0u64);
     let cpu0 = thread_cpu_ns();

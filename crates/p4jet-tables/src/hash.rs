@@ -243,7 +243,7 @@ impl HashIndex {
     }
 
     /// Find the id with hash `h` for which `eq(id)` holds.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn find(&self, h: u64, mut eq: impl FnMut(u32) -> bool) -> Option<u32> {
         if self.buckets.is_empty() {
             return None;

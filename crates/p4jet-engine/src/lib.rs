@@ -258,16 +258,30 @@ fn copy_short(dst: &mut [u8], src: &[u8]) {
             dst.copy_from_slice(src);
             return;
         }
-        dst[..8].copy_from_slice(&src[..8]);
-        dst[n - 8..].copy_from_slice(&src[n - 8..]);
+        two_moves::<8>(dst, src);
     } else if n >= 4 {
-        dst[..4].copy_from_slice(&src[..4]);
-        dst[n - 4..].copy_from_slice(&src[n - 4..]);
+        two_moves::<4>(dst, src);
     } else if n >= 2 {
-        dst[..2].copy_from_slice(&src[..2]);
-        dst[n - 2..].copy_from_slice(&src[n - 2..]);
+        two_moves::<2>(dst, src);
     } else if n == 1 {
         dst[0] = src[0];
+    }
+}
+
+/// The first and the last `K` bytes of `src` into `dst` (same length, `K..=2K`), both
+/// loaded before either is stored; as array values, so that the compiler emits plain
+/// moves (with `copy_from_slice` it merged the calls into one `memcpy` call).
+#[inline(always)]
+fn two_moves<const K: usize>(dst: &mut [u8], src: &[u8]) {
+    let (Some(a), Some(b)) = (src.first_chunk::<K>(), src.last_chunk::<K>()) else {
+        return;
+    };
+    let (a, b) = (*a, *b);
+    if let Some(d) = dst.first_chunk_mut::<K>() {
+        *d = a;
+    }
+    if let Some(d) = dst.last_chunk_mut::<K>() {
+        *d = b;
     }
 }
 
@@ -780,6 +794,8 @@ impl Engine {
         }
     }
 
+    // inlined into the batch loop of `parse` (the rare cases are out of line)
+    #[inline(always)]
     fn parse_one(&self, cs: &ControlState, ctx: &mut PacketCtx, sc: &mut Scratch) {
         let p = &*self.prog;
         let (cursor, error) = match self.parse_short(ctx) {
@@ -789,12 +805,19 @@ impl Engine {
         ctx.payload_off = cursor;
         self.std_set(&mut ctx.phv, self.sm.parser_error, error as u128);
         if error != p.error_codes.no_error {
-            let name = p.error_name(error).to_string();
-            self.trace(ctx, || format!("parser error {name}"));
+            self.trace_parser_error(ctx, error);
         }
         if self.has_verify {
             self.verify_checksums(ctx, sc);
         }
+    }
+
+    /// The trace line of a parser error.
+    #[cold]
+    #[inline(never)]
+    fn trace_parser_error(&self, ctx: &mut PacketCtx, error: u32) {
+        let name = self.prog.error_name(error).to_string();
+        self.trace(ctx, || format!("parser error {name}"));
     }
 
     /// The parser's short path: runs states that only extract fixed headers (outside
@@ -1990,6 +2013,9 @@ impl Engine {
     // ------------------------------------------------------------------ deparser
 
     /// Updates checksums and writes the valid headers in front of the payload.
+    /// Inlined into the egress loop; the rare cases (checksum updates, too little
+    /// headroom) are out of line.
+    #[inline(always)]
     pub fn deparse(&self, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState) {
         let p = &*self.prog;
         if self.deparse_plan.has_update {
@@ -2001,19 +2027,27 @@ impl Engine {
                 emitted += fixed.unwrap_or_else(|| header_bytes(p, &ctx.phv, h)) as usize;
             }
         }
-        let pk = &mut ctx.pkt;
+        let pk = &ctx.pkt;
         let payload_start = pk.start + ctx.payload_off.min(pk.end - pk.start);
         if emitted > payload_start {
-            // not enough headroom: move the payload back
-            let grow = emitted - payload_start + HEADROOM;
-            let plen = pk.end - payload_start;
-            pk.buf.grow_to(pk.end + grow);
-            pk.buf
-                .copy_within(payload_start..payload_start + plen, payload_start + grow);
-            pk.end += grow;
-            return self.emit(ctx, payload_start + grow, emitted);
+            return self.deparse_grow(ctx, payload_start, emitted);
         }
         self.emit(ctx, payload_start, emitted)
+    }
+
+    /// [`Engine::deparse`] when the headers to emit outgrow the headroom: the payload
+    /// moves back first.
+    #[cold]
+    #[inline(never)]
+    fn deparse_grow(&self, ctx: &mut PacketCtx, payload_start: usize, emitted: usize) {
+        let pk = &mut ctx.pkt;
+        let grow = emitted - payload_start + HEADROOM;
+        let plen = pk.end - payload_start;
+        pk.buf.grow_to(pk.end + grow);
+        pk.buf
+            .copy_within(payload_start..payload_start + plen, payload_start + grow);
+        pk.end += grow;
+        self.emit(ctx, payload_start + grow, emitted)
     }
 
     /// The deparser's checksum updates (out of line: most programs have none or one).
@@ -2035,6 +2069,7 @@ impl Engine {
         }
     }
 
+    #[inline(always)]
     fn emit(&self, ctx: &mut PacketCtx, payload_start: usize, emitted: usize) {
         let p = &*self.prog;
         let mut at = payload_start - emitted;

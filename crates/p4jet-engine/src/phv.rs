@@ -21,15 +21,20 @@ pub struct StdSlot {
     n: u8,
     /// The field's value bits.
     mask: u64,
+    /// `64 - 8 * n`: the window's value sits this far up in the 8 bytes read from
+    /// the field's first byte (the PHV's padding keeps those 8 bytes in bounds).
+    shift: u32,
 }
 
 impl StdSlot {
     /// The slot of the field at `loc`.
     pub fn new(loc: FieldLoc) -> StdSlot {
         let fast = loc.own && !loc.signed && loc.width <= 64 && (1..=8).contains(&loc.nbytes);
+        let n = if fast { loc.nbytes } else { 0 };
         StdSlot {
             loc,
-            n: if fast { loc.nbytes } else { 0 },
+            n,
+            shift: 64 - 8 * u32::from(n.max(1)),
             mask: if loc.width >= 64 {
                 u64::MAX
             } else {
@@ -132,16 +137,19 @@ impl Phv {
         }
     }
 
-    /// Reads a standard-metadata field (at most 64 bits are kept).
+    /// Reads a standard-metadata field (at most 64 bits are kept): one 8-byte load
+    /// from the field's first byte, whatever its window (one bounds check, no
+    /// branch on the window's size).
     #[inline(always)]
     pub fn read_std(&self, s: StdSlot) -> u64 {
-        let (d, b) = (&self.data, s.loc.byte as usize);
-        match s.n {
-            1 => u64::from(d[b]),
-            2 => u64::from(u16::from_be_bytes([d[b], d[b + 1]])),
-            4 => u64::from(u32::from_be_bytes([d[b], d[b + 1], d[b + 2], d[b + 3]])),
-            0 => self.read_raw(s.loc) as u64,
-            n => load_be(d, b, n as usize) as u64,
+        let b = s.loc.byte as usize;
+        match self.data.get(b..b + 8) {
+            Some(w) if s.n != 0 => {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(w);
+                (u64::from_be_bytes(a) >> s.shift) & s.mask
+            }
+            _ => self.read_raw(s.loc) as u64,
         }
     }
 

@@ -334,7 +334,8 @@ pub struct StdLocs {
     pub ingress_global_timestamp: Option<StdSlot>,
     /// `egress_global_timestamp`
     pub egress_global_timestamp: Option<StdSlot>,
-    /// `mcast_grp` (always resolved: the switch reads it)
+    /// `mcast_grp` (resolved when the program may write it: otherwise it is 0 and
+    /// the switch does not read it)
     pub mcast_grp: Option<StdSlot>,
     /// `egress_rid`
     pub egress_rid: Option<StdSlot>,
@@ -342,7 +343,7 @@ pub struct StdLocs {
     pub checksum_error: Option<StdSlot>,
     /// `parser_error`
     pub parser_error: Option<StdSlot>,
-    /// `priority` (always resolved: the switch reads it)
+    /// `priority` (resolved when the program may write it, as `mcast_grp`)
     pub priority: Option<StdSlot>,
     /// `qid`
     pub qid: Option<StdSlot>,
@@ -363,6 +364,10 @@ impl StdLocs {
             f.filter(|f| p.reads[*f as usize])
                 .map(|f| StdSlot::new(p.fields[f as usize].loc))
         };
+        let written = |f: Option<u32>| {
+            f.filter(|f| p.writes.get(*f as usize).copied().unwrap_or(true))
+                .map(|f| StdSlot::new(p.fields[f as usize].loc))
+        };
         let s = &p.std;
         let mut l = StdLocs {
             ingress_port: read(s.ingress_port),
@@ -376,11 +381,11 @@ impl StdLocs {
             deq_qdepth: read(s.deq_qdepth),
             ingress_global_timestamp: read(s.ingress_global_timestamp),
             egress_global_timestamp: read(s.egress_global_timestamp),
-            mcast_grp: any(s.mcast_grp),
+            mcast_grp: written(s.mcast_grp),
             egress_rid: read(s.egress_rid),
             checksum_error: read(s.checksum_error),
             parser_error: read(s.parser_error),
-            priority: any(s.priority),
+            priority: written(s.priority),
             qid: read(s.qid),
             ingress_info: false,
             egress_info: false,

@@ -769,6 +769,9 @@ pub struct Program {
     /// Per field: the program may read it (expressions, keys, calculations, field lists,
     /// copies). The switch skips writing informational metadata nobody reads.
     pub reads: Vec<bool>,
+    /// Per field: the program may give it a value (see `lower::writes`). The switch
+    /// skips reading `mcast_grp` and `priority` when nothing writes them (they are 0).
+    pub writes: Vec<bool>,
     /// Largest parser key in bytes.
     pub max_parser_key_bytes: u32,
 }

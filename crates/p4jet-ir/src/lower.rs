@@ -134,6 +134,7 @@ pub fn lower(j: &p4jet_json::Program) -> Result<Program, LoadError> {
             max_key_bytes: 0,
             max_parser_key_bytes: 0,
             reads: vec![],
+            writes: vec![],
         },
         header_idx: HashMap::new(),
         header_json_id: HashMap::new(),
@@ -165,6 +166,7 @@ pub fn lower(j: &p4jet_json::Program) -> Result<Program, LoadError> {
     c.field_lists()?;
     c.std_meta();
     c.p.reads = reads(&c.p);
+    c.p.writes = writes(&c.p);
     Ok(c.p)
 }
 
@@ -283,6 +285,125 @@ fn reads(p: &Program) -> Vec<bool> {
         }
     }
     r
+}
+
+/// Per field: may the program give it a value (a destination of a primitive or a
+/// parser `set`, a field of a header that is extracted, assigned, pushed or popped, a
+/// meter's result, a checksum target). `mark_to_drop` counts as writing
+/// `egress_spec` only: the 0 it writes into `mcast_grp` is the value that field has
+/// when nothing else writes it. The match is exhaustive so that a new primitive has
+/// to be classified here.
+fn writes(p: &Program) -> Vec<bool> {
+    let mut w = vec![false; p.fields.len()];
+    let headers_of = |h: &HeaderRef| -> Vec<u32> {
+        match h {
+            HeaderRef::Static(h) => vec![*h],
+            HeaderRef::StackIndex { stack, .. } | HeaderRef::StackLast(stack) => {
+                p.stacks[*stack as usize].headers.clone()
+            }
+            HeaderRef::UnionMember { member, .. } => p
+                .unions
+                .iter()
+                .filter_map(|u| u.headers.get(*member as usize).copied())
+                .collect(),
+        }
+    };
+    let mark_header = |w: &mut Vec<bool>, h: u32| {
+        for f in &p.headers[h as usize].fields {
+            w[*f as usize] = true;
+        }
+    };
+    let mark = |w: &mut Vec<bool>, f: &FieldRef| match f {
+        FieldRef::Static(f) => w[*f as usize] = true,
+        FieldRef::Dyn { header, index } => {
+            for h in headers_of(header) {
+                if let Some(f) = p.headers[h as usize].fields.get(*index as usize) {
+                    w[*f as usize] = true;
+                }
+            }
+        }
+    };
+    let mut prims: Vec<&Prim> = p.actions.iter().flat_map(|a| a.body.iter()).collect();
+    for st in &p.parser.states {
+        for op in &st.ops {
+            match op {
+                ParserOp::Primitive(pr) => prims.push(pr),
+                ParserOp::Extract(h) | ParserOp::ExtractVarbit { header: h, .. } => {
+                    for h in headers_of(h) {
+                        mark_header(&mut w, h);
+                    }
+                }
+                ParserOp::ExtractNext(stack) => {
+                    for h in &p.stacks[*stack as usize].headers {
+                        mark_header(&mut w, *h);
+                    }
+                }
+                ParserOp::Set { dst, .. } => mark(&mut w, dst),
+                ParserOp::Verify { .. } | ParserOp::Advance(_) => {}
+            }
+        }
+    }
+    for pr in prims {
+        match pr {
+            Prim::Assign { dst, .. }
+            | Prim::AssignVarbit { dst, .. }
+            | Prim::Hash { dst, .. }
+            | Prim::Random { dst, .. }
+            | Prim::ExecuteMeter { dst, .. }
+            | Prim::RegisterRead { dst, .. } => mark(&mut w, dst),
+            Prim::AssignConst { dst, .. }
+            | Prim::AssignParam { dst, .. }
+            | Prim::CopyField { dst, .. } => w[*dst as usize] = true,
+            Prim::AssignHeader { dst, .. }
+            | Prim::AddHeader(dst)
+            | Prim::AddHeaderFast(dst)
+            | Prim::RemoveHeader(dst) => {
+                for h in headers_of(dst) {
+                    mark_header(&mut w, h);
+                }
+            }
+            Prim::AssignUnion { .. } => {
+                for u in &p.unions {
+                    for h in &u.headers {
+                        mark_header(&mut w, *h);
+                    }
+                }
+            }
+            Prim::AssignStack { dst: s, .. } | Prim::Push(s, _) | Prim::Pop(s, _) => {
+                for h in &p.stacks[*s as usize].headers {
+                    mark_header(&mut w, *h);
+                }
+            }
+            Prim::MarkToDrop => {
+                if let Some(f) = p.std.egress_spec {
+                    w[f as usize] = true;
+                }
+            }
+            Prim::Exit
+            | Prim::Truncate(_)
+            | Prim::LogMsg { .. }
+            | Prim::Assert { .. }
+            | Prim::Count { .. }
+            | Prim::RegisterWrite { .. }
+            | Prim::Clone { .. }
+            | Prim::Resubmit(_)
+            | Prim::Recirculate(_)
+            | Prim::Digest(_)
+            | Prim::Jump(_)
+            | Prim::JumpIfZero(..)
+            | Prim::Call(_)
+            | Prim::Nop => {}
+        }
+    }
+    for m in &p.meters {
+        if let Some((_, dst)) = &m.direct {
+            mark(&mut w, dst);
+        }
+    }
+    for c in &p.checksums {
+        mark(&mut w, &c.target);
+    }
+    w
 }
 
 impl<'a> Ctx<'a> {

@@ -60,3 +60,60 @@ fn phv_sizes() {
         );
     }
 }
+
+/// The write analysis (`Program::writes`) against the JSON, for the two
+/// standard-metadata fields whose reads the switch skips when nothing writes them:
+/// where the analysis says "never written", no primitive other than `mark_to_drop`
+/// names the field as a parameter and no parser operation names it; the programs
+/// known to assign them are found.
+#[test]
+fn std_fields_written_only_where_the_program_writes_them() {
+    let mut found = vec![];
+    for f in corpus_jsons() {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let raw: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let j = p4jet_json::parse(&text).unwrap();
+        let p = p4jet_ir::lower(&j).unwrap();
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        for (field, id) in [("mcast_grp", p.std.mcast_grp), ("priority", p.std.priority)] {
+            let Some(id) = id else { continue };
+            let want = serde_json::json!({"type": "field", "value": ["standard_metadata", field]});
+            let in_actions = raw["actions"].as_array().into_iter().flatten().any(|a| {
+                a["primitives"].as_array().into_iter().flatten().any(|pr| {
+                    pr["op"] != "mark_to_drop"
+                        && pr["parameters"]
+                            .as_array()
+                            .is_some_and(|ps| ps.contains(&want))
+                })
+            });
+            let in_parser = raw["parsers"]
+                .to_string()
+                .contains(&format!("[\"standard_metadata\",\"{field}\"]"));
+            let written = p.writes[id as usize];
+            if !written {
+                assert!(
+                    !in_actions && !in_parser,
+                    "{name}: {field} is named by a primitive or parser op but not counted as written"
+                );
+            }
+            if written {
+                found.push(format!("{name}:{field}"));
+            }
+        }
+        if name == "basic_l2.json" {
+            assert!(p.writes[p.std.egress_spec.unwrap() as usize]);
+            assert!(!p.writes[p.std.mcast_grp.unwrap() as usize]);
+            assert!(!p.writes[p.std.priority.unwrap() as usize]);
+        }
+    }
+    for want in [
+        "multicast.json:mcast_grp",
+        "l2_learning.json:mcast_grp",
+        "v1model_misc.json:priority",
+    ] {
+        assert!(
+            found.iter().any(|f| f == want),
+            "{want} not found in {found:?}"
+        );
+    }
+}

@@ -1,4 +1,5 @@
-//! Cache prefetch hint, the only `unsafe` in this crate.
+//! Cache prefetch hint and the SSE2 signature compare of the hash buckets: the only
+//! `unsafe` in this crate.
 #![allow(unsafe_code)]
 
 /// Hint the CPU to pull the cache line holding `*p` into L1.
@@ -26,5 +27,24 @@ pub(crate) fn prefetch<T>(p: *const T) {
 pub(crate) fn prefetch_index<T>(s: &[T], i: usize) {
     if let Some(x) = s.get(i) {
         prefetch(x as *const T);
+    }
+}
+
+/// Bit `i` set (`i` in 0..8) when 16-bit lane `i` of `words` (lane `i` in bits
+/// `16 * (i % 4)` of word `i / 4`) equals `sig`: one vector compare, the lane masks
+/// narrowed to bytes, one byte mask.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn eq_lanes16(words: [u64; 2], sig: u16) -> u32 {
+    use core::arch::x86_64::{
+        _mm_cmpeq_epi16, _mm_movemask_epi8, _mm_packs_epi16, _mm_set_epi64x, _mm_set1_epi16,
+        _mm_setzero_si128,
+    };
+    // SAFETY: SSE2 is part of the x86_64 baseline, so these instructions exist on
+    // every CPU this code runs on; they work on registers only (no memory access).
+    unsafe {
+        let lanes = _mm_set_epi64x(words[1] as i64, words[0] as i64);
+        let eq = _mm_cmpeq_epi16(lanes, _mm_set1_epi16(sig as i16));
+        (_mm_movemask_epi8(_mm_packs_epi16(eq, _mm_setzero_si128())) as u32) & 0xff
     }
 }

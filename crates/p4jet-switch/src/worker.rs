@@ -1051,14 +1051,24 @@ impl Core {
         let mut t = None;
         let on = self.timing;
         lap(on, &mut t, &mut 0);
-        let now = self.clock.now_us();
+        // without an egress control nothing can drop in egress (the egress_spec marker
+        // is neither set nor checked) and the time is only for the informational
+        // metadata (else for meters and E2E clones): with neither, no clock read
+        let egress_control = e.prog.egress.init.is_some();
+        let now = if std.egress_info || egress_control {
+            self.clock.now_us()
+        } else {
+            0
+        };
         let mut batch = std::mem::take(&mut self.egress);
         for ctx in batch.iter_mut() {
-            e.std_set(
-                &mut ctx.phv,
-                std.egress_spec,
-                (self.cfg.drop_port + 1) as u128,
-            );
+            if egress_control {
+                e.std_set(
+                    &mut ctx.phv,
+                    std.egress_spec,
+                    (self.cfg.drop_port + 1) as u128,
+                );
+            }
             if std.egress_info {
                 let port = ctx.arch.port as u128;
                 e.std_inform(&mut ctx.phv, std.egress_port, port);
@@ -1097,8 +1107,8 @@ impl Core {
                 self.clone_e2e(e, cs, &ctx, session, fl, now);
             }
             // 2. drop
-            let spec = e.std_read(&ctx.phv, std.egress_spec) as u32;
-            if spec == self.cfg.drop_port {
+            if egress_control && e.std_read(&ctx.phv, std.egress_spec) as u32 == self.cfg.drop_port
+            {
                 if self.cfg.trace {
                     ctx.log.push("dropped in egress".into());
                 }

@@ -1457,33 +1457,19 @@ impl Engine {
             ts.entries.lookup_batch(&keys, &mut hits[..w]);
             sc.keys = keys;
         }
-        // 3. actions
+        // 3. actions (whether the table has direct counters or meters: once per batch)
+        let direct = ti.direct_meter.is_some()
+            || ex
+                .direct_counters
+                .get(t as usize)
+                .is_some_and(Option::is_some);
         for (k, hit) in hits.iter().enumerate().take(w) {
             let i = waiting[k] as usize;
             let ctx = &mut *chunk[i];
             let (action, is_hit) = match hit {
                 Some((h, v)) => {
-                    if let Some(Some(cells)) = ex.direct_counters.get(t as usize)
-                        && let Some(c) = cells.get(state::handle_index(*h))
-                    {
-                        c.count(ctx.ingress_len);
-                    }
-                    if let (Some(mi), Some(Some(cells))) =
-                        (ti.direct_meter, ex.direct_meters.get(t as usize))
-                        && let Some(cell) = cells.get(state::handle_index(*h))
-                    {
-                        let m = &p.meters[mi as usize];
-                        let units = if m.bytes { ctx.ingress_len as u64 } else { 1 };
-                        let color = cell
-                            .lock()
-                            .map(|mut c| c.execute(units, now_us))
-                            .unwrap_or(0);
-                        if let Some((_, dst)) = &m.direct {
-                            let ec = EvalCtx::of_phv(&ctx.phv);
-                            if let Some(fid) = resolve_field(p, &ec, dst) {
-                                self.write_bits(&mut ctx.phv, fid, color as u128);
-                            }
-                        }
+                    if direct {
+                        self.count_and_meter(ex, t, *h, ctx, now_us);
                     }
                     if self.cfg.trace {
                         ctx.log.push(format!("table {}: hit entry {h}", ti.name));
@@ -1529,6 +1515,42 @@ impl Engine {
             }
             if !ctx.exit {
                 move_to(&mut sc.at, i, next);
+            }
+        }
+    }
+
+    /// A table hit's direct counter and direct meter (the meter's colour written to
+    /// its result field); out of line: most tables have neither.
+    #[inline(never)]
+    fn count_and_meter(
+        &self,
+        ex: &Externs,
+        t: u32,
+        h: EntryHandle,
+        ctx: &mut PacketCtx,
+        now_us: u64,
+    ) {
+        let p = &*self.prog;
+        let ti = &p.tables[t as usize];
+        if let Some(Some(cells)) = ex.direct_counters.get(t as usize)
+            && let Some(c) = cells.get(state::handle_index(h))
+        {
+            c.count(ctx.ingress_len);
+        }
+        if let (Some(mi), Some(Some(cells))) = (ti.direct_meter, ex.direct_meters.get(t as usize))
+            && let Some(cell) = cells.get(state::handle_index(h))
+        {
+            let m = &p.meters[mi as usize];
+            let units = if m.bytes { ctx.ingress_len as u64 } else { 1 };
+            let color = cell
+                .lock()
+                .map(|mut c| c.execute(units, now_us))
+                .unwrap_or(0);
+            if let Some((_, dst)) = &m.direct {
+                let ec = EvalCtx::of_phv(&ctx.phv);
+                if let Some(fid) = resolve_field(p, &ec, dst) {
+                    self.write_bits(&mut ctx.phv, fid, color as u128);
+                }
             }
         }
     }

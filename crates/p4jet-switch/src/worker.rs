@@ -212,7 +212,8 @@ impl Worker {
         )
     }
 
-    /// Queues a received frame.
+    /// Queues a received frame (inlined into receive loops).
+    #[inline]
     pub fn inject(&mut self, port: u32, frame: &[u8]) {
         self.core.inject(port, frame)
     }
@@ -451,7 +452,8 @@ impl Core {
         }
     }
 
-    /// Queues a received frame.
+    /// Queues a received frame (inlined into receive loops: a call per packet).
+    #[inline(always)]
     pub fn inject(&mut self, port: u32, frame: &[u8]) {
         let mut ctx = self.alloc();
         if ctx.pkt.capacity() == 0 {

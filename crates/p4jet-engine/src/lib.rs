@@ -86,8 +86,9 @@ pub struct ArchMeta {
     pub enq_qdepth: u32,
     /// Priority queue.
     pub qid: u32,
-    /// Copy of the frame as it entered this ingress pass (for I2E clones).
-    pub sequence: u64,
+    /// Injection time on the worker's latency clock (ns; 0 when latency is not
+    /// measured); clones and recirculated packets keep their original's.
+    pub rx_ns: u64,
 }
 
 impl PacketCtx {

@@ -1,52 +1,35 @@
 //! Per-packet latency from injection to transmission, for benchmarks.
 //!
-//! A packet's injection time is written into a slot of a shared [`Stamps`] table indexed
-//! by its arrival sequence number (`arch.sequence`, which travels with the packet and
-//! its clones, also across pipeline stages); the stage that transmits it reads the slot
-//! and records `tx time - injection time` in its [`LatencyHist`]. Clocks are read once
-//! per batch ([`crate::Core::mark_rx`] before a batch of injections, once per egress
-//! batch before transmission), so the cost is two clock reads per batch and two relaxed
-//! memory accesses per packet.
+//! A packet's injection time, on a clock shared by the stages of a worker ([`Stamps`]),
+//! is written into the packet (`arch.rx_ns`, which travels with the packet and its
+//! clones, also across pipeline stages); the stage that transmits it records
+//! `tx time - injection time` in its [`LatencyHist`]. Clocks are read once per batch
+//! ([`crate::Core::mark_rx`] before a batch of injections, once per egress batch before
+//! transmission), so the cost is two clock reads per batch and a store and a load per
+//! packet. (Until the seventh session the times sat in a table indexed by an arrival
+//! sequence number: two more memory accesses and the index arithmetic per packet.)
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-/// Slots of a [`Stamps`] table: more than the packets any worker keeps in flight
-/// (rings of at most 8192 slots, batches, queues), so a slot is never reused while its
-/// packet is still inside the switch.
-const SLOTS: usize = 1 << 17;
-
-/// Injection times of the packets in flight, shared by the stages of one worker.
+/// The latency clock shared by the stages of one worker.
 #[derive(Debug)]
 pub struct Stamps {
     base: Instant,
-    slots: Box<[AtomicU64]>,
 }
 
 impl Stamps {
-    /// A new table; times are nanoseconds since now.
+    /// A new clock; times are nanoseconds since now.
     pub fn new() -> Arc<Stamps> {
         Arc::new(Stamps {
             base: Instant::now(),
-            slots: (0..SLOTS).map(|_| AtomicU64::new(0)).collect(),
         })
     }
 
-    /// Nanoseconds since the table was created.
+    /// Nanoseconds since the clock was created.
     #[inline]
     pub fn now_ns(&self) -> u64 {
         self.base.elapsed().as_nanos() as u64
-    }
-
-    #[inline]
-    pub(crate) fn set(&self, seq: u64, t: u64) {
-        self.slots[seq as usize & (SLOTS - 1)].store(t, Ordering::Relaxed);
-    }
-
-    #[inline]
-    pub(crate) fn get(&self, seq: u64) -> u64 {
-        self.slots[seq as usize & (SLOTS - 1)].load(Ordering::Relaxed)
     }
 }
 

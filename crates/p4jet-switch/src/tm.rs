@@ -318,12 +318,12 @@ mod tests {
             };
         }
         let mut c = ENGINE.with(|e| Box::new(e.new_ctx(64)));
-        c.arch.sequence = tag;
+        c.arch.rx_ns = tag;
         c
     }
 
     fn tags(out: &[Pkt]) -> Vec<u64> {
-        out.iter().map(|c| c.arch.sequence).collect()
+        out.iter().map(|c| c.arch.rx_ns).collect()
     }
 
     fn drain(tm: &mut Tm, now_ns: u64) -> Vec<u64> {

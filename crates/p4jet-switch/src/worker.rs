@@ -84,12 +84,11 @@ pub struct Core {
     pub trace_out: Vec<String>,
     /// Run-time problems reported (bad register index, loops...).
     pub errors: Vec<String>,
-    seq: u64,
     /// Measure time per stage (for `p4jet bench`).
     pub timing: bool,
     /// Nanoseconds spent per stage: parse, ingress, traffic manager, egress, deparse+tx.
     pub stage_ns: [u64; 5],
-    /// Injection times by sequence number (latency measurement, off by default).
+    /// The latency clock (latency measurement, off by default).
     stamps: Option<Arc<Stamps>>,
     /// The time [`Core::mark_rx`] read, given to the packets injected after it.
     rx_stamp: u64,
@@ -184,7 +183,6 @@ impl Worker {
                 ports: Vec::new(),
                 trace_out: Vec::new(),
                 errors: Vec::new(),
-                seq: 0,
                 timing: false,
                 stage_ns: [0; 5],
                 stamps: None,
@@ -335,7 +333,7 @@ impl Worker {
             ctx.arch.instance_type = instance::NORMAL;
             ctx.arch.passes = 0;
             ctx.arch.preserved.clear();
-            ctx.arch.sequence = old.arch.sequence;
+            ctx.arch.rx_ns = old.arch.rx_ns;
             self.core.input.push_back(ctx);
         }
         self.active = next;
@@ -513,17 +511,13 @@ impl Core {
         ctx.arch.instance_type = crate::worker::instance::NORMAL;
         ctx.arch.passes = 0;
         ctx.arch.preserved.clear();
-        self.seq += 1;
-        ctx.arch.sequence = self.seq;
-        if let Some(s) = &self.stamps {
-            s.set(self.seq, self.rx_stamp);
-        }
+        ctx.arch.rx_ns = self.rx_stamp;
         self.port_mut(port).rx += 1;
         self.input.push_back(ctx);
     }
 
     /// Measures the latency of every packet from its injection to its transmission
-    /// into [`Core::latency`]; injection times go into `stamps` (shared with the other
+    /// into [`Core::latency`]; injection times are read from `stamps` (shared with the other
     /// stage of a pipelined worker). Call [`Core::mark_rx`] before each batch of
     /// injections.
     pub fn enable_latency(&mut self, stamps: Arc<Stamps>) {
@@ -834,7 +828,7 @@ impl Core {
         let ms = cs.mirror.get(&(session & 0x7fff)).copied()?;
         let mut c = self.alloc();
         c.copy_from(ctx);
-        c.arch.sequence = ctx.arch.sequence;
+        c.arch.rx_ns = ctx.arch.rx_ns;
         Some((c, ms))
     }
 
@@ -978,7 +972,7 @@ impl Core {
                 // no recirculation requested
                 c.truncate = None;
                 c.recirculate = None;
-                c.arch.sequence = ctx.arch.sequence;
+                c.arch.rx_ns = ctx.arch.rx_ns;
                 e.std_inform(&mut c.phv, e.sm.egress_rid, node.rid as u128);
                 e.std_inform(&mut c.phv, e.sm.instance_type, c.arch.instance_type as u128);
                 self.enqueue(e, c, port, now);
@@ -1142,9 +1136,8 @@ impl Core {
                 tx(port, &ctx.pkt.data()[..n]);
             }
             self.port_mut(port).tx += 1;
-            if let (Some(s), Some(now)) = (&self.stamps, tx_ns) {
-                self.latency
-                    .record(now.saturating_sub(s.get(ctx.arch.sequence)));
+            if let Some(now) = tx_ns {
+                self.latency.record(now.saturating_sub(ctx.arch.rx_ns));
             }
             self.free(ctx);
         }

@@ -486,6 +486,16 @@ pub struct FastCond {
 #[derive(Debug, Clone, Copy)]
 enum FastKind {
     Valid(u32),
+    /// `field OP k` on an unsigned field whose bits lie within 8 bytes from its first
+    /// byte, as a range test: `v - lo <= span` (wrapping) with `v` read by one 8-byte
+    /// load shifted and masked (the PHV's padding keeps the load in bounds).
+    Range64 {
+        byte: u32,
+        shift: u32,
+        mask: u64,
+        lo: u64,
+        span: u64,
+    },
     /// `field OP k` on an unsigned field of at most 128 bits.
     Cmp {
         loc: p4jet_ir::FieldLoc,
@@ -546,6 +556,9 @@ impl FastCond {
                 if loc.signed || loc.width > 128 || k.interp != Interp::Unsigned {
                     return None;
                 }
+                if let Some(c) = Self::range64(loc, op, k.konst) {
+                    return Some(c);
+                }
                 Some(FastCond {
                     kind: FastKind::Cmp {
                         loc,
@@ -559,11 +572,67 @@ impl FastCond {
         }
     }
 
+    /// `loc OP k` as a [`FastKind::Range64`] when the field's bits fit in 8 bytes from
+    /// its first byte and the range is neither empty nor the constant outside 64 bits.
+    fn range64(loc: p4jet_ir::FieldLoc, op: BinOp, k: u128) -> Option<FastCond> {
+        // read_raw's bits: the whole window for a field that owns it, else the field
+        let (shift, bits) = if loc.own {
+            (64 - 8 * u32::from(loc.nbytes), 8 * u32::from(loc.nbytes))
+        } else {
+            (
+                64u32.checked_sub(u32::from(loc.bit) + loc.width)?,
+                loc.width,
+            )
+        };
+        if loc.nbytes == 0 || loc.nbytes > 8 || bits == 0 || bits > 64 {
+            return None;
+        }
+        let max = u64::MAX >> (64 - bits);
+        let k = u64::try_from(k).ok().filter(|k| *k <= max)?;
+        let (lo, hi, negate) = match op {
+            BinOp::Eq => (k, k, false),
+            BinOp::Ne => (k, k, true),
+            BinOp::Lt => (0, k.checked_sub(1)?, false),
+            BinOp::Le => (0, k, false),
+            BinOp::Gt => (k.checked_add(1).filter(|v| *v <= max)?, max, false),
+            BinOp::Ge => (k, max, false),
+            _ => return None,
+        };
+        Some(FastCond {
+            kind: FastKind::Range64 {
+                byte: loc.byte,
+                shift,
+                mask: max,
+                lo,
+                span: hi - lo,
+            },
+            negate,
+        })
+    }
+
     /// The truth value for this PHV.
     #[inline]
     pub fn test(&self, phv: &Phv) -> bool {
         let b = match self.kind {
             FastKind::Valid(h) => phv.valid.get(h as usize).copied().unwrap_or(false),
+            FastKind::Range64 {
+                byte,
+                shift,
+                mask,
+                lo,
+                span,
+            } => {
+                let b = byte as usize;
+                let v = match phv.data.get(b..b + 8) {
+                    Some(w) => {
+                        let mut a = [0u8; 8];
+                        a.copy_from_slice(w);
+                        (u64::from_be_bytes(a) >> shift) & mask
+                    }
+                    None => 0,
+                };
+                v.wrapping_sub(lo) <= span
+            }
             FastKind::Cmp { loc, op, k } => {
                 let v = phv.read_raw(loc);
                 match op {
@@ -714,5 +783,73 @@ impl FastExpr {
             }
         }
         st[0]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The range form of `field OP k` against the comparison on `read_raw`, for fields
+    /// of every width and offset (owned windows and shared bytes), constants at and
+    /// around the edges and values at and around the constant.
+    #[test]
+    fn range_conditions_equal_comparisons() {
+        let ops = [
+            BinOp::Eq,
+            BinOp::Ne,
+            BinOp::Lt,
+            BinOp::Le,
+            BinOp::Gt,
+            BinOp::Ge,
+        ];
+        let mut phv = Phv {
+            data: vec![0u8; 16 + 32].into_boxed_slice(),
+            valid: Box::new([]),
+            stack_next: Box::new([]),
+            varbit_bits: Box::new([]),
+        };
+        let mut checked = 0;
+        for width in 1..=64u32 {
+            for bit in 0..8u8 {
+                for own in [false, true] {
+                    let bit = if own {
+                        ((8 - width % 8) % 8) as u8
+                    } else {
+                        bit
+                    };
+                    if u32::from(bit) + width > 64 {
+                        continue;
+                    }
+                    let loc = p4jet_ir::FieldLoc::new(3, bit, width, false, own);
+                    let max = u64::MAX >> (64 - width);
+                    for k in [0, 1, max / 2, max - 1, max] {
+                        for op in ops {
+                            let Some(fc) = FastCond::range64(loc, op, u128::from(k)) else {
+                                continue;
+                            };
+                            for v in [0, 1, k.wrapping_sub(1), k, k.wrapping_add(1), max] {
+                                let v = v & max;
+                                phv.data.fill(0xa5);
+                                phv.write(loc, u128::from(v));
+                                let r = phv.read_raw(loc);
+                                let k = u128::from(k);
+                                let want = match op {
+                                    BinOp::Eq => r == k,
+                                    BinOp::Ne => r != k,
+                                    BinOp::Lt => r < k,
+                                    BinOp::Le => r <= k,
+                                    BinOp::Gt => r > k,
+                                    _ => r >= k,
+                                };
+                                assert_eq!(fc.test(&phv), want, "{loc:?} {op:?} {k} v={v}");
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
     }
 }

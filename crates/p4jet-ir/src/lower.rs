@@ -170,38 +170,48 @@ pub fn lower(j: &p4jet_json::Program) -> Result<Program, LoadError> {
     Ok(c.p)
 }
 
-/// Which fields the program may read.
-fn reads(p: &Program) -> Vec<bool> {
-    let mut r = vec![false; p.fields.len()];
-    fn header_candidates(p: &Program, h: &HeaderRef) -> Vec<u32> {
-        match h {
-            HeaderRef::Static(h) => vec![*h],
-            HeaderRef::StackIndex { stack, .. } | HeaderRef::StackLast(stack) => {
-                p.stacks[*stack as usize].headers.clone()
-            }
-            HeaderRef::UnionMember { member, .. } => p
-                .unions
-                .iter()
-                .chain(std::iter::empty())
-                .filter_map(|u| u.headers.get(*member as usize).copied())
-                .collect(),
+/// The headers a header reference may name (every element of a stack, the member of
+/// every union).
+fn header_candidates(p: &Program, h: &HeaderRef) -> Vec<u32> {
+    match h {
+        HeaderRef::Static(h) => vec![*h],
+        HeaderRef::StackIndex { stack, .. } | HeaderRef::StackLast(stack) => {
+            p.stacks[*stack as usize].headers.clone()
         }
+        HeaderRef::UnionMember { member, .. } => p
+            .unions
+            .iter()
+            .filter_map(|u| u.headers.get(*member as usize).copied())
+            .collect(),
     }
-    let mark_header = |r: &mut Vec<bool>, h: u32| {
-        for f in &p.headers[h as usize].fields {
-            r[*f as usize] = true;
-        }
-    };
-    let mark = |r: &mut Vec<bool>, f: &FieldRef| match f {
-        FieldRef::Static(f) => r[*f as usize] = true,
+}
+
+/// Marks every field of header `h` in `marks`.
+fn mark_header(p: &Program, marks: &mut [bool], h: u32) {
+    for f in &p.headers[h as usize].fields {
+        marks[*f as usize] = true;
+    }
+}
+
+/// Marks the field `f` refers to (every candidate of a run-time index) in `marks`.
+fn mark_field(p: &Program, marks: &mut [bool], f: &FieldRef) {
+    match f {
+        FieldRef::Static(f) => marks[*f as usize] = true,
         FieldRef::Dyn { header, index } => {
             for h in header_candidates(p, header) {
                 if let Some(f) = p.headers[h as usize].fields.get(*index as usize) {
-                    r[*f as usize] = true;
+                    marks[*f as usize] = true;
                 }
             }
         }
-    };
+    }
+}
+
+/// Which fields the program may read.
+fn reads(p: &Program) -> Vec<bool> {
+    let mut r = vec![false; p.fields.len()];
+    let mark_header = |r: &mut Vec<bool>, h: u32| mark_header(p, r, h);
+    let mark = |r: &mut Vec<bool>, f: &FieldRef| mark_field(p, r, f);
     for n in &p.exprs.nodes {
         match &n.expr {
             Expr::Field(f) => mark(&mut r, f),
@@ -295,34 +305,9 @@ fn reads(p: &Program) -> Vec<bool> {
 /// to be classified here.
 fn writes(p: &Program) -> Vec<bool> {
     let mut w = vec![false; p.fields.len()];
-    let headers_of = |h: &HeaderRef| -> Vec<u32> {
-        match h {
-            HeaderRef::Static(h) => vec![*h],
-            HeaderRef::StackIndex { stack, .. } | HeaderRef::StackLast(stack) => {
-                p.stacks[*stack as usize].headers.clone()
-            }
-            HeaderRef::UnionMember { member, .. } => p
-                .unions
-                .iter()
-                .filter_map(|u| u.headers.get(*member as usize).copied())
-                .collect(),
-        }
-    };
-    let mark_header = |w: &mut Vec<bool>, h: u32| {
-        for f in &p.headers[h as usize].fields {
-            w[*f as usize] = true;
-        }
-    };
-    let mark = |w: &mut Vec<bool>, f: &FieldRef| match f {
-        FieldRef::Static(f) => w[*f as usize] = true,
-        FieldRef::Dyn { header, index } => {
-            for h in headers_of(header) {
-                if let Some(f) = p.headers[h as usize].fields.get(*index as usize) {
-                    w[*f as usize] = true;
-                }
-            }
-        }
-    };
+    let headers_of = |h: &HeaderRef| header_candidates(p, h);
+    let mark_header = |w: &mut Vec<bool>, h: u32| mark_header(p, w, h);
+    let mark = |w: &mut Vec<bool>, f: &FieldRef| mark_field(p, w, f);
     let mut prims: Vec<&Prim> = p.actions.iter().flat_map(|a| a.body.iter()).collect();
     for st in &p.parser.states {
         for op in &st.ops {

@@ -416,6 +416,8 @@ pub struct CsumPiece {
     pub byte: u32,
     /// Bytes: 8, 4 or 2.
     pub len: u8,
+    /// The piece's bits in the 8 bytes read from `byte` (the first `len` bytes).
+    pub mask: u64,
 }
 
 /// The pieces of a plan that [`csum16_direct`] accepts: each run cut into 8-byte
@@ -437,6 +439,7 @@ fn csum16_pieces_of(items: &[PlanItem]) -> Vec<CsumPiece> {
                         header: *header,
                         byte: b,
                         len: len as u8,
+                        mask: !0u64 << (64 - 8 * len),
                     });
                     b += len;
                     n -= len;
@@ -484,9 +487,11 @@ fn csum16_direct(items: &[PlanItem]) -> bool {
 }
 
 /// [`csum16`] of [`build_planned`]'s bytes for a plan with `csum_pieces`, without
-/// building them: each piece adds its 16-bit words (an 8-byte piece as two 32-bit
-/// halves), and the carries above bit 16 are folded back in at the end
-/// (2^16 = 1 modulo 2^16 - 1).
+/// building them: each piece is one 8-byte load from its first byte (the PHV's padding
+/// keeps it in bounds) masked to the piece, added as two 32-bit halves, and the carries
+/// above bit 16 are folded back in at the end. A piece of 4 or 2 bytes thus counts
+/// 2^32 or 2^48 times its words; both are 1 modulo 2^16 - 1, the checksum's modulus,
+/// so no branch on the length is needed.
 pub fn csum16_planned(phv: &crate::phv::Phv, pieces: &[CsumPiece]) -> u64 {
     let d = &phv.data;
     let mut sum: u64 = 0;
@@ -495,23 +500,12 @@ pub fn csum16_planned(phv: &crate::phv::Phv, pieces: &[CsumPiece]) -> u64 {
             continue;
         }
         let b = pc.byte as usize;
-        sum += match pc.len {
-            8 => match d.get(b..b + 8) {
-                Some(c) => {
-                    let w = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-                    (w >> 32) + (w & 0xffff_ffff)
-                }
-                None => 0,
-            },
-            4 => match d.get(b..b + 4) {
-                Some(c) => u64::from(u32::from_be_bytes([c[0], c[1], c[2], c[3]])),
-                None => 0,
-            },
-            _ => match d.get(b..b + 2) {
-                Some(c) => u64::from(u16::from_be_bytes([c[0], c[1]])),
-                None => 0,
-            },
-        };
+        if let Some(c) = d.get(b..b + 8) {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(c);
+            let w = u64::from_be_bytes(a) & pc.mask;
+            sum += (w >> 32) + (w & 0xffff_ffff);
+        }
     }
     sum = (sum & 0xffff_ffff) + (sum >> 32);
     while sum >> 16 != 0 {

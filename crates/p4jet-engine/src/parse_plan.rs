@@ -68,6 +68,11 @@ pub(crate) struct PlanSelect {
     key: Vec<PlanKey>,
     /// (value, mask, next state); a default transition has mask 0.
     trans: Vec<(u128, u128, Option<u32>)>,
+    /// A key of one field whose bits lie within 8 bytes from its first byte: (byte,
+    /// shift, mask) of one 8-byte load (the PHV's padding keeps it in bounds), with
+    /// `trans64` the transitions in 64 bits.
+    fast: Option<(u32, u32, u64)>,
+    trans64: Vec<(u64, u64, Option<u32>)>,
 }
 
 /// The plan of one parser state.
@@ -232,7 +237,36 @@ impl PlanSelect {
                 _ => return None,
             });
         }
-        Some(PlanSelect { key, trans })
+        // one field of read_raw's bits (the whole window of a field that owns it)
+        let fast = match key[..] {
+            [PlanKey::Field { loc, .. }] => {
+                let (shift, bits) = if loc.own {
+                    (64i64 - 8 * i64::from(loc.nbytes), 8 * u32::from(loc.nbytes))
+                } else {
+                    (64 - i64::from(loc.bit) - i64::from(loc.width), loc.width)
+                };
+                let fits = (0..64).contains(&shift) && (1..=64).contains(&bits);
+                let m = if fits { u64::MAX >> (64 - bits) } else { 0 };
+                let narrow = trans
+                    .iter()
+                    .all(|(v, k, _)| *v <= u128::from(m) && *k <= u128::from(m));
+                (fits && narrow).then_some((loc.byte, shift as u32, m))
+            }
+            _ => None,
+        };
+        let trans64 = match fast {
+            Some(_) => trans
+                .iter()
+                .map(|&(v, k, next)| (v as u64, k as u64, next))
+                .collect(),
+            None => vec![],
+        };
+        Some(PlanSelect {
+            key,
+            trans,
+            fast,
+            trans64,
+        })
     }
 
     /// The next state (None: accept), or the error of a lookahead past the packet's end.
@@ -244,7 +278,21 @@ impl PlanSelect {
         cursor: usize,
         too_short: u32,
     ) -> Result<Option<u32>, u32> {
-        // the commonest key, one field (an EtherType, a protocol number): its value
+        // the commonest key, one field (an EtherType, a protocol number): its value,
+        // in 64 bits when it fits
+        if let Some((byte, shift, mask)) = self.fast
+            && let Some(w) = phv.data.get(byte as usize..byte as usize + 8)
+        {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(w);
+            let key = (u64::from_be_bytes(a) >> shift) & mask;
+            for &(value, m, next) in &self.trans64 {
+                if key & m == value {
+                    return Ok(next);
+                }
+            }
+            return Ok(None);
+        }
         if let [PlanKey::Field { loc, .. }] = self.key[..] {
             let key = phv.read_raw(loc);
             return Ok(self.choose(key));

@@ -223,14 +223,75 @@ fn copy_param(phv: &mut Phv, data: &[u8], (dst, src, n): (u32, u32, u32)) -> boo
 /// What a table hit or miss runs, decided per action at load: the commonest bodies
 /// (nothing: `NoAction`, `permit`; one parameter copied into a field that owns its
 /// bytes: `forward(port)`) without the action interpreter's call.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum QuickAction {
     /// An empty body.
     Nothing,
     /// One `AssignParam` that is a byte copy (see `Engine::param_copies`).
     ParamCopy((u32, u32, u32)),
+    /// A body of parameter copies, constant assignments and flattened expressions
+    /// only (`set_next_hop(hop, port)` with its `ttl - 1`), run as a list when the
+    /// action data has at least `need` bytes (else `Engine::run_action`, which
+    /// handles short data).
+    Steps {
+        steps: Box<[QuickStep]>,
+        need: usize,
+    },
     /// Anything else: `Engine::run_action`.
     Run,
+}
+
+/// One primitive of a [`QuickAction::Steps`] body.
+#[derive(Debug, Clone)]
+enum QuickStep {
+    /// A parameter's bytes into a field that owns its bytes (`Engine::param_copies`).
+    Copy((u32, u32, u32)),
+    /// A constant into a field.
+    Const(p4jet_ir::FieldLoc, u128),
+    /// A flattened expression into a field of at most 128 bits.
+    Expr(p4jet_ir::FieldLoc, eval::FastExpr),
+}
+
+/// The [`QuickAction::Steps`] form of action `a`, or [`QuickAction::Run`] when a
+/// primitive is not a parameter copy, a constant assignment or a flattened expression
+/// assigned to a static field of at most 128 bits.
+fn quick_steps(
+    p: &Program,
+    a: &p4jet_ir::Action,
+    copies: &[ParamCopy],
+    fast_exprs: &[Option<eval::FastExpr>],
+) -> QuickAction {
+    let mut steps = Vec::with_capacity(a.body.len());
+    let mut need = 0usize;
+    for (pc, prim) in a.body.iter().enumerate() {
+        let loc_of = |f: u32| p.fields.get(f as usize).map(|f| f.loc);
+        let step = match prim {
+            Prim::AssignParam { .. } => match copies.get(pc) {
+                Some(Some(c)) => {
+                    need = need.max(c.1 as usize + c.2 as usize);
+                    QuickStep::Copy(*c)
+                }
+                _ => return QuickAction::Run,
+            },
+            Prim::AssignConst { dst, value } => match loc_of(*dst) {
+                Some(loc) => QuickStep::Const(loc, *value),
+                None => return QuickAction::Run,
+            },
+            Prim::Assign {
+                dst: FieldRef::Static(f),
+                src,
+            } => match (loc_of(*f), fast_exprs.get(*src as usize)) {
+                (Some(loc), Some(Some(fe))) if loc.width <= 128 => QuickStep::Expr(loc, fe.clone()),
+                _ => return QuickAction::Run,
+            },
+            _ => return QuickAction::Run,
+        };
+        steps.push(step);
+    }
+    QuickAction::Steps {
+        steps: steps.into_boxed_slice(),
+        need,
+    }
 }
 
 /// A table key made of PHV byte runs of at most 16 bytes (`Engine::key_runs`):
@@ -664,7 +725,7 @@ impl Engine {
                 match (&a.body[..], &copies[..]) {
                     ([], _) => QuickAction::Nothing,
                     ([Prim::AssignParam { .. }], [Some(copy)]) => QuickAction::ParamCopy(*copy),
-                    _ => QuickAction::Run,
+                    _ => quick_steps(&prog, a, copies, &fast_exprs),
                 }
             })
             .collect();
@@ -1511,6 +1572,9 @@ impl Engine {
                     Some(QuickAction::Nothing) => {}
                     Some(&QuickAction::ParamCopy(pc))
                         if copy_param(&mut ctx.phv, &call.data, pc) => {}
+                    Some(QuickAction::Steps { steps, need }) if call.data.len() >= *need => {
+                        self.run_steps(steps, ctx, call)
+                    }
                     _ => self.run_action(cs, ex, ctx, call, sc, now_us),
                 }
             }
@@ -1590,6 +1654,30 @@ impl Engine {
                 sc.members.extend_from_slice(members);
                 let m = sc.members[(h % members.len() as u64) as usize];
                 ps.members.get(&m).map(|m| &m.call)
+            }
+        }
+    }
+
+    /// Runs a [`QuickAction::Steps`] body (the action data is long enough).
+    #[inline(never)]
+    fn run_steps(&self, steps: &[QuickStep], ctx: &mut PacketCtx, call: &ActionCall) {
+        for st in steps {
+            match st {
+                QuickStep::Copy(pc) => {
+                    copy_param(&mut ctx.phv, &call.data, *pc);
+                }
+                QuickStep::Const(loc, v) => ctx.phv.write(*loc, *v),
+                QuickStep::Expr(loc, fe) => {
+                    let v = match self.prog.actions.get(call.action as usize) {
+                        Some(a) => fe.eval(&EvalCtx {
+                            phv: &ctx.phv,
+                            ahead: &[],
+                            action: Some((a, &call.data)),
+                        }),
+                        None => continue,
+                    };
+                    ctx.phv.write(*loc, v);
+                }
             }
         }
     }

@@ -575,19 +575,7 @@ impl FastCond {
     /// `loc OP k` as a [`FastKind::Range64`] when the field's bits fit in 8 bytes from
     /// its first byte and the range is neither empty nor the constant outside 64 bits.
     fn range64(loc: p4jet_ir::FieldLoc, op: BinOp, k: u128) -> Option<FastCond> {
-        // read_raw's bits: the whole window for a field that owns it, else the field
-        let (shift, bits) = if loc.own {
-            (64 - 8 * u32::from(loc.nbytes), 8 * u32::from(loc.nbytes))
-        } else {
-            (
-                64u32.checked_sub(u32::from(loc.bit) + loc.width)?,
-                loc.width,
-            )
-        };
-        if loc.nbytes == 0 || loc.nbytes > 8 || bits == 0 || bits > 64 {
-            return None;
-        }
-        let max = u64::MAX >> (64 - bits);
+        let (shift, max) = crate::phv::window64(loc)?;
         let k = u64::try_from(k).ok().filter(|k| *k <= max)?;
         let (lo, hi, negate) = match op {
             BinOp::Eq => (k, k, false),
@@ -622,15 +610,7 @@ impl FastCond {
                 lo,
                 span,
             } => {
-                let b = byte as usize;
-                let v = match phv.data.get(b..b + 8) {
-                    Some(w) => {
-                        let mut a = [0u8; 8];
-                        a.copy_from_slice(w);
-                        (u64::from_be_bytes(a) >> shift) & mask
-                    }
-                    None => 0,
-                };
+                let v = phv.load8(byte as usize).map_or(0, |w| (w >> shift) & mask);
                 v.wrapping_sub(lo) <= span
             }
             FastKind::Cmp { loc, op, k } => {

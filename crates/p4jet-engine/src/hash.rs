@@ -493,17 +493,13 @@ fn csum16_direct(items: &[PlanItem]) -> bool {
 /// 2^32 or 2^48 times its words; both are 1 modulo 2^16 - 1, the checksum's modulus,
 /// so no branch on the length is needed.
 pub fn csum16_planned(phv: &crate::phv::Phv, pieces: &[CsumPiece]) -> u64 {
-    let d = &phv.data;
     let mut sum: u64 = 0;
     for pc in pieces {
         if !phv.valid.get(pc.header as usize).copied().unwrap_or(false) {
             continue;
         }
-        let b = pc.byte as usize;
-        if let Some(c) = d.get(b..b + 8) {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(c);
-            let w = u64::from_be_bytes(a) & pc.mask;
+        if let Some(w) = phv.load8(pc.byte as usize) {
+            let w = w & pc.mask;
             sum += (w >> 32) + (w & 0xffff_ffff);
         }
     }

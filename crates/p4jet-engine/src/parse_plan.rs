@@ -239,19 +239,13 @@ impl PlanSelect {
         }
         // one field of read_raw's bits (the whole window of a field that owns it)
         let fast = match key[..] {
-            [PlanKey::Field { loc, .. }] => {
-                let (shift, bits) = if loc.own {
-                    (64i64 - 8 * i64::from(loc.nbytes), 8 * u32::from(loc.nbytes))
-                } else {
-                    (64 - i64::from(loc.bit) - i64::from(loc.width), loc.width)
-                };
-                let fits = (0..64).contains(&shift) && (1..=64).contains(&bits);
-                let m = if fits { u64::MAX >> (64 - bits) } else { 0 };
-                let narrow = trans
-                    .iter()
-                    .all(|(v, k, _)| *v <= u128::from(m) && *k <= u128::from(m));
-                (fits && narrow).then_some((loc.byte, shift as u32, m))
-            }
+            [PlanKey::Field { loc, .. }] => crate::phv::window64(loc)
+                .filter(|&(_, m)| {
+                    trans
+                        .iter()
+                        .all(|(v, k, _)| *v <= u128::from(m) && *k <= u128::from(m))
+                })
+                .map(|(shift, m)| (loc.byte, shift, m)),
             _ => None,
         };
         let trans64 = match fast {
@@ -281,11 +275,9 @@ impl PlanSelect {
         // the commonest key, one field (an EtherType, a protocol number): its value,
         // in 64 bits when it fits
         if let Some((byte, shift, mask)) = self.fast
-            && let Some(w) = phv.data.get(byte as usize..byte as usize + 8)
+            && let Some(w) = phv.load8(byte as usize)
         {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(w);
-            let key = (u64::from_be_bytes(a) >> shift) & mask;
+            let key = (w >> shift) & mask;
             for &(value, m, next) in &self.trans64 {
                 if key & m == value {
                     return Ok(next);

@@ -76,7 +76,32 @@ pub fn sign_extend(v: u128, width: u32) -> u128 {
     (((v << s) as i128) >> s) as u128
 }
 
+/// Where [`Phv::read_raw`]'s bits of a field sit in the 8 bytes from its first byte:
+/// (right shift, mask), when they fit (the whole window of a field that owns it, else
+/// the field's own bits). The PHV's `PHV_PAD` bytes of padding keep such an 8-byte load
+/// in bounds for any field.
+pub fn window64(loc: FieldLoc) -> Option<(u32, u64)> {
+    let (end, bits) = if loc.own {
+        (8 * u32::from(loc.nbytes), 8 * u32::from(loc.nbytes))
+    } else {
+        (u32::from(loc.bit) + loc.width, loc.width)
+    };
+    if loc.nbytes == 0 || loc.nbytes > 8 || bits == 0 || end > 64 {
+        return None;
+    }
+    Some((64 - end, u64::MAX >> (64 - bits)))
+}
+
 impl Phv {
+    /// The 8 bytes from PHV byte `b`, big-endian (None past the end).
+    #[inline(always)]
+    pub fn load8(&self, b: usize) -> Option<u64> {
+        let w = self.data.get(b..b + 8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(w);
+        Some(u64::from_be_bytes(a))
+    }
+
     /// A PHV for `p`, all zero, metadata valid.
     pub fn new(p: &Program) -> Phv {
         let mut valid = vec![false; p.headers.len()].into_boxed_slice();
@@ -142,13 +167,8 @@ impl Phv {
     /// branch on the window's size).
     #[inline(always)]
     pub fn read_std(&self, s: StdSlot) -> u64 {
-        let b = s.loc.byte as usize;
-        match self.data.get(b..b + 8) {
-            Some(w) if s.n != 0 => {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(w);
-                (u64::from_be_bytes(a) >> s.shift) & s.mask
-            }
+        match self.load8(s.loc.byte as usize) {
+            Some(w) if s.n != 0 => (w >> s.shift) & s.mask,
             _ => self.read_raw(s.loc) as u64,
         }
     }

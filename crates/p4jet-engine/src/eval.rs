@@ -783,12 +783,7 @@ mod tests {
             BinOp::Gt,
             BinOp::Ge,
         ];
-        let mut phv = Phv {
-            data: vec![0u8; 16 + 32].into_boxed_slice(),
-            valid: Box::new([]),
-            stack_next: Box::new([]),
-            varbit_bits: Box::new([]),
-        };
+        let mut phv = Phv::zeroed(16);
         let mut checked = 0;
         for width in 1..=64u32 {
             for bit in 0..8u8 {

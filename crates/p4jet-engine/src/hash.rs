@@ -407,15 +407,13 @@ pub struct CalcPlan {
 }
 
 /// An 8-, 4- or 2-byte big-endian piece of a header's bytes in an internet checksum
-/// summed straight from the PHV.
+/// summed straight from the PHV (its length is in its mask).
 #[derive(Debug, Clone, Copy)]
 pub struct CsumPiece {
     /// Header whose validity decides.
     pub header: u32,
     /// First PHV byte.
     pub byte: u32,
-    /// Bytes: 8, 4 or 2.
-    pub len: u8,
     /// The piece's bits in the 8 bytes read from `byte` (the first `len` bytes).
     pub mask: u64,
 }
@@ -438,7 +436,6 @@ fn csum16_pieces_of(items: &[PlanItem]) -> Vec<CsumPiece> {
                     out.push(CsumPiece {
                         header: *header,
                         byte: b,
-                        len: len as u8,
                         mask: !0u64 << (64 - 8 * len),
                     });
                     b += len;

@@ -294,6 +294,23 @@ fn quick_steps(
     }
 }
 
+/// `loc = fe` in action `a` with action data `data` (`loc` of at most 128 bits).
+#[inline(always)]
+fn assign_fast(
+    ctx: &mut PacketCtx,
+    loc: p4jet_ir::FieldLoc,
+    fe: &eval::FastExpr,
+    a: &p4jet_ir::Action,
+    data: &[u8],
+) {
+    let v = fe.eval(&EvalCtx {
+        phv: &ctx.phv,
+        ahead: &[],
+        action: Some((a, data)),
+    });
+    ctx.phv.write(loc, v);
+}
+
 /// A table key made of PHV byte runs of at most 16 bytes (`Engine::key_runs`):
 /// each run is copied as 16 bytes, the excess overwritten by the next run or
 /// left in the `KEY_SLACK` bytes past the key.
@@ -1661,23 +1678,16 @@ impl Engine {
     /// Runs a [`QuickAction::Steps`] body (the action data is long enough).
     #[inline(never)]
     fn run_steps(&self, steps: &[QuickStep], ctx: &mut PacketCtx, call: &ActionCall) {
+        let Some(a) = self.prog.actions.get(call.action as usize) else {
+            return;
+        };
         for st in steps {
             match st {
                 QuickStep::Copy(pc) => {
                     copy_param(&mut ctx.phv, &call.data, *pc);
                 }
                 QuickStep::Const(loc, v) => ctx.phv.write(*loc, *v),
-                QuickStep::Expr(loc, fe) => {
-                    let v = match self.prog.actions.get(call.action as usize) {
-                        Some(a) => fe.eval(&EvalCtx {
-                            phv: &ctx.phv,
-                            ahead: &[],
-                            action: Some((a, &call.data)),
-                        }),
-                        None => continue,
-                    };
-                    ctx.phv.write(*loc, v);
-                }
+                QuickStep::Expr(loc, fe) => assign_fast(ctx, *loc, fe, a, &call.data),
             }
         }
     }
@@ -1740,13 +1750,7 @@ impl Engine {
                     if let Some(Some(fe)) = self.fast_exprs.get(*src as usize) {
                         let loc = p.fields[*fid as usize].loc;
                         if loc.width <= 128 {
-                            let ec = EvalCtx {
-                                phv: &ctx.phv,
-                                ahead: &[],
-                                action: Some((a, &call.data)),
-                            };
-                            let v = fe.eval(&ec);
-                            ctx.phv.write(loc, v);
+                            assign_fast(ctx, loc, fe, a, &call.data);
                             pc += 1;
                             continue;
                         }

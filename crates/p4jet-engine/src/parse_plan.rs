@@ -68,11 +68,20 @@ pub(crate) struct PlanSelect {
     key: Vec<PlanKey>,
     /// (value, mask, next state); a default transition has mask 0.
     trans: Vec<(u128, u128, Option<u32>)>,
-    /// A key of one field whose bits lie within 8 bytes from its first byte: (byte,
-    /// shift, mask) of one 8-byte load (the PHV's padding keeps it in bounds), with
-    /// `trans64` the transitions in 64 bits.
-    fast: Option<(u32, u32, u64)>,
-    trans64: Vec<(u64, u64, Option<u32>)>,
+    /// The same select in 64 bits, when the key is one field whose bits lie within 8
+    /// bytes from its first byte.
+    fast: Option<Select64>,
+}
+
+/// A [`PlanSelect`] on one field read with one 8-byte load from its first byte (the
+/// PHV's padding keeps it in bounds), shifted and masked.
+#[derive(Debug, Clone)]
+struct Select64 {
+    byte: u32,
+    shift: u32,
+    mask: u64,
+    /// (value, mask, next state), as in [`PlanSelect`].
+    trans: Vec<(u64, u64, Option<u32>)>,
 }
 
 /// The plan of one parser state.
@@ -121,13 +130,12 @@ impl StatePlan {
 
     /// Plans state `st` of `p`.
     pub(crate) fn new(p: &Program, st: &ParseState) -> StatePlan {
-        let ops = st
+        let ops: Vec<PlanOp> = st
             .ops
             .iter()
             .enumerate()
             .map(|(i, op)| plan_op(p, op).unwrap_or(PlanOp::General(i as u32)))
             .collect();
-        let ops: Vec<PlanOp> = ops;
         let select = PlanSelect::new(p, st);
         let goto = fixed_next(st);
         let simple = ops
@@ -245,22 +253,18 @@ impl PlanSelect {
                         .iter()
                         .all(|(v, k, _)| *v <= u128::from(m) && *k <= u128::from(m))
                 })
-                .map(|(shift, m)| (loc.byte, shift, m)),
+                .map(|(shift, mask)| Select64 {
+                    byte: loc.byte,
+                    shift,
+                    mask,
+                    trans: trans
+                        .iter()
+                        .map(|&(v, k, next)| (v as u64, k as u64, next))
+                        .collect(),
+                }),
             _ => None,
         };
-        let trans64 = match fast {
-            Some(_) => trans
-                .iter()
-                .map(|&(v, k, next)| (v as u64, k as u64, next))
-                .collect(),
-            None => vec![],
-        };
-        Some(PlanSelect {
-            key,
-            trans,
-            fast,
-            trans64,
-        })
+        Some(PlanSelect { key, trans, fast })
     }
 
     /// The next state (None: accept), or the error of a lookahead past the packet's end.
@@ -274,11 +278,11 @@ impl PlanSelect {
     ) -> Result<Option<u32>, u32> {
         // the commonest key, one field (an EtherType, a protocol number): its value,
         // in 64 bits when it fits
-        if let Some((byte, shift, mask)) = self.fast
-            && let Some(w) = phv.load8(byte as usize)
+        if let Some(f) = &self.fast
+            && let Some(w) = phv.load8(f.byte as usize)
         {
-            let key = (w >> shift) & mask;
-            for &(value, m, next) in &self.trans64 {
+            let key = (w >> f.shift) & f.mask;
+            for &(value, m, next) in &f.trans {
                 if key & m == value {
                     return Ok(next);
                 }

@@ -21,8 +21,8 @@ pub struct StdSlot {
     n: u8,
     /// The field's value bits.
     mask: u64,
-    /// `64 - 8 * n`: the window's value sits this far up in the 8 bytes read from
-    /// the field's first byte (the PHV's padding keeps those 8 bytes in bounds).
+    /// The window's value sits this far up in the 8 bytes read from the field's first
+    /// byte ([`window64`]).
     shift: u32,
 }
 
@@ -34,7 +34,7 @@ impl StdSlot {
         StdSlot {
             loc,
             n,
-            shift: 64 - 8 * u32::from(n.max(1)),
+            shift: window64(loc).filter(|_| fast).map_or(0, |(s, _)| s),
             mask: if loc.width >= 64 {
                 u64::MAX
             } else {
@@ -100,6 +100,18 @@ impl Phv {
         let mut a = [0u8; 8];
         a.copy_from_slice(w);
         Some(u64::from_be_bytes(a))
+    }
+
+    /// A PHV of `bytes` zero data bytes (plus the padding) and no headers, for tests of
+    /// field access.
+    #[cfg(test)]
+    pub(crate) fn zeroed(bytes: usize) -> Phv {
+        Phv {
+            data: vec![0u8; bytes + PHV_PAD].into_boxed_slice(),
+            valid: Box::new([]),
+            stack_next: Box::new([]),
+            varbit_bits: Box::new([]),
+        }
     }
 
     /// A PHV for `p`, all zero, metadata valid.
@@ -467,12 +479,7 @@ mod tests {
     /// general access does, for every width and layout, without touching neighbours.
     #[test]
     fn std_slots_match_the_general_access() {
-        let mut phv = Phv {
-            data: vec![0u8; 64 + PHV_PAD].into_boxed_slice(),
-            valid: Box::new([]),
-            stack_next: Box::new([]),
-            varbit_bits: Box::new([]),
-        };
+        let mut phv = Phv::zeroed(64);
         let vals = [
             0u64,
             1,

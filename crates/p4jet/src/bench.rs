@@ -207,9 +207,6 @@ fn pin(cpus: &[usize], i: usize) {
     }
 }
 
-/// Replays `frames` through a run-to-completion worker for `s.secs` seconds, keeping
-/// `s.queue` packets injected ahead of processing (a step takes at most a batch of
-/// them: below a batch, the batches are that small).
 /// The timed replay loop of [`measure`]: keeps the worker's input at `s.queue`
 /// packets from `frames` (cycling from `*i`) and steps it for `dur` seconds; returns
 /// the seconds elapsed. A named function kept out of line so that instruction
@@ -258,6 +255,9 @@ pub fn replay(
     }
 }
 
+/// Replays `frames` through a run-to-completion worker for `s.secs` seconds, keeping
+/// `s.queue` packets injected ahead of processing (a step takes at most a batch of
+/// them: below a batch, the batches are that small).
 pub fn measure(w: &mut Worker, frames: &[Vec<u8>], s: &Setup) -> Measure {
     let batch = s.batch.max(1);
     let port = s.port;
@@ -273,12 +273,9 @@ pub fn measure(w: &mut Worker, frames: &[Vec<u8>], s: &Setup) -> Measure {
     w.run_until_idle(&mut |_, _| {});
     w.core.latency.clear();
     let mut i = 0usize;
-    let run = |w: &mut Worker, dur: f64, sent: &mut u64, injected: &mut u64, i: &mut usize| {
-        replay(w, frames, s, dur, sent, injected, i)
-    };
     let (mut sent, mut injected) = (0u64, 0u64);
     let cpu0 = thread_cpu_ns();
-    let el = run(w, s.secs, &mut sent, &mut injected, &mut i);
+    let el = replay(w, frames, s, s.secs, &mut sent, &mut injected, &mut i);
     w.run_until_idle(&mut |_, _| sent += 1);
     let cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
     if s.progress {
@@ -292,7 +289,15 @@ pub fn measure(w: &mut Worker, frames: &[Vec<u8>], s: &Setup) -> Measure {
         w.core.stage_ns = [0; 5];
         let (mut s2, mut i2) = (0u64, 0u64);
         let t0 = Instant::now();
-        run(w, (s.secs / 4.0).max(0.2), &mut s2, &mut i2, &mut i);
+        replay(
+            w,
+            frames,
+            s,
+            (s.secs / 4.0).max(0.2),
+            &mut s2,
+            &mut i2,
+            &mut i,
+        );
         let total_ns = t0.elapsed().as_nanos() as f64;
         w.core.timing = false;
         let staged: u64 = w.core.stage_ns.iter().sum();

@@ -632,7 +632,7 @@ impl FastCond {
 /// The wrapping 128-bit operations (`+ - * & | ^`), shared by [`eval`] and
 /// [`FastExpr`]; only these six are passed (any other operator gives `x ^ y`).
 #[inline(always)]
-fn bin(op: BinOp, x: u128, y: u128) -> u128 {
+pub(crate) fn bin(op: BinOp, x: u128, y: u128) -> u128 {
     match op {
         BinOp::Add => x.wrapping_add(y),
         BinOp::Sub => x.wrapping_sub(y),
@@ -645,6 +645,21 @@ fn bin(op: BinOp, x: u128, y: u128) -> u128 {
 
 /// Deepest operand stack a [`FastExpr`] may need.
 const FAST_STACK: usize = 8;
+
+/// [`bin`] on 64-bit values: the low 64 bits of [`bin`]'s result (for the wrapping
+/// operations a [`FastExpr`] admits, the result's low bits depend only on the operands'
+/// low bits).
+#[inline(always)]
+pub(crate) fn bin64(op: BinOp, x: u64, y: u64) -> u64 {
+    match op {
+        BinOp::Add => x.wrapping_add(y),
+        BinOp::Sub => x.wrapping_sub(y),
+        BinOp::Mul => x.wrapping_mul(y),
+        BinOp::And => x & y,
+        BinOp::Or => x | y,
+        _ => x ^ y,
+    }
+}
 
 /// An expression of wrapping 128-bit operations on unsigned fields, constants and action
 /// parameters (`ttl - 1` arrives from p4c as `(ttl + 0xff) & 0xff`), flattened at load
@@ -728,6 +743,30 @@ impl FastExpr {
             }
             _ => None,
         }
+    }
+
+    /// The expression as one field followed by operations with constant right operands
+    /// (`(ttl + 0xff) & 0xff`): the field and the operations, or None for any other shape.
+    pub fn field_const_ops(&self) -> Option<(p4jet_ir::FieldLoc, Vec<(BinOp, u128)>)> {
+        let (FastOp::Field(loc), rest) = self.ops.split_first()? else {
+            return None;
+        };
+        let ops = rest
+            .iter()
+            .map(|op| match *op {
+                FastOp::BinK(b, k) => Some((b, k)),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some((*loc, ops))
+    }
+
+    /// `loc OP k OP k ...` (for tests of forms built from this shape).
+    #[cfg(test)]
+    pub(crate) fn of_field_ops(loc: p4jet_ir::FieldLoc, ops: &[(BinOp, u128)]) -> FastExpr {
+        let mut v = vec![FastOp::Field(loc)];
+        v.extend(ops.iter().map(|&(b, k)| FastOp::BinK(b, k)));
+        FastExpr { ops: v }
     }
 
     /// The expression's 128-bit pattern (what [`eval_bits`] returns).

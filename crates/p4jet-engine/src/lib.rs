@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use num_bigint::{BigInt, BigUint, Sign};
 use num_traits::ToPrimitive;
-use p4jet_ir::expr::{FieldRef, HeaderRef};
+use p4jet_ir::expr::{BinOp, FieldRef, HeaderRef};
 use p4jet_ir::{
     ActionCall, ControlNode, FieldLoc, KeyElem, KeySource, ParserOp, Prim, Program, TableNext,
     TransitionKind,
@@ -250,6 +250,55 @@ enum QuickStep {
     Const(p4jet_ir::FieldLoc, u128),
     /// A flattened expression into a field of at most 128 bits.
     Expr(p4jet_ir::FieldLoc, eval::FastExpr),
+    /// `dst = src OP k [OP k]` on fields read and written as 64-bit windows
+    /// (`ttl = ttl - 1`): the operations in order, a trailing `& mask` that keeps every
+    /// bit of `dst` dropped at load (the write masks).
+    FieldOps {
+        dst: StdSlot,
+        src: StdSlot,
+        ops: [(BinOp, u64); 2],
+        n: u8,
+    },
+}
+
+/// Runs a [`QuickStep::FieldOps`].
+#[inline(always)]
+fn field_ops(phv: &mut Phv, dst: StdSlot, src: StdSlot, ops: &[(BinOp, u64)]) {
+    let mut v = phv.read_std(src);
+    for &(op, k) in ops {
+        v = eval::bin64(op, v, k);
+    }
+    phv.write_std(dst, v);
+}
+
+/// The [`QuickStep::FieldOps`] form of `dst = fe`, when `fe` is one field and at most
+/// two constant operations (after dropping a trailing mask that keeps all of `dst`)
+/// and both fields have 64-bit windows.
+fn field_ops_step(dst: p4jet_ir::FieldLoc, fe: &eval::FastExpr) -> Option<QuickStep> {
+    let (src, mut ops) = fe.field_const_ops()?;
+    let (dst, src) = (StdSlot::new(dst), StdSlot::new(src));
+    if dst.n == 0 || src.n == 0 {
+        return None;
+    }
+    if let Some(&(BinOp::And, k)) = ops.last()
+        && u128::from(dst.mask) & !k == 0
+    {
+        ops.pop();
+    }
+    if ops.len() > 2 {
+        return None;
+    }
+    let mut arr = [(BinOp::Or, 0u64); 2];
+    for (slot, (op, k)) in arr.iter_mut().zip(&ops) {
+        // the low 64 bits of the constant are all that reach a field of at most 64 bits
+        *slot = (*op, *k as u64);
+    }
+    Some(QuickStep::FieldOps {
+        dst,
+        src,
+        ops: arr,
+        n: ops.len() as u8,
+    })
 }
 
 /// The [`QuickAction::Steps`] form of action `a`, or [`QuickAction::Run`] when a
@@ -281,7 +330,9 @@ fn quick_steps(
                 dst: FieldRef::Static(f),
                 src,
             } => match (loc_of(*f), fast_exprs.get(*src as usize)) {
-                (Some(loc), Some(Some(fe))) if loc.width <= 128 => QuickStep::Expr(loc, fe.clone()),
+                (Some(loc), Some(Some(fe))) if loc.width <= 128 => {
+                    field_ops_step(loc, fe).unwrap_or_else(|| QuickStep::Expr(loc, fe.clone()))
+                }
                 _ => return QuickAction::Run,
             },
             _ => return QuickAction::Run,
@@ -1688,6 +1739,9 @@ impl Engine {
                 }
                 QuickStep::Const(loc, v) => ctx.phv.write(*loc, *v),
                 QuickStep::Expr(loc, fe) => assign_fast(ctx, *loc, fe, a, &call.data),
+                QuickStep::FieldOps { dst, src, ops, n } => {
+                    field_ops(&mut ctx.phv, *dst, *src, &ops[..*n as usize])
+                }
             }
         }
     }
@@ -2236,4 +2290,79 @@ pub fn value_bytes(v: u128, width: u32) -> Vec<u8> {
 /// Converts an exact value to `u64` if it fits.
 pub fn to_u64(v: &BigInt) -> Option<u64> {
     v.to_u64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use p4jet_ir::FieldLoc;
+
+    /// `dst = src OP k ...` as a [`QuickStep::FieldOps`] against the flattened
+    /// expression's 128-bit evaluation and write, for fields of many widths (sharing
+    /// bytes with their neighbours or not), every admitted operation, constants
+    /// wider than the fields, and p4c's trailing masks.
+    #[test]
+    fn field_ops_equal_the_expression() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let widths = [1u32, 3, 7, 8, 9, 12, 16, 24, 31, 32, 33, 48, 56, 63, 64];
+        let ops = [BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::And, BinOp::Or, BinOp::Xor];
+        let (mut fast, mut checked) = (0, 0);
+        for &dw in &widths {
+            for &sw in &widths {
+                for round in 0..40 {
+                    let mut loc = |w: u32, byte: u32, own: bool| {
+                        let bit = if own { ((8 - w % 8) % 8) as u8 } else { (rnd() % 8) as u8 };
+                        let bit = if u32::from(bit) + w > 64 { 0 } else { bit };
+                        FieldLoc::new(byte, bit, w, false, own)
+                    };
+                    let dst = loc(dw, 0, round % 4 != 3);
+                    let src = loc(sw, 12, round % 5 != 4);
+                    let nops = 1 + (rnd() % 3) as usize;
+                    let mut list: Vec<(BinOp, u128)> = (0..nops)
+                        .map(|_| {
+                            let k = u128::from(rnd()) << 64 | u128::from(rnd());
+                            let k = if rnd() % 2 == 0 { k & 0xff } else { k };
+                            (ops[(rnd() % 6) as usize], k)
+                        })
+                        .collect();
+                    if round % 2 == 0 {
+                        list.push((BinOp::And, (1u128 << dw) - 1));
+                    }
+                    let fe = eval::FastExpr::of_field_ops(src, &list);
+                    let Some(QuickStep::FieldOps { dst: d, src: s, ops: o, n }) =
+                        field_ops_step(dst, &fe)
+                    else {
+                        continue;
+                    };
+                    fast += 1;
+                    for _ in 0..8 {
+                        let mut a = Phv::zeroed(32);
+                        for b in a.data.iter_mut() {
+                            *b = rnd() as u8;
+                        }
+                        // a field that owns its bytes keeps zeros in the bits above it
+                        a.write(src, u128::from(rnd()));
+                        a.write(dst, u128::from(rnd()));
+                        let mut b = a.clone();
+                        let v = fe.eval(&EvalCtx {
+                            phv: &a,
+                            ahead: &[],
+                            action: None,
+                        });
+                        a.write(dst, v);
+                        field_ops(&mut b, d, s, &o[..n as usize]);
+                        assert_eq!(a.data, b.data, "dst {dst:?} src {src:?} ops {list:?}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(fast > 1000 && checked > 8000, "{fast} {checked}");
+    }
 }

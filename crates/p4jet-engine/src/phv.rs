@@ -18,9 +18,9 @@ pub struct StdSlot {
     /// The field.
     pub loc: FieldLoc,
     /// Window bytes for the 64-bit access (1..=8), or 0: general access.
-    n: u8,
+    pub(crate) n: u8,
     /// The field's value bits.
-    mask: u64,
+    pub(crate) mask: u64,
     /// The window's value sits this far up in the 8 bytes read from the field's first
     /// byte ([`window64`]).
     shift: u32,

@@ -7,12 +7,34 @@ use crate::prefetch::prefetch_index;
 /// Largest sub-batch handled in one go by `lookup_batch`.
 pub(crate) const MAX_BATCH: usize = 64;
 
+/// Keys of at most this many bytes are looked up in a direct array (one slot per key
+/// value) instead of the hash.
+pub(crate) const DIRECT_MAX_KEY_BYTES: usize = 2;
+
+/// An empty slot of the direct array.
+const NO_ID: u32 = u32::MAX;
+
 #[derive(Clone)]
 pub(crate) struct ExactIndex {
     kb: usize,
     /// Packed keys, `kb` bytes per entry index (stale bytes for free indexes).
     keys: Vec<u8>,
+    /// Hash for keys of more than [`DIRECT_MAX_KEY_BYTES`] bytes.
     map: HashIndex,
+    /// For narrower keys (a port, an EtherType, a VLAN id), the entry id per key
+    /// value read as a big-endian number, [`NO_ID`] when none: one load per lookup,
+    /// 256 KiB at most; allocated with the first entry.
+    direct: Vec<u32>,
+}
+
+/// The direct-array slot of a key of at most [`DIRECT_MAX_KEY_BYTES`] bytes.
+#[inline(always)]
+fn direct_slot(key: &[u8]) -> usize {
+    match *key {
+        [a] => a as usize,
+        [a, b] => (a as usize) << 8 | b as usize,
+        _ => 0,
+    }
 }
 
 impl ExactIndex {
@@ -21,16 +43,24 @@ impl ExactIndex {
             kb,
             keys: Vec::new(),
             map: HashIndex::default(),
+            direct: Vec::new(),
         }
     }
 
+    /// Whether keys go to the direct array.
+    #[inline(always)]
+    fn is_direct(&self) -> bool {
+        self.kb <= DIRECT_MAX_KEY_BYTES
+    }
+
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.keys.capacity() + self.map.memory_bytes()
+        self.keys.capacity() + self.map.memory_bytes() + 4 * self.direct.capacity()
     }
 
     pub(crate) fn clear(&mut self) {
         self.keys = Vec::new();
         self.map.clear();
+        self.direct = Vec::new();
     }
 
     /// The packed key stored for `id`.
@@ -47,11 +77,26 @@ impl ExactIndex {
 
     #[inline]
     pub(crate) fn find(&self, key: &[u8]) -> Option<u32> {
+        if self.is_direct() {
+            return self.find_direct(key);
+        }
         self.find_hashed(hash_bytes(key), key)
+    }
+
+    /// The id stored for a key of at most [`DIRECT_MAX_KEY_BYTES`] bytes.
+    #[inline(always)]
+    fn find_direct(&self, key: &[u8]) -> Option<u32> {
+        match self.direct.get(direct_slot(key)) {
+            Some(&id) if id != NO_ID => Some(id),
+            _ => None,
+        }
     }
 
     #[inline(always)]
     fn find_hashed(&self, h: u64, key: &[u8]) -> Option<u32> {
+        if self.is_direct() {
+            return self.find_direct(key);
+        }
         let (keys, kb) = (&self.keys, self.kb);
         self.map
             .find(h, |id| short_eq(Self::key_of(keys, kb, id), key))
@@ -62,6 +107,9 @@ impl ExactIndex {
         let kb = self.kb;
         self.keys
             .reserve_exact((ids * kb).saturating_sub(self.keys.len()));
+        if self.is_direct() {
+            return;
+        }
         let keys = &self.keys;
         self.map
             .reserve(len, |x| hash_bytes(Self::key_of(keys, kb, x)));
@@ -74,6 +122,13 @@ impl ExactIndex {
             self.keys.resize(end, 0);
         }
         self.keys[end - kb..end].copy_from_slice(key);
+        if self.is_direct() {
+            if self.direct.is_empty() {
+                self.direct = vec![NO_ID; 1 << (8 * kb)];
+            }
+            self.direct[direct_slot(key)] = id;
+            return;
+        }
         let keys = &self.keys;
         self.map.insert(hash_bytes(key), id, |x| {
             hash_bytes(Self::key_of(keys, kb, x))
@@ -81,6 +136,14 @@ impl ExactIndex {
     }
 
     pub(crate) fn remove(&mut self, id: u32) {
+        if self.is_direct() {
+            let slot = direct_slot(Self::key_of(&self.keys, self.kb, id));
+            debug_assert_eq!(self.direct.get(slot), Some(&id));
+            if let Some(d) = self.direct.get_mut(slot) {
+                *d = NO_ID;
+            }
+            return;
+        }
         let h = hash_bytes(Self::key_of(&self.keys, self.kb, id));
         let removed = self.map.remove(h, id);
         debug_assert!(removed);
@@ -100,6 +163,12 @@ impl ExactIndex {
         mut emit: impl FnMut(usize, Option<u32>),
     ) {
         let kb = self.kb;
+        if self.is_direct() {
+            for i in 0..n {
+                emit(i, self.find_direct(&keys[i * kb..(i + 1) * kb]));
+            }
+            return;
+        }
         if self.map.is_small() {
             // a few KiB of buckets and keys: no prefetch stages
             for i in 0..n {

@@ -691,7 +691,11 @@ proptest! {
     #[test]
     fn exact(seed: u64, ops in prop::collection::vec(any::<u8>(), 1..250)) {
         run(&[spec(MatchKind::Exact, 12), spec(MatchKind::Valid, 1), spec(MatchKind::Exact, 48)], 64, seed, &ops);
+        // keys of one or two bytes: the direct array
         run(&[spec(MatchKind::Exact, 9)], 12, seed, &ops);
+        run(&[spec(MatchKind::Exact, 16)], 64, seed, &ops);
+        run(&[spec(MatchKind::Exact, 4)], 12, seed, &ops);
+        run(&[spec(MatchKind::Valid, 1), spec(MatchKind::Exact, 8)], 64, seed, &ops);
     }
 
     #[test]

@@ -261,6 +261,73 @@ enum QuickStep {
     },
 }
 
+/// A checksum verified or updated without the general code: an internet checksum
+/// summed straight from the PHV (`hash::csum16_planned`) into a field with a 64-bit
+/// window, under no condition or one with a load-time form (the IPv4 header checksum).
+#[derive(Debug, Clone)]
+struct FastChecksum {
+    target: StdSlot,
+    /// The target's header: verification skips the checksum when it is invalid.
+    header: u32,
+    cond: Option<eval::FastCond>,
+    pieces: Box<[hash::CsumPiece]>,
+}
+
+/// The program's verified and updated checksums in their [`FastChecksum`] form, in
+/// program order.
+#[derive(Debug, Clone)]
+struct FastChecksums {
+    verify: Box<[FastChecksum]>,
+    update: Box<[FastChecksum]>,
+}
+
+impl FastChecksums {
+    /// Every checksum's fast form, or None when one has none.
+    fn new(
+        p: &Program,
+        plans: &[Option<hash::CalcPlan>],
+        conds: &[Option<eval::FastCond>],
+    ) -> Option<FastChecksums> {
+        let (mut verify, mut update) = (vec![], vec![]);
+        for ck in &p.checksums {
+            let FieldRef::Static(fid) = ck.target else {
+                return None;
+            };
+            let fi = p.fields.get(fid as usize)?;
+            let target = StdSlot::new(fi.loc);
+            if target.n == 0 {
+                return None;
+            }
+            let cond = match ck.cond {
+                Some(c) => Some((*conds.get(c as usize)?)?),
+                None => None,
+            };
+            let pieces = plans
+                .get(ck.calc as usize)?
+                .as_ref()?
+                .csum_pieces
+                .clone()?
+                .into_boxed_slice();
+            let f = FastChecksum {
+                target,
+                header: fi.header,
+                cond,
+                pieces,
+            };
+            if ck.verify {
+                verify.push(f.clone());
+            }
+            if ck.update {
+                update.push(f);
+            }
+        }
+        Some(FastChecksums {
+            verify: verify.into_boxed_slice(),
+            update: update.into_boxed_slice(),
+        })
+    }
+}
+
 /// Runs a [`QuickStep::FieldOps`].
 #[inline(always)]
 fn field_ops(phv: &mut Phv, dst: StdSlot, src: StdSlot, ops: &[(BinOp, u64)]) {
@@ -605,6 +672,8 @@ pub struct Engine {
     deparse_plan: parse_plan::DeparsePlan,
     /// Some checksum is verified in the parser.
     has_verify: bool,
+    /// Every checksum of the program in its load-time form, when all have one.
+    fast_csums: Option<FastChecksums>,
     /// Per action and primitive: an `AssignParam` that is a plain byte copy (a field
     /// owning its bytes, a parameter no wider in as many bytes; blobs are masked to the
     /// parameter's width), as (PHV byte, blob offset, bytes).
@@ -718,7 +787,7 @@ impl Engine {
             })
             .collect();
         let sm = StdLocs::new(&prog);
-        let calc_plans = prog
+        let calc_plans: Vec<_> = prog
             .calculations
             .iter()
             .map(|c| hash::plan(&prog, c))
@@ -762,6 +831,11 @@ impl Engine {
             .collect();
         let deparse_plan = parse_plan::DeparsePlan::new(&prog, cfg.general_parser);
         let has_verify = prog.checksums.iter().any(|c| c.verify);
+        let fast_csums = if cfg.general_parser {
+            None
+        } else {
+            FastChecksums::new(&prog, &calc_plans, &fast_conds)
+        };
         let param_copies = prog
             .actions
             .iter()
@@ -809,6 +883,7 @@ impl Engine {
             parse_plans,
             deparse_plan,
             has_verify,
+            fast_csums,
             quick,
             param_copies,
         }
@@ -1360,6 +1435,25 @@ impl Engine {
     #[inline(never)]
     fn verify_checksums(&self, ctx: &mut PacketCtx, sc: &mut Scratch) {
         let p = &*self.prog;
+        if let Some(fc) = &self.fast_csums
+            && !self.cfg.trace
+        {
+            let phv = &mut ctx.phv;
+            let mut bad = false;
+            for c in &fc.verify {
+                if !phv.valid.get(c.header as usize).copied().unwrap_or(false)
+                    || c.cond.is_some_and(|fc| !fc.test(phv))
+                {
+                    continue;
+                }
+                let got = hash::csum16_planned(phv, &c.pieces);
+                bad |= got & c.target.mask != phv.read_std(c.target);
+            }
+            if bad {
+                self.std_set(phv, self.sm.checksum_error, 1);
+            }
+            return;
+        }
         let mut bad = false;
         for ck in p.checksums.iter().filter(|c| c.verify) {
             let ec = EvalCtx::of_phv(&ctx.phv);
@@ -2228,6 +2322,17 @@ impl Engine {
     #[inline(never)]
     fn update_checksums(&self, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState) {
         let p = &*self.prog;
+        if let Some(fc) = &self.fast_csums {
+            let phv = &mut ctx.phv;
+            for c in &fc.update {
+                if c.cond.is_some_and(|fc| !fc.test(phv)) {
+                    continue;
+                }
+                let v = hash::csum16_planned(phv, &c.pieces);
+                phv.write_std(c.target, v);
+            }
+            return;
+        }
         for ck in p.checksums.iter().filter(|c| c.update) {
             if let Some(c) = ck.cond
                 && !self.test_cond(&ctx.phv, c)

@@ -599,7 +599,7 @@ impl FastCond {
     }
 
     /// The truth value for this PHV.
-    #[inline]
+    #[inline(always)]
     pub fn test(&self, phv: &Phv) -> bool {
         let b = match self.kind {
             FastKind::Valid(h) => phv.valid.get(h as usize).copied().unwrap_or(false),

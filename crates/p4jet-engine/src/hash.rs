@@ -489,6 +489,7 @@ fn csum16_direct(items: &[PlanItem]) -> bool {
 /// above bit 16 are folded back in at the end. A piece of 4 or 2 bytes thus counts
 /// 2^32 or 2^48 times its words; both are 1 modulo 2^16 - 1, the checksum's modulus,
 /// so no branch on the length is needed.
+#[inline(always)]
 pub fn csum16_planned(phv: &crate::phv::Phv, pieces: &[CsumPiece]) -> u64 {
     let mut sum: u64 = 0;
     for pc in pieces {
@@ -500,6 +501,12 @@ pub fn csum16_planned(phv: &crate::phv::Phv, pieces: &[CsumPiece]) -> u64 {
             sum += (w >> 32) + (w & 0xffff_ffff);
         }
     }
+    csum16_fold(sum)
+}
+
+/// The internet checksum of a sum of 32-bit halves: carries folded in, complemented.
+#[inline(always)]
+fn csum16_fold(mut sum: u64) -> u64 {
     sum = (sum & 0xffff_ffff) + (sum >> 32);
     while sum >> 16 != 0 {
         sum = (sum & 0xffff) + (sum >> 16);

@@ -326,6 +326,36 @@ impl FastChecksums {
             update: update.into_boxed_slice(),
         })
     }
+
+    /// Verifies the checksums, setting `checksum_error` when one fails.
+    #[inline(always)]
+    fn verify(&self, phv: &mut Phv, error: Option<StdSlot>) {
+        let mut bad = false;
+        for c in &self.verify {
+            if !phv.valid.get(c.header as usize).copied().unwrap_or(false)
+                || c.cond.as_ref().is_some_and(|fc| !fc.test(phv))
+            {
+                continue;
+            }
+            let got = hash::csum16_planned(phv, &c.pieces);
+            bad |= got & c.target.mask != phv.read_std(c.target);
+        }
+        if bad && let Some(e) = error {
+            phv.write_std(e, 1);
+        }
+    }
+
+    /// Writes the updated checksums.
+    #[inline(always)]
+    fn update(&self, phv: &mut Phv) {
+        for c in &self.update {
+            if c.cond.as_ref().is_some_and(|fc| !fc.test(phv)) {
+                continue;
+            }
+            let v = hash::csum16_planned(phv, &c.pieces);
+            phv.write_std(c.target, v);
+        }
+    }
 }
 
 /// Runs a [`QuickStep::FieldOps`].
@@ -1018,7 +1048,10 @@ impl Engine {
             self.trace_parser_error(ctx, error);
         }
         if self.has_verify {
-            self.verify_checksums(ctx, sc);
+            match &self.fast_csums {
+                Some(fc) if !self.cfg.trace => fc.verify(&mut ctx.phv, self.sm.checksum_error),
+                _ => self.verify_checksums(ctx, sc),
+            }
         }
     }
 
@@ -1435,25 +1468,6 @@ impl Engine {
     #[inline(never)]
     fn verify_checksums(&self, ctx: &mut PacketCtx, sc: &mut Scratch) {
         let p = &*self.prog;
-        if let Some(fc) = &self.fast_csums
-            && !self.cfg.trace
-        {
-            let phv = &mut ctx.phv;
-            let mut bad = false;
-            for c in &fc.verify {
-                if !phv.valid.get(c.header as usize).copied().unwrap_or(false)
-                    || c.cond.is_some_and(|fc| !fc.test(phv))
-                {
-                    continue;
-                }
-                let got = hash::csum16_planned(phv, &c.pieces);
-                bad |= got & c.target.mask != phv.read_std(c.target);
-            }
-            if bad {
-                self.std_set(phv, self.sm.checksum_error, 1);
-            }
-            return;
-        }
         let mut bad = false;
         for ck in p.checksums.iter().filter(|c| c.verify) {
             let ec = EvalCtx::of_phv(&ctx.phv);
@@ -2287,7 +2301,10 @@ impl Engine {
     pub fn deparse(&self, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState) {
         let p = &*self.prog;
         if self.deparse_plan.has_update {
-            self.update_checksums(ctx, sc, cs);
+            match &self.fast_csums {
+                Some(fc) => fc.update(&mut ctx.phv),
+                None => self.update_checksums(ctx, sc, cs),
+            }
         }
         let mut emitted = 0usize;
         for &(h, _, fixed) in &self.deparse_plan.headers {
@@ -2322,17 +2339,6 @@ impl Engine {
     #[inline(never)]
     fn update_checksums(&self, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState) {
         let p = &*self.prog;
-        if let Some(fc) = &self.fast_csums {
-            let phv = &mut ctx.phv;
-            for c in &fc.update {
-                if c.cond.is_some_and(|fc| !fc.test(phv)) {
-                    continue;
-                }
-                let v = hash::csum16_planned(phv, &c.pieces);
-                phv.write_std(c.target, v);
-            }
-            return;
-        }
         for ck in p.checksums.iter().filter(|c| c.update) {
             if let Some(c) = ck.cond
                 && !self.test_cond(&ctx.phv, c)

@@ -261,6 +261,21 @@ enum QuickStep {
     },
 }
 
+/// Per node of control `ctl`, the load-time form of its condition (None for tables,
+/// calls and conditions without one).
+fn node_conds(
+    ctl: &p4jet_ir::Control,
+    fast: &[Option<eval::FastCond>],
+) -> Box<[Option<eval::FastCond>]> {
+    ctl.nodes
+        .iter()
+        .map(|n| match n {
+            ControlNode::Cond { expr, .. } => fast.get(*expr as usize).copied().flatten(),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A checksum verified or updated without the general code: an internet checksum
 /// summed straight from the PHV (`hash::csum16_planned`) into a field with a 64-bit
 /// window, under no condition or one with a load-time form (the IPv4 header checksum).
@@ -704,6 +719,9 @@ pub struct Engine {
     has_verify: bool,
     /// Every checksum of the program in its load-time form, when all have one.
     fast_csums: Option<FastChecksums>,
+    /// Per node of the ingress and egress controls, its condition's load-time form
+    /// (the walk reads it by node, not through the expression id).
+    node_conds: [Box<[Option<eval::FastCond>]>; 2],
     /// Per action and primitive: an `AssignParam` that is a plain byte copy (a field
     /// owning its bytes, a parameter no wider in as many bytes; blobs are masked to the
     /// parameter's width), as (PHV byte, blob offset, bytes).
@@ -861,6 +879,10 @@ impl Engine {
             .collect();
         let deparse_plan = parse_plan::DeparsePlan::new(&prog, cfg.general_parser);
         let has_verify = prog.checksums.iter().any(|c| c.verify);
+        let node_conds = [
+            node_conds(&prog.ingress, &fast_conds),
+            node_conds(&prog.egress, &fast_conds),
+        ];
         let fast_csums = if cfg.general_parser {
             None
         } else {
@@ -914,6 +936,7 @@ impl Engine {
             deparse_plan,
             has_verify,
             fast_csums,
+            node_conds,
             quick,
             param_copies,
         }
@@ -1547,6 +1570,7 @@ impl Engine {
             Pipeline::Ingress => &p.ingress,
             Pipeline::Egress => &p.egress,
         };
+        let conds = &self.node_conds[which as usize];
         for ctx in pkts.iter_mut() {
             ctx.exit = false;
         }
@@ -1565,8 +1589,16 @@ impl Engine {
                 if here == 0 {
                     continue;
                 }
-                match node {
-                    ControlNode::Cond { expr, t, f, name } => {
+                match (conds.get(ni), node) {
+                    (Some(Some(cond)), ControlNode::Cond { t, f, .. }) if !self.cfg.trace => {
+                        while here != 0 {
+                            let i = here.trailing_zeros() as usize;
+                            here &= here - 1;
+                            let nx = if cond.test(&chunk[i].phv) { *t } else { *f };
+                            move_to(&mut sc.at, i, nx);
+                        }
+                    }
+                    (_, ControlNode::Cond { expr, t, f, name }) => {
                         while here != 0 {
                             let i = here.trailing_zeros() as usize;
                             here &= here - 1;
@@ -1577,7 +1609,7 @@ impl Engine {
                             move_to(&mut sc.at, i, if b { *t } else { *f });
                         }
                     }
-                    ControlNode::Call { action, next, .. } => {
+                    (_, ControlNode::Call { action, next, .. }) => {
                         while here != 0 {
                             let i = here.trailing_zeros() as usize;
                             here &= here - 1;
@@ -1591,7 +1623,9 @@ impl Engine {
                             }
                         }
                     }
-                    ControlNode::Table(t) => self.apply_table(cs, ex, *t, here, chunk, sc, now_us),
+                    (_, ControlNode::Table(t)) => {
+                        self.apply_table(cs, ex, *t, here, chunk, sc, now_us)
+                    }
                 }
             }
         }

@@ -719,6 +719,9 @@ pub struct Engine {
     has_verify: bool,
     /// Every checksum of the program in its load-time form, when all have one.
     fast_csums: Option<FastChecksums>,
+    /// Per table: Some(next) when every action (and no action) leads to the same next
+    /// node (a plain `t.apply()`), so no per-packet action-slot search.
+    same_next: Vec<Option<Option<u32>>>,
     /// Per node of the ingress and egress controls, its condition's load-time form
     /// (the walk reads it by node, not through the expression id).
     node_conds: [Box<[Option<eval::FastCond>]>; 2],
@@ -879,6 +882,16 @@ impl Engine {
             .collect();
         let deparse_plan = parse_plan::DeparsePlan::new(&prog, cfg.general_parser);
         let has_verify = prog.checksums.iter().any(|c| c.verify);
+        let same_next = prog
+            .tables
+            .iter()
+            .map(|t| match &t.next {
+                TableNext::ByAction(v) if v.iter().all(|n| *n == t.base_default_next) => {
+                    Some(t.base_default_next)
+                }
+                _ => None,
+            })
+            .collect();
         let node_conds = [
             node_conds(&prog.ingress, &fast_conds),
             node_conds(&prog.egress, &fast_conds),
@@ -937,6 +950,7 @@ impl Engine {
             has_verify,
             fast_csums,
             node_conds,
+            same_next,
             quick,
             param_copies,
         }
@@ -1768,9 +1782,10 @@ impl Engine {
                         *miss
                     }
                 }
-                TableNext::ByAction(v) => match &call {
-                    Some(c) => ti.action_slot(c.action).and_then(|s| v[s]),
-                    None => ti.base_default_next,
+                TableNext::ByAction(v) => match (&call, self.same_next[t as usize]) {
+                    (_, Some(next)) => next,
+                    (Some(c), None) => ti.action_slot(c.action).and_then(|s| v[s]),
+                    (None, None) => ti.base_default_next,
                 },
             };
             if let Some(call) = call {

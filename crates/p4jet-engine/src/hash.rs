@@ -504,6 +504,33 @@ pub fn csum16_planned(phv: &crate::phv::Phv, pieces: &[CsumPiece]) -> u64 {
     csum16_fold(sum)
 }
 
+/// Up to four [`CsumPiece`]s of one header as a fixed list (unused ones masked to
+/// nothing), summed without a loop by [`csum16_quad`].
+pub type CsumQuad = [(u32, u64); 4];
+
+/// The [`CsumQuad`] of `pieces` when there are at most four, all of header `h`.
+pub fn csum_quad(pieces: &[CsumPiece], h: u32) -> Option<CsumQuad> {
+    if pieces.len() > 4 || pieces.iter().any(|p| p.header != h) {
+        return None;
+    }
+    let mut q = [(0u32, 0u64); 4];
+    for (slot, p) in q.iter_mut().zip(pieces) {
+        *slot = (p.byte, p.mask);
+    }
+    Some(q)
+}
+
+/// [`csum16_planned`] of a [`CsumQuad`] whose header is valid.
+#[inline(always)]
+pub fn csum16_quad(phv: &crate::phv::Phv, q: &CsumQuad) -> u64 {
+    let mut sum: u64 = 0;
+    for &(b, m) in q {
+        let w = phv.load8(b as usize).unwrap_or(0) & m;
+        sum += (w >> 32) + (w & 0xffff_ffff);
+    }
+    csum16_fold(sum)
+}
+
 /// The internet checksum of a sum of 32-bit halves: carries folded in, complemented.
 #[inline(always)]
 fn csum16_fold(mut sum: u64) -> u64 {

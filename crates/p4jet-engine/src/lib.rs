@@ -286,6 +286,8 @@ struct FastChecksum {
     header: u32,
     cond: Option<eval::FastCond>,
     pieces: Box<[hash::CsumPiece]>,
+    /// The pieces as a fixed list when they fit one (the IPv4 header checksum's three).
+    quad: Option<hash::CsumQuad>,
 }
 
 /// The program's verified and updated checksums in their [`FastChecksum`] form, in
@@ -327,6 +329,7 @@ impl FastChecksums {
                 target,
                 header: fi.header,
                 cond,
+                quad: hash::csum_quad(&pieces, fi.header),
                 pieces,
             };
             if ck.verify {
@@ -352,7 +355,11 @@ impl FastChecksums {
             {
                 continue;
             }
-            let got = hash::csum16_planned(phv, &c.pieces);
+            // the target's header is valid: so is the quad's
+            let got = match &c.quad {
+                Some(q) => hash::csum16_quad(phv, q),
+                None => hash::csum16_planned(phv, &c.pieces),
+            };
             bad |= got & c.target.mask != phv.read_std(c.target);
         }
         if bad && let Some(e) = error {
@@ -367,7 +374,12 @@ impl FastChecksums {
             if c.cond.as_ref().is_some_and(|fc| !fc.test(phv)) {
                 continue;
             }
-            let v = hash::csum16_planned(phv, &c.pieces);
+            let v = match &c.quad {
+                Some(q) if phv.valid.get(c.header as usize).copied().unwrap_or(false) => {
+                    hash::csum16_quad(phv, q)
+                }
+                _ => hash::csum16_planned(phv, &c.pieces),
+            };
             phv.write_std(c.target, v);
         }
     }

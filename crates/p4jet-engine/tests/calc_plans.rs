@@ -7,7 +7,9 @@
 use std::path::PathBuf;
 
 use p4jet_engine::eval::{EvalCtx, FastCond, FastExpr, eval_bits, eval_bool};
-use p4jet_engine::hash::{build_input, build_planned, csum16, csum16_planned, plan};
+use p4jet_engine::hash::{
+    build_input, build_planned, csum_quad, csum16, csum16_planned, csum16_quad, plan,
+};
 use p4jet_engine::phv::Phv;
 use p4jet_ir::{ControlNode, Prim, Program};
 
@@ -75,7 +77,7 @@ fn random_phv(p: &Program, round: usize, rnd: &mut impl FnMut() -> u64) -> Phv {
 #[test]
 fn planned_inputs_equal_resolved_inputs() {
     let mut rnd = rng(0x2545_f491_4f6c_dd1d);
-    let (mut planned, mut direct) = (0, 0);
+    let (mut planned, mut direct, mut quads) = (0, 0, 0);
     for (path, p) in corpus() {
         for c in &p.calculations {
             let Some(plan) = plan(&p, c) else {
@@ -98,12 +100,21 @@ fn planned_inputs_equal_resolved_inputs() {
                 if let Some(pieces) = &plan.csum_pieces {
                     direct += 1;
                     assert_eq!(csum16_planned(&phv, pieces), csum16(&a), "{what}");
+                    // the fixed four-piece form, for a header that is valid
+                    if let Some(h) = pieces.first().map(|pc| pc.header)
+                        && let Some(q) = csum_quad(pieces, h)
+                        && phv.valid[h as usize]
+                    {
+                        quads += 1;
+                        assert_eq!(csum16_quad(&phv, &q), csum16(&a), "{what}");
+                    }
                 }
             }
         }
     }
     assert!(planned >= 10, "only {planned} calculations planned");
     assert!(direct > 0, "no checksum summed directly from the PHV");
+    assert!(quads > 0, "no checksum summed as four pieces");
 }
 
 #[test]

@@ -364,24 +364,37 @@ pub(crate) struct DeparsePlan {
     pub headers: Vec<(u32, u32, Option<u32>)>,
     /// Some checksum is updated.
     pub has_update: bool,
+    /// (PHV offset, bytes) when every header has a fixed length and each starts where
+    /// the one before it in deparser order ends (Ethernet then IPv4): with all of them
+    /// valid, the deparser emits that one run.
+    pub contiguous: Option<(u32, u32)>,
 }
 
 impl DeparsePlan {
     /// The plan of `p`'s deparser; `general`: lengths looked up per packet and every
     /// checksum considered, as the general code does.
     pub(crate) fn new(p: &Program, general: bool) -> DeparsePlan {
+        let headers: Vec<(u32, u32, Option<u32>)> = p
+            .deparser
+            .order
+            .iter()
+            .map(|h| {
+                let hi = &p.headers[*h as usize];
+                let fixed = (hi.varbit_slot.is_none() && !general).then_some(hi.max_bytes);
+                (*h, hi.offset, fixed)
+            })
+            .collect();
+        let mut contiguous = headers.first().map(|&(_, off, _)| (off, 0u32));
+        for &(_, off, fixed) in &headers {
+            contiguous = match (contiguous, fixed) {
+                (Some((start, len)), Some(n)) if start + len == off => Some((start, len + n)),
+                _ => None,
+            };
+        }
         DeparsePlan {
-            headers: p
-                .deparser
-                .order
-                .iter()
-                .map(|h| {
-                    let hi = &p.headers[*h as usize];
-                    let fixed = (hi.varbit_slot.is_none() && !general).then_some(hi.max_bytes);
-                    (*h, hi.offset, fixed)
-                })
-                .collect(),
+            headers,
             has_update: general || p.checksums.iter().any(|c| c.update),
+            contiguous: contiguous.filter(|&(_, len)| len > 0),
         }
     }
 }

@@ -1898,20 +1898,32 @@ impl Engine {
     /// Runs a [`QuickAction::Steps`] body (the action data is long enough).
     #[inline(never)]
     fn run_steps(&self, steps: &[QuickStep], ctx: &mut PacketCtx, call: &ActionCall) {
-        let Some(a) = self.prog.actions.get(call.action as usize) else {
-            return;
-        };
         for st in steps {
             match st {
                 QuickStep::Copy(pc) => {
                     copy_param(&mut ctx.phv, &call.data, *pc);
                 }
                 QuickStep::Const(loc, v) => ctx.phv.write(*loc, *v),
-                QuickStep::Expr(loc, fe) => assign_fast(ctx, *loc, fe, a, &call.data),
+                QuickStep::Expr(loc, fe) => self.step_expr(*loc, fe, ctx, call),
                 QuickStep::FieldOps { dst, src, ops, n } => {
                     field_ops(&mut ctx.phv, *dst, *src, &ops[..*n as usize])
                 }
             }
+        }
+    }
+
+    /// A [`QuickStep::Expr`], out of line: the 128-bit evaluator's stack would
+    /// otherwise enlarge every `run_steps` frame.
+    #[inline(never)]
+    fn step_expr(
+        &self,
+        loc: p4jet_ir::FieldLoc,
+        fe: &eval::FastExpr,
+        ctx: &mut PacketCtx,
+        call: &ActionCall,
+    ) {
+        if let Some(a) = self.prog.actions.get(call.action as usize) {
+            assign_fast(ctx, loc, fe, a, &call.data);
         }
     }
 

@@ -34,6 +34,9 @@ use eval::{eval_bits, eval_bool, eval_exact, eval_index, resolve_field, resolve_
 /// Most packets a control processes in one table-lookup batch.
 pub const SUB_BATCH: usize = 64;
 
+/// Default keys per stage of a batched table lookup ([`EngineConfig::sub_batch`]).
+pub const DEFAULT_SUB_BATCH: usize = p4jet_tables::DEFAULT_PREFETCH_DISTANCE;
+
 pub use p4jet_buf::{Frame, FrameRegion, HEADROOM, PacketBuf, Storage};
 
 /// Per-packet state carried through the pipeline.
@@ -687,6 +690,9 @@ pub struct EngineConfig {
     /// Run every parser state and the deparser through the general code instead of
     /// their load-time plans (the reference for differential tests).
     pub general_parser: bool,
+    /// Keys per stage of a batched table lookup (hash or index them all, prefetch,
+    /// resolve): the sub-batch, 1 to 64.
+    pub sub_batch: usize,
 }
 
 impl Default for EngineConfig {
@@ -695,6 +701,7 @@ impl Default for EngineConfig {
             drop_port: 511,
             trace: false,
             general_parser: false,
+            sub_batch: DEFAULT_SUB_BATCH,
         }
     }
 }
@@ -970,7 +977,11 @@ impl Engine {
 
     /// Fresh control state (empty tables, defaults, const entries).
     pub fn new_control_state(&self) -> Result<ControlState, String> {
-        ControlState::new(&self.prog)
+        let mut cs = ControlState::new(&self.prog)?;
+        for t in &mut cs.tables {
+            t.entries.set_prefetch_distance(self.cfg.sub_batch);
+        }
+        Ok(cs)
     }
 
     /// Fresh extern state.
@@ -2506,13 +2517,24 @@ mod tests {
             seed
         };
         let widths = [1u32, 3, 7, 8, 9, 12, 16, 24, 31, 32, 33, 48, 56, 63, 64];
-        let ops = [BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::And, BinOp::Or, BinOp::Xor];
+        let ops = [
+            BinOp::Add,
+            BinOp::Sub,
+            BinOp::Mul,
+            BinOp::And,
+            BinOp::Or,
+            BinOp::Xor,
+        ];
         let (mut fast, mut checked) = (0, 0);
         for &dw in &widths {
             for &sw in &widths {
                 for round in 0..40 {
                     let mut loc = |w: u32, byte: u32, own: bool| {
-                        let bit = if own { ((8 - w % 8) % 8) as u8 } else { (rnd() % 8) as u8 };
+                        let bit = if own {
+                            ((8 - w % 8) % 8) as u8
+                        } else {
+                            (rnd() % 8) as u8
+                        };
                         let bit = if u32::from(bit) + w > 64 { 0 } else { bit };
                         FieldLoc::new(byte, bit, w, false, own)
                     };
@@ -2530,8 +2552,12 @@ mod tests {
                         list.push((BinOp::And, (1u128 << dw) - 1));
                     }
                     let fe = eval::FastExpr::of_field_ops(src, &list);
-                    let Some(QuickStep::FieldOps { dst: d, src: s, ops: o, n }) =
-                        field_ops_step(dst, &fe)
+                    let Some(QuickStep::FieldOps {
+                        dst: d,
+                        src: s,
+                        ops: o,
+                        n,
+                    }) = field_ops_step(dst, &fe)
                     else {
                         continue;
                     };

@@ -88,6 +88,8 @@ pub struct SwitchConfig {
     pub buf_size: usize,
     /// Packets per ingress batch.
     pub batch: usize,
+    /// Keys per stage of a batched table lookup (1 to 64).
+    pub sub_batch: usize,
     /// Most resubmit/recirculate passes of one packet before it is dropped with an error.
     pub max_passes: u32,
     /// Manual clock (None = real time).
@@ -104,6 +106,7 @@ impl Default for SwitchConfig {
             trace: false,
             buf_size: 2048,
             batch: 32,
+            sub_batch: p4jet_engine::DEFAULT_SUB_BATCH,
             max_passes: 64,
             manual_clock: None,
             enable_swap: false,
@@ -296,6 +299,7 @@ impl Switch {
             EngineConfig {
                 drop_port: cfg.drop_port,
                 trace: cfg.trace,
+                sub_batch: cfg.sub_batch.clamp(1, 64),
                 ..EngineConfig::default()
             },
         )?);

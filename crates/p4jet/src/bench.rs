@@ -56,6 +56,11 @@ pub struct BenchArgs {
     /// Packets per batch.
     #[arg(long = "batch", default_value_t = 32)]
     pub batch: usize,
+    /// Keys per stage of a batched table lookup: all are hashed or indexed and their
+    /// buckets prefetched before the first is resolved (1 to 64).
+    #[arg(long = "sub-batch", default_value_t = p4jet_engine::DEFAULT_SUB_BATCH as u8,
+          value_parser = clap::value_parser!(u8).range(1..=64))]
+    pub sub_batch: u8,
     /// Seconds to measure each program (each point of a sweep).
     #[arg(long = "seconds", default_value_t = 3.0)]
     pub seconds: f64,
@@ -621,6 +626,7 @@ fn sweep(a: &BenchArgs, sw: &Switch, frames: &[Vec<u8>]) -> Result<ExitCode, Str
             "frames": frames.len(),
             "workers": workers,
             "batch": a.batch,
+            "sub_batch": a.sub_batch,
             "seconds_per_point": a.seconds,
             "load_average_start": load0,
             "load_average_end": load1,
@@ -644,6 +650,7 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
     let workers = a.workers.max(1);
     let cfg = SwitchConfig {
         batch: a.batch.max(1),
+        sub_batch: usize::from(a.sub_batch),
         ..SwitchConfig::default()
     };
     let t_load = Instant::now();
@@ -713,6 +720,7 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
             "queue_size": queue_used,
             "threads": m.threads,
             "batch": a.batch,
+            "sub_batch": a.sub_batch,
             "pps": pps,
             "packets": m.packets,
             "injected": m.injected,

@@ -90,6 +90,11 @@ pub struct RunArgs {
     /// Packets per ingress batch.
     #[arg(long = "batch", default_value_t = 32)]
     pub batch: usize,
+    /// Keys per stage of a batched table lookup: all are hashed or indexed and their
+    /// buckets prefetched before the first is resolved (1 to 64).
+    #[arg(long = "sub-batch", default_value_t = p4jet_engine::DEFAULT_SUB_BATCH as u8,
+          value_parser = clap::value_parser!(u8).range(1..=64))]
+    pub sub_batch: u8,
     /// Exit after this many seconds (live ports; 0 = run until SIGTERM).
     #[arg(long = "duration", default_value_t = 0.0)]
     pub duration: f64,
@@ -311,6 +316,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         priority_queues: target.priority_queues.unwrap_or(1),
         trace: a.log_console || a.log_file.is_some(),
         batch: a.batch.max(1),
+        sub_batch: usize::from(a.sub_batch),
         enable_swap: target.enable_swap,
         ..SwitchConfig::default()
     };

@@ -529,7 +529,7 @@ fn copy_short(dst: &mut [u8], src: &[u8]) {
 /// loaded before either is stored; as array values, so that the compiler emits plain
 /// moves (with `copy_from_slice` it merged the calls into one `memcpy` call).
 #[inline(always)]
-fn two_moves<const K: usize>(dst: &mut [u8], src: &[u8]) {
+pub(crate) fn two_moves<const K: usize>(dst: &mut [u8], src: &[u8]) {
     let (Some(a), Some(b)) = (src.first_chunk::<K>(), src.last_chunk::<K>()) else {
         return;
     };

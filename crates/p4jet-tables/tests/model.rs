@@ -623,7 +623,13 @@ fn run_with(specs: &[KeyFieldSpec], max: usize, seed: u64, ops: &[u8], mode: Cac
                 }
             }
             _ => {
-                let n = 1 + rng.below(20) as usize;
+                // batches up to beyond the 64-key pipelines, at any stage size
+                let n = if rng.chance(10) {
+                    1 + rng.below(150) as usize
+                } else {
+                    1 + rng.below(20) as usize
+                };
+                t.set_prefetch_distance(1 + rng.below(64) as usize);
                 let mut keys = vec![];
                 for _ in 0..n {
                     let k = g.lookup_key(&model, &mut rng);

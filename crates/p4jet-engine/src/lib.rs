@@ -1772,6 +1772,41 @@ impl Engine {
                 .direct_counters
                 .get(t as usize)
                 .is_some_and(Option::is_some);
+        // the common case without per-packet tests of what the table cannot have: no
+        // direct counter or meter, no trace, the next node fixed or by hit/miss
+        let fixed_next = match (&ti.next, self.same_next[t as usize]) {
+            (_, Some(next)) => Some((next, next)),
+            (TableNext::HitMiss { hit, miss }, None) => Some((*hit, *miss)),
+            _ => None,
+        };
+        if let Some((on_hit, on_miss)) = fixed_next
+            && !direct
+            && !self.cfg.trace
+        {
+            for (k, hit) in hits.iter().enumerate().take(w) {
+                let i = waiting[k] as usize;
+                let ctx = &mut *chunk[i];
+                let (action, next) = match hit {
+                    Some((_, v)) => (Some(&v.action), on_hit),
+                    None => (ts.default.as_ref(), on_miss),
+                };
+                match action {
+                    Some(EntryAction::Direct(call)) => {
+                        self.run_quick(cs, ex, ctx, call, sc, now_us)
+                    }
+                    Some(a) => {
+                        if let Some(call) = self.resolve_entry_action(cs, t, a, ctx, sc) {
+                            self.run_quick(cs, ex, ctx, call, sc, now_us);
+                        }
+                    }
+                    None => {}
+                }
+                if !ctx.exit {
+                    move_to(&mut sc.at, i, next);
+                }
+            }
+            return;
+        }
         for (k, hit) in hits.iter().enumerate().take(w) {
             let i = waiting[k] as usize;
             let ctx = &mut *chunk[i];
@@ -1816,19 +1851,32 @@ impl Engine {
                     ctx.log
                         .push(format!("action {}", p.actions[call.action as usize].name));
                 }
-                match self.quick.get(call.action as usize) {
-                    Some(QuickAction::Nothing) => {}
-                    Some(&QuickAction::ParamCopy(pc))
-                        if copy_param(&mut ctx.phv, &call.data, pc) => {}
-                    Some(QuickAction::Steps { steps, need }) if call.data.len() >= *need => {
-                        self.run_steps(steps, ctx, call)
-                    }
-                    _ => self.run_action(cs, ex, ctx, call, sc, now_us),
-                }
+                self.run_quick(cs, ex, ctx, call, sc, now_us);
             }
             if !ctx.exit {
                 move_to(&mut sc.at, i, next);
             }
+        }
+    }
+
+    /// Runs a table's action on one packet through its load-time form when it has one.
+    #[inline(always)]
+    fn run_quick(
+        &self,
+        cs: &ControlState,
+        ex: &Externs,
+        ctx: &mut PacketCtx,
+        call: &ActionCall,
+        sc: &mut Scratch,
+        now_us: u64,
+    ) {
+        match self.quick.get(call.action as usize) {
+            Some(QuickAction::Nothing) => {}
+            Some(&QuickAction::ParamCopy(pc)) if copy_param(&mut ctx.phv, &call.data, pc) => {}
+            Some(QuickAction::Steps { steps, need }) if call.data.len() >= *need => {
+                self.run_steps(steps, ctx, call)
+            }
+            _ => self.run_action(cs, ex, ctx, call, sc, now_us),
         }
     }
 

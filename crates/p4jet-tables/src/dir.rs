@@ -71,6 +71,12 @@ impl DirLpm {
     /// Left-aligned `u32` of a field of `nbytes` (<= 4) big-endian bytes.
     #[inline(always)]
     pub(crate) fn key32(&self, k: &[u8]) -> u32 {
+        if self.nbytes == 4
+            && let Some(w) = k.first_chunk::<4>()
+        {
+            // an IPv4 address: one load
+            return u32::from_be_bytes(*w);
+        }
         let mut v: u64 = 0;
         for b in &k[..self.nbytes] {
             v = (v << 8) | u64::from(*b);

@@ -494,6 +494,16 @@ fn assign_fast(
 /// left in the `KEY_SLACK` bytes past the key.
 #[inline(always)]
 fn key_from_runs(runs: &[(usize, usize)], phv: &[u8], out: &mut [u8]) {
+    // one run (a MAC, an IPv4 address, a port): one 16-byte move
+    if let [(byte, _)] = *runs
+        && let (Some(d), Some(s)) = (
+            out.first_chunk_mut::<16>(),
+            phv.get(byte..).and_then(|s| s.first_chunk::<16>()),
+        )
+    {
+        *d = *s;
+        return;
+    }
     let mut off = 0;
     for &(byte, n) in runs {
         out[off..off + 16].copy_from_slice(&phv[byte..byte + 16]);

@@ -598,6 +598,45 @@ impl FastCond {
         })
     }
 
+    /// Tests the condition on packet `i` of `chunk` for every bit `i` set in `here`,
+    /// giving `out(i, truth)` in bit order: the kind is dispatched once for all of
+    /// them, so its operands stay in registers through the loop.
+    #[inline(always)]
+    pub fn test_each<P: std::ops::Deref<Target = crate::PacketCtx>>(
+        &self,
+        here: u64,
+        chunk: &[P],
+        mut out: impl FnMut(usize, bool),
+    ) {
+        let neg = self.negate;
+        let mut each = |f: &dyn Fn(&Phv) -> bool| {
+            let mut m = here;
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
+                if let Some(c) = chunk.get(i) {
+                    out(i, f(&c.phv) != neg);
+                }
+            }
+        };
+        match self.kind {
+            FastKind::Valid(h) => {
+                each(&|phv: &Phv| phv.valid.get(h as usize).copied().unwrap_or(false))
+            }
+            FastKind::Range64 {
+                byte,
+                shift,
+                mask,
+                lo,
+                span,
+            } => each(&|phv: &Phv| {
+                let v = phv.load8(byte as usize).map_or(0, |w| (w >> shift) & mask);
+                v.wrapping_sub(lo) <= span
+            }),
+            FastKind::Cmp { .. } => each(&|phv: &Phv| self.test(phv) != neg),
+        }
+    }
+
     /// The truth value for this PHV.
     #[inline(always)]
     pub fn test(&self, phv: &Phv) -> bool {

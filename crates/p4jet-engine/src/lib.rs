@@ -1638,12 +1638,8 @@ impl Engine {
                 }
                 match (conds.get(ni), node) {
                     (Some(Some(cond)), ControlNode::Cond { t, f, .. }) if !self.cfg.trace => {
-                        while here != 0 {
-                            let i = here.trailing_zeros() as usize;
-                            here &= here - 1;
-                            let nx = if cond.test(&chunk[i].phv) { *t } else { *f };
-                            move_to(&mut sc.at, i, nx);
-                        }
+                        let at = &mut sc.at;
+                        cond.test_each(here, chunk, |i, b| move_to(at, i, if b { *t } else { *f }));
                     }
                     (_, ControlNode::Cond { expr, t, f, name }) => {
                         while here != 0 {

@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use p4jet_engine::PacketCtx;
 use p4jet_engine::eval::{EvalCtx, FastCond, FastExpr, eval_bits, eval_bool};
 use p4jet_engine::hash::{
     build_input, build_planned, csum_quad, csum16, csum16_planned, csum16_quad, plan,
@@ -130,6 +131,7 @@ fn fast_conditions_equal_tree_evaluation() {
                 continue;
             };
             compiled += 1;
+            let mut chunk = vec![];
             for round in 0..300 {
                 let phv = random_phv(&p, round, &mut rnd);
                 let ec = EvalCtx {
@@ -143,6 +145,22 @@ fn fast_conditions_equal_tree_evaluation() {
                     "{}: condition {expr}",
                     path.display()
                 );
+                let mut ctx = PacketCtx::new(&p, 64);
+                ctx.phv = phv;
+                chunk.push(Box::new(ctx));
+            }
+            // the batch form: the same truths, for the packets of the mask, in order
+            for _ in 0..20 {
+                let start = (rnd() % 236) as usize;
+                let part = &chunk[start..start + 64];
+                let here = rnd() ^ rnd().rotate_left(17);
+                let mut seen = vec![];
+                fc.test_each(here, part, |i, b| seen.push((i, b)));
+                let want: Vec<(usize, bool)> = (0..64)
+                    .filter(|i| here >> i & 1 == 1)
+                    .map(|i| (i, fc.test(&part[i].phv)))
+                    .collect();
+                assert_eq!(seen, want, "{}: condition {expr}", path.display());
             }
         }
     }

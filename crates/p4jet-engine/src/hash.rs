@@ -504,31 +504,47 @@ pub fn csum16_planned(phv: &crate::phv::Phv, pieces: &[CsumPiece]) -> u64 {
     csum16_fold(sum)
 }
 
-/// Up to four [`CsumPiece`]s of one header as a fixed list (unused ones masked to
-/// nothing), summed without a loop by [`csum16_quad`].
-pub type CsumQuad = [(u32, u64); 4];
+/// Up to four [`CsumPiece`]s of one header within 32 bytes from `base`, as a fixed list
+/// (unused ones masked to nothing) of (offset from `base`, at most 24; the piece's mask
+/// in little-endian byte order), summed by [`csum16_quad`] from one bounds-checked
+/// 32-byte window without a loop.
+#[derive(Debug, Clone, Copy)]
+pub struct CsumQuad {
+    base: u32,
+    pieces: [(u32, u64); 4],
+}
 
-/// The [`CsumQuad`] of `pieces` when there are at most four, all of header `h`.
+/// The [`CsumQuad`] of `pieces` when there are at most four, all of header `h` and
+/// within 32 bytes of the first.
 pub fn csum_quad(pieces: &[CsumPiece], h: u32) -> Option<CsumQuad> {
-    if pieces.len() > 4 || pieces.iter().any(|p| p.header != h) {
+    let base = pieces.iter().map(|p| p.byte).min()?;
+    if pieces.len() > 4 || pieces.iter().any(|p| p.header != h || p.byte - base > 24) {
         return None;
     }
     let mut q = [(0u32, 0u64); 4];
     for (slot, p) in q.iter_mut().zip(pieces) {
-        *slot = (p.byte, p.mask);
+        *slot = (p.byte - base, p.mask.swap_bytes());
     }
-    Some(q)
+    Some(CsumQuad { base, pieces: q })
 }
 
-/// [`csum16_planned`] of a [`CsumQuad`] whose header is valid.
+/// [`csum16_planned`] of a [`CsumQuad`] whose header is valid (None when the window
+/// is not in the PHV). The words are read little-endian (on x86 a plain load, no byte
+/// swaps) and the 16-bit result swapped once: the ones'-complement sum commutes with
+/// swapping the bytes of every word (RFC 1071).
 #[inline(always)]
-pub fn csum16_quad(phv: &crate::phv::Phv, q: &CsumQuad) -> u64 {
+pub fn csum16_quad(phv: &crate::phv::Phv, q: &CsumQuad) -> Option<u64> {
+    let win = phv.data.get(q.base as usize..)?.first_chunk::<32>()?;
     let mut sum: u64 = 0;
-    for &(b, m) in q {
-        let w = phv.load8(b as usize).unwrap_or(0) & m;
+    for &(o, m) in &q.pieces {
+        let o = (o as usize).min(24);
+        let w = win[o..o + 8]
+            .first_chunk::<8>()
+            .map_or(0, |b| u64::from_le_bytes(*b))
+            & m;
         sum += (w >> 32) + (w & 0xffff_ffff);
     }
-    csum16_fold(sum)
+    Some(u64::from((csum16_fold(sum) as u16).swap_bytes()))
 }
 
 /// The internet checksum of a sum of 32-bit halves: carries folded in, complemented.

@@ -359,8 +359,8 @@ impl FastChecksums {
                 continue;
             }
             // the target's header is valid: so is the quad's
-            let got = match &c.quad {
-                Some(q) => hash::csum16_quad(phv, q),
+            let got = match c.quad.as_ref().and_then(|q| hash::csum16_quad(phv, q)) {
+                Some(v) => v,
                 None => hash::csum16_planned(phv, &c.pieces),
             };
             bad |= got & c.target.mask != phv.read_std(c.target);
@@ -377,12 +377,13 @@ impl FastChecksums {
             if c.cond.as_ref().is_some_and(|fc| !fc.test(phv)) {
                 continue;
             }
-            let v = match &c.quad {
+            let quick = match &c.quad {
                 Some(q) if phv.valid.get(c.header as usize).copied().unwrap_or(false) => {
                     hash::csum16_quad(phv, q)
                 }
-                _ => hash::csum16_planned(phv, &c.pieces),
+                _ => None,
             };
+            let v = quick.unwrap_or_else(|| hash::csum16_planned(phv, &c.pieces));
             phv.write_std(c.target, v);
         }
     }

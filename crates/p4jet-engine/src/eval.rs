@@ -688,16 +688,10 @@ const FAST_STACK: usize = 8;
 /// [`bin`] on 64-bit values: the low 64 bits of [`bin`]'s result (for the wrapping
 /// operations a [`FastExpr`] admits, the result's low bits depend only on the operands'
 /// low bits).
+/// The compiler keeps only the low half of the 128-bit operations: 64-bit code.
 #[inline(always)]
 pub(crate) fn bin64(op: BinOp, x: u64, y: u64) -> u64 {
-    match op {
-        BinOp::Add => x.wrapping_add(y),
-        BinOp::Sub => x.wrapping_sub(y),
-        BinOp::Mul => x.wrapping_mul(y),
-        BinOp::And => x & y,
-        BinOp::Or => x | y,
-        _ => x ^ y,
-    }
+    bin(op, u128::from(x), u128::from(y)) as u64
 }
 
 /// An expression of wrapping 128-bit operations on unsigned fields, constants and action

@@ -1157,15 +1157,25 @@ impl Engine {
             if steps > 100_000 {
                 return Ok((cursor, p.error_codes.parser_timeout));
             }
-            for op in &plan.ops {
-                if let parse_plan::PlanOp::Extract { h, off, len, .. } = *op {
-                    let (off, len) = (off as usize, len as usize);
-                    let Some(src) = ctx.pkt.data().get(cursor..cursor + len) else {
-                        return Ok((cursor, p.error_codes.packet_too_short));
-                    };
-                    parse_plan::copy_small(&mut ctx.phv.data[off..off + len], src);
-                    ctx.phv.valid[h as usize] = true;
-                    cursor += len;
+            if let Some((h, off, len)) = plan.single {
+                let (off, len) = (off as usize, len as usize);
+                let Some(src) = ctx.pkt.data().get(cursor..cursor + len) else {
+                    return Ok((cursor, p.error_codes.packet_too_short));
+                };
+                parse_plan::copy_small(&mut ctx.phv.data[off..off + len], src);
+                ctx.phv.valid[h as usize] = true;
+                cursor += len;
+            } else {
+                for op in &plan.ops {
+                    if let parse_plan::PlanOp::Extract { h, off, len, .. } = *op {
+                        let (off, len) = (off as usize, len as usize);
+                        let Some(src) = ctx.pkt.data().get(cursor..cursor + len) else {
+                            return Ok((cursor, p.error_codes.packet_too_short));
+                        };
+                        parse_plan::copy_small(&mut ctx.phv.data[off..off + len], src);
+                        ctx.phv.valid[h as usize] = true;
+                        cursor += len;
+                    }
                 }
             }
             state = match (plan.goto, &plan.select) {

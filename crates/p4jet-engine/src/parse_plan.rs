@@ -98,6 +98,9 @@ pub(crate) struct StatePlan {
     /// Only extracts of headers outside unions, and a next state known without the
     /// general select: the state runs on the parser's short path.
     pub simple: bool,
+    /// A simple state of exactly one extract (Ethernet, IPv4): (header, PHV offset,
+    /// length), so the short path needs no walk over `ops`.
+    pub single: Option<(u32, u32, u32)>,
 }
 
 /// [`StatePlan::goto`] of `st`.
@@ -125,6 +128,7 @@ impl StatePlan {
             select: None,
             goto: fixed_next(st),
             simple: false,
+            single: None,
         }
     }
 
@@ -142,11 +146,23 @@ impl StatePlan {
             .iter()
             .all(|op| matches!(op, PlanOp::Extract { union: false, .. }))
             && (goto.is_some() || select.is_some());
+        let single = match ops[..] {
+            [
+                PlanOp::Extract {
+                    h,
+                    off,
+                    len,
+                    union: false,
+                },
+            ] if simple => Some((h, off, len)),
+            _ => None,
+        };
         StatePlan {
             ops,
             select,
             goto,
             simple,
+            single,
         }
     }
 }

@@ -262,6 +262,9 @@ enum QuickStep {
         ops: [(BinOp, u64); 2],
         n: u8,
     },
+    /// [`QuickStep::FieldOps`] of one addition (p4c's `ttl - 1` is `ttl + 0xff`, an
+    /// increment `+ 1`): no operation dispatch.
+    FieldAdd { dst: StdSlot, src: StdSlot, k: u64 },
 }
 
 /// Per node of control `ctl`, the load-time form of its condition (None for tables,
@@ -399,6 +402,13 @@ fn field_ops(phv: &mut Phv, dst: StdSlot, src: StdSlot, ops: &[(BinOp, u64)]) {
     phv.write_std(dst, v);
 }
 
+/// Runs a [`QuickStep::FieldAdd`].
+#[inline(always)]
+fn field_add(phv: &mut Phv, dst: StdSlot, src: StdSlot, k: u64) {
+    let v = phv.read_std(src).wrapping_add(k);
+    phv.write_std(dst, v);
+}
+
 /// The [`QuickStep::FieldOps`] form of `dst = fe`, when `fe` is one field and at most
 /// two constant operations (after dropping a trailing mask that keeps all of `dst`)
 /// and both fields have 64-bit windows.
@@ -415,6 +425,13 @@ fn field_ops_step(dst: p4jet_ir::FieldLoc, fe: &eval::FastExpr) -> Option<QuickS
     }
     if ops.len() > 2 {
         return None;
+    }
+    if let [(BinOp::Add, k)] = ops[..] {
+        return Some(QuickStep::FieldAdd {
+            dst,
+            src,
+            k: k as u64,
+        });
     }
     let mut arr = [(BinOp::Or, 0u64); 2];
     for (slot, (op, k)) in arr.iter_mut().zip(&ops) {
@@ -1984,6 +2001,7 @@ impl Engine {
                 QuickStep::FieldOps { dst, src, ops, n } => {
                     field_ops(&mut ctx.phv, *dst, *src, &ops[..*n as usize])
                 }
+                QuickStep::FieldAdd { dst, src, k } => field_add(&mut ctx.phv, *dst, *src, *k),
             }
         }
     }
@@ -2590,7 +2608,7 @@ mod tests {
             BinOp::Or,
             BinOp::Xor,
         ];
-        let (mut fast, mut checked) = (0, 0);
+        let (mut fast, mut checked, mut adds) = (0, 0, 0);
         for &dw in &widths {
             for &sw in &widths {
                 for round in 0..40 {
@@ -2617,14 +2635,13 @@ mod tests {
                         list.push((BinOp::And, (1u128 << dw) - 1));
                     }
                     let fe = eval::FastExpr::of_field_ops(src, &list);
-                    let Some(QuickStep::FieldOps {
-                        dst: d,
-                        src: s,
-                        ops: o,
-                        n,
-                    }) = field_ops_step(dst, &fe)
-                    else {
-                        continue;
+                    let step = match field_ops_step(dst, &fe) {
+                        Some(st @ QuickStep::FieldOps { .. }) => st,
+                        Some(st @ QuickStep::FieldAdd { .. }) => {
+                            adds += 1;
+                            st
+                        }
+                        _ => continue,
                     };
                     fast += 1;
                     for _ in 0..8 {
@@ -2642,13 +2659,22 @@ mod tests {
                             action: None,
                         });
                         a.write(dst, v);
-                        field_ops(&mut b, d, s, &o[..n as usize]);
+                        match step {
+                            QuickStep::FieldOps { dst, src, ops, n } => {
+                                field_ops(&mut b, dst, src, &ops[..n as usize])
+                            }
+                            QuickStep::FieldAdd { dst, src, k } => field_add(&mut b, dst, src, k),
+                            _ => unreachable!(),
+                        }
                         assert_eq!(a.data, b.data, "dst {dst:?} src {src:?} ops {list:?}");
                         checked += 1;
                     }
                 }
             }
         }
-        assert!(fast > 1000 && checked > 8000, "{fast} {checked}");
+        assert!(
+            fast > 1000 && checked > 8000 && adds > 50,
+            "{fast} {checked} {adds}"
+        );
     }
 }

@@ -619,20 +619,16 @@ impl FastCond {
                 }
             }
         };
+        // each closure names its operands, which the loop then keeps in registers
         match self.kind {
-            FastKind::Valid(h) => {
-                each(&|phv: &Phv| phv.valid.get(h as usize).copied().unwrap_or(false))
-            }
+            FastKind::Valid(h) => each(&|phv: &Phv| valid_holds(phv, h)),
             FastKind::Range64 {
                 byte,
                 shift,
                 mask,
                 lo,
                 span,
-            } => each(&|phv: &Phv| {
-                let v = phv.load8(byte as usize).map_or(0, |w| (w >> shift) & mask);
-                v.wrapping_sub(lo) <= span
-            }),
+            } => each(&|phv: &Phv| range_holds(phv, byte, shift, mask, lo, span)),
             FastKind::Cmp { .. } => each(&|phv: &Phv| self.test(phv) != neg),
         }
     }
@@ -641,17 +637,14 @@ impl FastCond {
     #[inline(always)]
     pub fn test(&self, phv: &Phv) -> bool {
         let b = match self.kind {
-            FastKind::Valid(h) => phv.valid.get(h as usize).copied().unwrap_or(false),
+            FastKind::Valid(h) => valid_holds(phv, h),
             FastKind::Range64 {
                 byte,
                 shift,
                 mask,
                 lo,
                 span,
-            } => {
-                let v = phv.load8(byte as usize).map_or(0, |w| (w >> shift) & mask);
-                v.wrapping_sub(lo) <= span
-            }
+            } => range_holds(phv, byte, shift, mask, lo, span),
             FastKind::Cmp { loc, op, k } => {
                 let v = phv.read_raw(loc);
                 match op {
@@ -666,6 +659,19 @@ impl FastCond {
         };
         b != self.negate
     }
+}
+
+/// [`FastKind::Valid`]: header `h` is valid.
+#[inline(always)]
+fn valid_holds(phv: &Phv, h: u32) -> bool {
+    phv.valid.get(h as usize).copied().unwrap_or(false)
+}
+
+/// [`FastKind::Range64`]: the field's value lies in `lo..=lo + span`.
+#[inline(always)]
+fn range_holds(phv: &Phv, byte: u32, shift: u32, mask: u64, lo: u64, span: u64) -> bool {
+    let v = phv.load8(byte as usize).map_or(0, |w| (w >> shift) & mask);
+    v.wrapping_sub(lo) <= span
 }
 
 /// The wrapping 128-bit operations (`+ - * & | ^`), shared by [`eval`] and

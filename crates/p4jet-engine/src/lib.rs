@@ -507,6 +507,17 @@ fn assign_fast(
     ctx.phv.write(loc, v);
 }
 
+/// The parser short path's extract of fixed header `h` (`len` bytes to PHV offset `off`)
+/// at `cursor`: the cursor after it, or None when the packet is too short.
+#[inline(always)]
+fn extract_short(ctx: &mut PacketCtx, h: u32, off: u32, len: u32, cursor: usize) -> Option<usize> {
+    let (off, len) = (off as usize, len as usize);
+    let src = ctx.pkt.data().get(cursor..cursor + len)?;
+    parse_plan::copy_small(&mut ctx.phv.data[off..off + len], src);
+    ctx.phv.valid[h as usize] = true;
+    Some(cursor + len)
+}
+
 /// A table key made of PHV byte runs of at most 16 bytes (`Engine::key_runs`):
 /// each run is copied as 16 bytes, the excess overwritten by the next run or
 /// left in the `KEY_SLACK` bytes past the key.
@@ -1175,23 +1186,17 @@ impl Engine {
                 return Ok((cursor, p.error_codes.parser_timeout));
             }
             if let Some((h, off, len)) = plan.single {
-                let (off, len) = (off as usize, len as usize);
-                let Some(src) = ctx.pkt.data().get(cursor..cursor + len) else {
-                    return Ok((cursor, p.error_codes.packet_too_short));
-                };
-                parse_plan::copy_small(&mut ctx.phv.data[off..off + len], src);
-                ctx.phv.valid[h as usize] = true;
-                cursor += len;
+                match extract_short(ctx, h, off, len, cursor) {
+                    Some(c) => cursor = c,
+                    None => return Ok((cursor, p.error_codes.packet_too_short)),
+                }
             } else {
                 for op in &plan.ops {
                     if let parse_plan::PlanOp::Extract { h, off, len, .. } = *op {
-                        let (off, len) = (off as usize, len as usize);
-                        let Some(src) = ctx.pkt.data().get(cursor..cursor + len) else {
-                            return Ok((cursor, p.error_codes.packet_too_short));
-                        };
-                        parse_plan::copy_small(&mut ctx.phv.data[off..off + len], src);
-                        ctx.phv.valid[h as usize] = true;
-                        cursor += len;
+                        match extract_short(ctx, h, off, len, cursor) {
+                            Some(c) => cursor = c,
+                            None => return Ok((cursor, p.error_codes.packet_too_short)),
+                        }
                     }
                 }
             }

@@ -693,8 +693,7 @@ const FAST_STACK: usize = 8;
 
 /// [`bin`] on 64-bit values: the low 64 bits of [`bin`]'s result (for the wrapping
 /// operations a [`FastExpr`] admits, the result's low bits depend only on the operands'
-/// low bits).
-/// The compiler keeps only the low half of the 128-bit operations: 64-bit code.
+/// low bits, so the compiler emits 64-bit operations).
 #[inline(always)]
 pub(crate) fn bin64(op: BinOp, x: u64, y: u64) -> u64 {
     bin(op, u128::from(x), u128::from(y)) as u64

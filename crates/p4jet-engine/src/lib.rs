@@ -2478,11 +2478,10 @@ impl Engine {
                 None => self.update_checksums(ctx, sc, cs),
             }
         }
-        let (mut emitted, mut valid) = (0usize, 0usize);
+        let mut emitted = 0usize;
         for &(h, _, fixed) in &self.deparse_plan.headers {
             if ctx.phv.valid[h as usize] {
                 emitted += fixed.unwrap_or_else(|| header_bytes(p, &ctx.phv, h)) as usize;
-                valid += 1;
             }
         }
         let pk = &ctx.pkt;
@@ -2490,17 +2489,7 @@ impl Engine {
         if emitted > payload_start {
             return self.deparse_grow(ctx, payload_start, emitted);
         }
-        match self.deparse_plan.contiguous {
-            // every header valid and the headers back to back in the PHV: one copy
-            Some((off, n)) if valid == self.deparse_plan.headers.len() => {
-                let (off, n) = (off as usize, n as usize);
-                let at = payload_start - n;
-                parse_plan::copy_small(&mut ctx.pkt.buf[at..at + n], &ctx.phv.data[off..off + n]);
-                ctx.pkt.start = at;
-                ctx.payload_off = n;
-            }
-            _ => self.emit(ctx, payload_start, emitted),
-        }
+        self.emit(ctx, payload_start, emitted)
     }
 
     /// [`Engine::deparse`] when the headers to emit outgrow the headroom: the payload
@@ -2542,12 +2531,29 @@ impl Engine {
         let p = &*self.prog;
         let mut at = payload_start - emitted;
         ctx.pkt.start = at;
-        for &(h, off, fixed) in &self.deparse_plan.headers {
-            if ctx.phv.valid[h as usize] {
-                let n = fixed.unwrap_or_else(|| header_bytes(p, &ctx.phv, h)) as usize;
+        match self.deparse_plan.contiguous {
+            // the headers lie back to back in the PHV and have fixed lengths, so the
+            // valid ones add up to the whole run only when every header with bytes is
+            // valid: then the run is one copy
+            Some((off, n)) if n as usize == emitted => {
                 let off = off as usize;
-                parse_plan::copy_small(&mut ctx.pkt.buf[at..at + n], &ctx.phv.data[off..off + n]);
-                at += n;
+                parse_plan::copy_small(
+                    &mut ctx.pkt.buf[at..at + emitted],
+                    &ctx.phv.data[off..off + emitted],
+                );
+            }
+            _ => {
+                for &(h, off, fixed) in &self.deparse_plan.headers {
+                    if ctx.phv.valid[h as usize] {
+                        let n = fixed.unwrap_or_else(|| header_bytes(p, &ctx.phv, h)) as usize;
+                        let off = off as usize;
+                        parse_plan::copy_small(
+                            &mut ctx.pkt.buf[at..at + n],
+                            &ctx.phv.data[off..off + n],
+                        );
+                        at += n;
+                    }
+                }
             }
         }
         ctx.payload_off = emitted;

@@ -381,8 +381,8 @@ pub(crate) struct DeparsePlan {
     /// Some checksum is updated.
     pub has_update: bool,
     /// (PHV offset, bytes) when every header has a fixed length and each starts where
-    /// the one before it in deparser order ends (Ethernet then IPv4): with all of them
-    /// valid, the deparser emits that one run.
+    /// the one before it in deparser order ends (Ethernet then IPv4): when the valid
+    /// headers' lengths add up to it (all of them valid), the deparser emits that run.
     pub contiguous: Option<(u32, u32)>,
 }
 
@@ -418,7 +418,7 @@ impl DeparsePlan {
 #[cfg(test)]
 mod tests {
     /// `copy_small` and `copy_short` copy exactly the bytes `copy_from_slice` copies, for
-    /// every length through 80 and every offset of the runs in their buffers.
+    /// every length through 80, at several offsets in their buffers.
     #[test]
     fn short_copies_equal_copy_from_slice() {
         let src: Vec<u8> = (0..200u32).map(|i| (i * 37 + 11) as u8).collect();

@@ -88,7 +88,7 @@ pub struct SwitchConfig {
     pub buf_size: usize,
     /// Packets per ingress batch.
     pub batch: usize,
-    /// Keys per stage of a batched table lookup (1 to 64).
+    /// Keys per stage of a batched table lookup (the tables clamp it to 1..=64).
     pub sub_batch: usize,
     /// Most resubmit/recirculate passes of one packet before it is dropped with an error.
     pub max_passes: u32,
@@ -299,7 +299,7 @@ impl Switch {
             EngineConfig {
                 drop_port: cfg.drop_port,
                 trace: cfg.trace,
-                sub_batch: cfg.sub_batch.clamp(1, 64),
+                sub_batch: cfg.sub_batch,
                 ..EngineConfig::default()
             },
         )?);

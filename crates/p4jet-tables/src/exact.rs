@@ -92,11 +92,9 @@ impl ExactIndex {
         }
     }
 
+    /// The id stored for a key of more than [`DIRECT_MAX_KEY_BYTES`] bytes with hash `h`.
     #[inline(always)]
     fn find_hashed(&self, h: u64, key: &[u8]) -> Option<u32> {
-        if self.is_direct() {
-            return self.find_direct(key);
-        }
         let (keys, kb) = (&self.keys, self.kb);
         self.map
             .find(h, |id| short_eq(Self::key_of(keys, kb, id), key))

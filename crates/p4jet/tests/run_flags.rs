@@ -1,5 +1,6 @@
-//! Every simple_switch flag of the README's `p4jet run` section parses; the ones p4jet
-//! does not implement are accepted with a warning; target options after `--`
+//! Every simple_switch flag of the README's `p4jet run` section parses (with p4jet's
+//! `--batch` and `--sub-batch`); the ones p4jet does not implement are accepted with a
+//! warning; target options after `--`
 //! (known and unknown) are taken; SIGINT ends the switch cleanly.
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -39,6 +40,8 @@ fn simple_switch_flags_are_accepted() {
             "0.5",
         ])
         .args(["--debugger", "--max-port-count", "64"])
+        // p4jet's own batch sizes
+        .args(["--batch", "16", "--sub-batch", "8"])
         .arg(corpus_json("basic_l2"))
         .args([
             "--",

@@ -598,39 +598,62 @@ impl FastCond {
         })
     }
 
-    /// Tests the condition on packet `i` of `chunk` for every bit `i` set in `here`,
-    /// giving `out(i, truth)` in bit order: the kind is dispatched once for all of
-    /// them, so its operands stay in registers through the loop.
+    /// The packets of `here` (bit `i`: packet `i` of `chunk`) for which the condition
+    /// holds, as a mask: the kind is dispatched once for all of them, so its operands
+    /// stay in registers through the loop, and the loop body is a test and a bit set.
+    /// Bits past the end of `chunk` are never set.
     #[inline(always)]
-    pub fn test_each<P: std::ops::Deref<Target = crate::PacketCtx>>(
+    pub fn truth_mask<P: std::ops::Deref<Target = crate::PacketCtx>>(
         &self,
         here: u64,
         chunk: &[P],
-        mut out: impl FnMut(usize, bool),
-    ) {
-        let neg = self.negate;
-        let mut each = |f: &dyn Fn(&Phv) -> bool| {
+    ) -> u64 {
+        #[inline(always)]
+        fn each<P: std::ops::Deref<Target = crate::PacketCtx>>(
+            here: u64,
+            chunk: &[P],
+            f: impl Fn(&Phv) -> bool,
+        ) -> u64 {
+            let mut yes = 0u64;
             let mut m = here;
             while m != 0 {
-                let i = m.trailing_zeros() as usize;
+                let i = m.trailing_zeros();
                 m &= m - 1;
-                if let Some(c) = chunk.get(i) {
-                    out(i, f(&c.phv) != neg);
+                if let Some(c) = chunk.get(i as usize) {
+                    yes |= u64::from(f(&c.phv)) << i;
                 }
             }
-        };
+            yes
+        }
         // each closure names its operands, which the loop then keeps in registers
-        match self.kind {
-            FastKind::Valid(h) => each(&|phv: &Phv| valid_holds(phv, h)),
+        let yes = match self.kind {
+            FastKind::Valid(h) => each(here, chunk, |phv| valid_holds(phv, h)),
             FastKind::Range64 {
                 byte,
                 shift,
                 mask,
                 lo,
                 span,
-            } => each(&|phv: &Phv| range_holds(phv, byte, shift, mask, lo, span)),
-            FastKind::Cmp { .. } => each(&|phv: &Phv| self.test(phv) != neg),
+            } => each(here, chunk, |phv| {
+                range_holds(phv, byte, shift, mask, lo, span)
+            }),
+            FastKind::Cmp { .. } => each(here, chunk, |phv| self.test(phv) != self.negate),
+        };
+        if self.negate {
+            // the packets of `here` that are in the chunk and failed the test
+            let inside = match chunk.len() {
+                n if n >= 64 => u64::MAX,
+                n => (1u64 << n) - 1,
+            };
+            here & inside & !yes
+        } else {
+            yes
         }
+    }
+
+    /// Whether this is the test "header `h` is valid".
+    pub fn is_valid_of(&self, h: u32) -> bool {
+        matches!(self.kind, FastKind::Valid(v) if v == h) && !self.negate
     }
 
     /// The truth value for this PHV.

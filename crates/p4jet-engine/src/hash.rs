@@ -528,23 +528,63 @@ pub fn csum_quad(pieces: &[CsumPiece], h: u32) -> Option<CsumQuad> {
     Some(CsumQuad { base, pieces: q })
 }
 
-/// [`csum16_planned`] of a [`CsumQuad`] whose header is valid (None when the window
-/// is not in the PHV). The words are read little-endian (on x86 a plain load, no byte
-/// swaps) and the 16-bit result swapped once: the ones'-complement sum commutes with
-/// swapping the bytes of every word (RFC 1071).
+/// Bytes of PHV a [`CsumQuad`] is summed from, from its base: every piece's 8-byte load
+/// (offsets at most 24) and a 16-bit checksum field up to offset 38 fit.
+pub const QUAD_WINDOW: usize = 40;
+
+/// The [`QUAD_WINDOW`] bytes of `data` from the quad's base (None past the end): the
+/// one bounds check of a quad's sum.
 #[inline(always)]
-pub fn csum16_quad(phv: &crate::phv::Phv, q: &CsumQuad) -> Option<u64> {
-    let win = phv.data.get(q.base as usize..)?.first_chunk::<32>()?;
+pub fn quad_window<'a>(data: &'a [u8], q: &CsumQuad) -> Option<&'a [u8; QUAD_WINDOW]> {
+    data.get(q.base as usize..)?.first_chunk::<QUAD_WINDOW>()
+}
+
+/// [`quad_window`], writable (for the checksum field in it).
+#[inline(always)]
+pub fn quad_window_mut<'a>(data: &'a mut [u8], q: &CsumQuad) -> Option<&'a mut [u8; QUAD_WINDOW]> {
+    data.get_mut(q.base as usize..)?
+        .first_chunk_mut::<QUAD_WINDOW>()
+}
+
+/// The internet checksum of the quad's pieces in `win`, with its two bytes swapped: the
+/// words are read little-endian (on x86 a plain load, no byte swaps), and the
+/// ones'-complement sum commutes with swapping the bytes of every word (RFC 1071), so
+/// the result compares with (or is stored as) a field read little-endian.
+#[inline(always)]
+pub fn quad_sum_le(win: &[u8; QUAD_WINDOW], q: &CsumQuad) -> u16 {
     let mut sum: u64 = 0;
     for &(o, m) in &q.pieces {
-        let o = (o as usize).min(24);
+        // offsets are at most 24: the mask only lets the compiler see the load in bounds
+        let o = (o as usize) & 31;
         let w = win[o..o + 8]
             .first_chunk::<8>()
             .map_or(0, |b| u64::from_le_bytes(*b))
             & m;
         sum += (w >> 32) + (w & 0xffff_ffff);
     }
-    Some(u64::from((csum16_fold(sum) as u16).swap_bytes()))
+    // at most 8 halves of 32 bits: ones'-complement additions with end-around carry,
+    // 64 -> 32 -> 16 bits, then the complement
+    let (s, c) = (sum as u32).overflowing_add((sum >> 32) as u32);
+    let s = s + u32::from(c);
+    let (t, c) = (s as u16).overflowing_add((s >> 16) as u16);
+    !(t + u16::from(c))
+}
+
+/// [`csum16_planned`] of a [`CsumQuad`] whose header is valid (None when the window
+/// is not in the PHV).
+#[inline(always)]
+pub fn csum16_quad(phv: &crate::phv::Phv, q: &CsumQuad) -> Option<u64> {
+    let win = quad_window(&phv.data, q)?;
+    Some(u64::from(quad_sum_le(win, q).swap_bytes()))
+}
+
+impl CsumQuad {
+    /// The offset from the quad's base of a 16-bit checksum field at PHV byte `byte`,
+    /// when it lies in the quad's window.
+    pub fn target_offset(&self, byte: u32) -> Option<usize> {
+        let o = byte.checked_sub(self.base)? as usize;
+        (o + 2 <= QUAD_WINDOW).then_some(o)
+    }
 }
 
 /// The internet checksum of a sum of 32-bit halves: carries folded in, complemented.
@@ -577,5 +617,59 @@ mod tests {
         let d = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
         assert_eq!(csum16(&d), !0xddf2u64 & 0xffff);
         assert_eq!(csum16(&[0xff, 0xff]), 0);
+    }
+
+    /// The quad's sum (little-endian loads, carries folded 64 -> 32 -> 16 without a
+    /// loop) equals the byte-wise checksum, at the extremes (all ones: every fold
+    /// carries) and on random headers, and its byte-swapped form compares with a field
+    /// read little-endian.
+    #[test]
+    fn quad_sum_equals_bytewise_checksum() {
+        // an IPv4 header's pieces: bytes 0..10 and 12..20 (the checksum at 10 left out)
+        let at = 5u32;
+        let pieces = [
+            CsumPiece {
+                header: 0,
+                byte: at,
+                mask: u64::MAX,
+            },
+            CsumPiece {
+                header: 0,
+                byte: at + 8,
+                mask: 0xffff << 48,
+            },
+            CsumPiece {
+                header: 0,
+                byte: at + 12,
+                mask: u64::MAX,
+            },
+        ];
+        let q = csum_quad(&pieces, 0).unwrap();
+        assert_eq!(q.target_offset(at + 10), Some(10));
+        assert_eq!(q.target_offset(at - 1), None);
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..2000 {
+            let mut phv = crate::phv::Phv::zeroed(64);
+            for (i, b) in phv.data.iter_mut().enumerate() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = match round {
+                    0 => 0xff,
+                    1 => 0,
+                    2 => (i as u8) | 0xf0,
+                    _ => x as u8,
+                };
+            }
+            let a = at as usize;
+            let bytes = [&phv.data[a..a + 10], &phv.data[a + 12..a + 20]].concat();
+            let want = csum16(&bytes);
+            assert_eq!(csum16_quad(&phv, &q), Some(want), "round {round}");
+            let win = quad_window(&phv.data, &q).unwrap();
+            assert_eq!(u64::from(quad_sum_le(win, &q).swap_bytes()), want);
+        }
+        // too close to the end of the PHV for the window: no quick sum
+        let phv = crate::phv::Phv::zeroed(0);
+        assert!(quad_window(&phv.data, &q).is_none());
     }
 }

@@ -189,6 +189,16 @@ fn move_to(at: &mut [u64], i: usize, next: Option<u32>) {
     }
 }
 
+/// Moves the packets of mask `m` to node `next` (nowhere: the control ends for them).
+#[inline(always)]
+fn move_all(at: &mut [u64], m: u64, next: Option<u32>) {
+    if let Some(nx) = next
+        && let Some(w) = at.get_mut(nx as usize)
+    {
+        *w |= m;
+    }
+}
+
 /// Per-worker scratch space, allocated once.
 #[derive(Debug, Default)]
 pub struct Scratch {
@@ -290,10 +300,17 @@ struct FastChecksum {
     target: StdSlot,
     /// The target's header: verification skips the checksum when it is invalid.
     header: u32,
+    /// The condition, unless it is [`FastChecksum::only_valid`]'s.
     cond: Option<eval::FastCond>,
+    /// The condition is "`header` is valid".
+    only_valid: bool,
     pieces: Box<[hash::CsumPiece]>,
     /// The pieces as a fixed list when they fit one (the IPv4 header checksum's three).
     quad: Option<hash::CsumQuad>,
+    /// With `quad`: the offset in the quad's window of a target that is a plain
+    /// byte-aligned 16-bit field (the IPv4 `hdrChecksum`), compared and stored there
+    /// in the byte order the quad's sum comes in.
+    target16: Option<usize>,
 }
 
 /// The program's verified and updated checksums in their [`FastChecksum`] form, in
@@ -325,17 +342,28 @@ impl FastChecksums {
                 Some(c) => Some((*conds.get(c as usize)?)?),
                 None => None,
             };
+            // the condition "the target's header is valid" (p4c's usual one) is the
+            // header test both loops make anyway
+            let only_valid = cond.is_some_and(|fc| fc.is_valid_of(fi.header));
+            let cond = cond.filter(|_| !only_valid);
             let pieces = plans
                 .get(ck.calc as usize)?
                 .as_ref()?
                 .csum_pieces
                 .clone()?
                 .into_boxed_slice();
+            let quad = hash::csum_quad(&pieces, fi.header);
+            let plain16 = fi.loc.width == 16 && fi.loc.bit == 0 && fi.loc.own && !fi.loc.signed;
             let f = FastChecksum {
                 target,
                 header: fi.header,
                 cond,
-                quad: hash::csum_quad(&pieces, fi.header),
+                only_valid,
+                target16: quad
+                    .as_ref()
+                    .filter(|_| plain16)
+                    .and_then(|q| q.target_offset(fi.loc.byte)),
+                quad,
                 pieces,
             };
             if ck.verify {
@@ -362,6 +390,15 @@ impl FastChecksums {
                 continue;
             }
             // the target's header is valid: so is the quad's
+            if let (Some(q), Some(t)) = (&c.quad, c.target16)
+                && let Some(win) = hash::quad_window(&phv.data, q)
+            {
+                let have = win[t..]
+                    .first_chunk::<2>()
+                    .map_or(0, |b| u16::from_le_bytes(*b));
+                bad |= hash::quad_sum_le(win, q) != have;
+                continue;
+            }
             let got = match c.quad.as_ref().and_then(|q| hash::csum16_quad(phv, q)) {
                 Some(v) => v,
                 None => hash::csum16_planned(phv, &c.pieces),
@@ -380,10 +417,21 @@ impl FastChecksums {
             if c.cond.as_ref().is_some_and(|fc| !fc.test(phv)) {
                 continue;
             }
-            let quick = match &c.quad {
-                Some(q) if phv.valid.get(c.header as usize).copied().unwrap_or(false) => {
-                    hash::csum16_quad(phv, q)
+            let valid = phv.valid.get(c.header as usize).copied().unwrap_or(false);
+            if c.only_valid && !valid {
+                continue;
+            }
+            if let (Some(q), Some(t), true) = (&c.quad, c.target16, valid)
+                && let Some(win) = hash::quad_window_mut(&mut phv.data, q)
+            {
+                let v = hash::quad_sum_le(win, q);
+                if let Some(b) = win[t..].first_chunk_mut::<2>() {
+                    *b = v.to_le_bytes();
                 }
+                continue;
+            }
+            let quick = match &c.quad {
+                Some(q) if valid => hash::csum16_quad(phv, q),
                 _ => None,
             };
             let v = quick.unwrap_or_else(|| hash::csum16_planned(phv, &c.pieces));
@@ -1671,8 +1719,9 @@ impl Engine {
                 }
                 match (conds.get(ni), node) {
                     (Some(Some(cond)), ControlNode::Cond { t, f, .. }) if !self.cfg.trace => {
-                        let at = &mut sc.at;
-                        cond.test_each(here, chunk, |i, b| move_to(at, i, if b { *t } else { *f }));
+                        let yes = cond.truth_mask(here, chunk);
+                        move_all(&mut sc.at, yes, *t);
+                        move_all(&mut sc.at, here & !yes, *f);
                     }
                     (_, ControlNode::Cond { expr, t, f, name }) => {
                         while here != 0 {

@@ -608,7 +608,8 @@ impl FastCond {
         here: u64,
         chunk: &[P],
     ) -> u64 {
-        #[inline(always)]
+        // out of line: inside the control walk the loop's operands spill to the stack
+        #[inline(never)]
         fn each<P: std::ops::Deref<Target = crate::PacketCtx>>(
             here: u64,
             chunk: &[P],
@@ -627,14 +628,14 @@ impl FastCond {
         }
         // each closure names its operands, which the loop then keeps in registers
         let yes = match self.kind {
-            FastKind::Valid(h) => each(here, chunk, |phv| valid_holds(phv, h)),
+            FastKind::Valid(h) => each(here, chunk, move |phv| valid_holds(phv, h)),
             FastKind::Range64 {
                 byte,
                 shift,
                 mask,
                 lo,
                 span,
-            } => each(here, chunk, |phv| {
+            } => each(here, chunk, move |phv| {
                 range_holds(phv, byte, shift, mask, lo, span)
             }),
             FastKind::Cmp { .. } => each(here, chunk, |phv| self.test(phv) != self.negate),

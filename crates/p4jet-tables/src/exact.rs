@@ -1,8 +1,11 @@
 //! Exact-match index: bucketed open addressing on the packed key, keys stored
 //! inline in one packed arena indexed by entry index.
 
-use crate::hash::{HashIndex, hash_at, hash_bytes, short_eq};
+use std::borrow::Cow;
+
+use crate::hash::{HashIndex, hash_at, hash_bytes, hash_word, short_eq};
 use crate::prefetch::prefetch_index;
+use crate::words::word_in;
 
 /// Largest sub-batch handled in one go by `lookup_batch`.
 pub(crate) const MAX_BATCH: usize = 64;
@@ -11,14 +14,22 @@ pub(crate) const MAX_BATCH: usize = 64;
 /// value) instead of the hash.
 pub(crate) const DIRECT_MAX_KEY_BYTES: usize = 2;
 
+/// Keys of more than [`DIRECT_MAX_KEY_BYTES`] and at most this many bytes are held as
+/// one word each: hashed with one multiplication, compared as one integer.
+pub(crate) const WORD_MAX_KEY_BYTES: usize = 8;
+
 /// An empty slot of the direct array.
 const NO_ID: u32 = u32::MAX;
 
 #[derive(Clone)]
 pub(crate) struct ExactIndex {
     kb: usize,
-    /// Packed keys, `kb` bytes per entry index (stale bytes for free indexes).
+    /// Packed keys, `kb` bytes per entry index (stale bytes for free indexes), for
+    /// keys that are not word keys.
     keys: Vec<u8>,
+    /// Word keys (3 to [`WORD_MAX_KEY_BYTES`] bytes: a MAC address, an IPv4 address):
+    /// the key's bytes read little-endian, one word per entry index.
+    words: Vec<u64>,
     /// Hash for keys of more than [`DIRECT_MAX_KEY_BYTES`] bytes.
     map: HashIndex,
     /// For narrower keys (a port, an EtherType, a VLAN id), the entry id per key
@@ -42,6 +53,7 @@ impl ExactIndex {
         ExactIndex {
             kb,
             keys: Vec::new(),
+            words: Vec::new(),
             map: HashIndex::default(),
             direct: Vec::new(),
         }
@@ -53,20 +65,46 @@ impl ExactIndex {
         self.kb <= DIRECT_MAX_KEY_BYTES
     }
 
+    /// Whether keys are word keys.
+    #[inline(always)]
+    fn is_word(&self) -> bool {
+        self.kb > DIRECT_MAX_KEY_BYTES && self.kb <= WORD_MAX_KEY_BYTES
+    }
+
+    /// A key of `self.kb` bytes as a word key.
+    #[inline(always)]
+    fn word_of(&self, key: &[u8]) -> u64 {
+        word_in(key, 0, self.kb)
+    }
+
+    /// The word key of entry `id` (0 past the end).
+    #[inline(always)]
+    fn word_at(words: &[u64], id: u32) -> u64 {
+        words.get(id as usize).copied().unwrap_or(0)
+    }
+
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.keys.capacity() + self.map.memory_bytes() + 4 * self.direct.capacity()
+        self.keys.capacity()
+            + 8 * self.words.capacity()
+            + self.map.memory_bytes()
+            + 4 * self.direct.capacity()
     }
 
     pub(crate) fn clear(&mut self) {
         self.keys = Vec::new();
+        self.words = Vec::new();
         self.map.clear();
         self.direct = Vec::new();
     }
 
     /// The packed key stored for `id`.
-    pub(crate) fn key(&self, id: u32) -> Option<&[u8]> {
+    pub(crate) fn key(&self, id: u32) -> Option<Cow<'_, [u8]>> {
+        if self.is_word() {
+            let w = self.words.get(id as usize)?;
+            return Some(Cow::Owned(w.to_le_bytes()[..self.kb].to_vec()));
+        }
         let s = id as usize * self.kb;
-        self.keys.get(s..s + self.kb)
+        self.keys.get(s..s + self.kb).map(Cow::Borrowed)
     }
 
     #[inline(always)]
@@ -80,7 +118,18 @@ impl ExactIndex {
         if self.is_direct() {
             return self.find_direct(key);
         }
+        if self.is_word() {
+            let w = self.word_of(key);
+            return self.find_word(hash_word(w), w);
+        }
         self.find_hashed(hash_bytes(key), key)
+    }
+
+    /// The id stored for word key `w` with hash `h`.
+    #[inline(always)]
+    fn find_word(&self, h: u64, w: u64) -> Option<u32> {
+        let words = &self.words;
+        self.map.find(h, |id| Self::word_at(words, id) == w)
     }
 
     /// The id stored for a key of at most [`DIRECT_MAX_KEY_BYTES`] bytes.
@@ -103,6 +152,14 @@ impl ExactIndex {
     /// Room for ids below `ids` and for `len` keys in the map.
     pub(crate) fn reserve(&mut self, ids: usize, len: usize) {
         let kb = self.kb;
+        if self.is_word() {
+            self.words
+                .reserve_exact(ids.saturating_sub(self.words.len()));
+            let words = &self.words;
+            self.map
+                .reserve(len, |x| hash_word(Self::word_at(words, x)));
+            return;
+        }
         self.keys
             .reserve_exact((ids * kb).saturating_sub(self.keys.len()));
         if self.is_direct() {
@@ -115,6 +172,17 @@ impl ExactIndex {
 
     pub(crate) fn insert(&mut self, id: u32, key: &[u8]) {
         let kb = self.kb;
+        if self.is_word() {
+            let w = self.word_of(key);
+            if self.words.len() <= id as usize {
+                self.words.resize(id as usize + 1, 0);
+            }
+            self.words[id as usize] = w;
+            let words = &self.words;
+            self.map
+                .insert(hash_word(w), id, |x| hash_word(Self::word_at(words, x)));
+            return;
+        }
         let end = (id as usize + 1) * kb;
         if self.keys.len() < end {
             self.keys.resize(end, 0);
@@ -134,6 +202,13 @@ impl ExactIndex {
     }
 
     pub(crate) fn remove(&mut self, id: u32) {
+        if self.is_word() {
+            let removed = self
+                .map
+                .remove(hash_word(Self::word_at(&self.words, id)), id);
+            debug_assert!(removed);
+            return;
+        }
         if self.is_direct() {
             let slot = direct_slot(Self::key_of(&self.keys, self.kb, id));
             debug_assert_eq!(self.direct.get(slot), Some(&id));
@@ -167,6 +242,9 @@ impl ExactIndex {
             }
             return;
         }
+        if self.is_word() {
+            return self.lookup_words(keys, n, dist, prefetch_entry, emit);
+        }
         if self.map.is_small() {
             // a few KiB of buckets and keys: no prefetch stages
             for i in 0..n {
@@ -193,6 +271,47 @@ impl ExactIndex {
             for (i, h) in hashes.iter().enumerate().take(m) {
                 let k = &keys[(start + i) * kb..(start + i + 1) * kb];
                 emit(start + i, self.find_hashed(*h, k));
+            }
+            start += m;
+        }
+    }
+
+    /// [`ExactIndex::lookup_batch`] for word keys: the same stages, each key read
+    /// once as a word, hashed by one multiplication and compared as one integer.
+    fn lookup_words(
+        &self,
+        keys: &[u8],
+        n: usize,
+        dist: usize,
+        prefetch_entry: impl Fn(u32),
+        mut emit: impl FnMut(usize, Option<u32>),
+    ) {
+        let kb = self.kb;
+        if self.map.is_small() {
+            for i in 0..n {
+                let w = word_in(keys, i * kb, kb);
+                emit(i, self.find_word(hash_word(w), w));
+            }
+            return;
+        }
+        let dist = dist.clamp(1, MAX_BATCH);
+        let mut ws = [(0u64, 0u64); MAX_BATCH];
+        let mut start = 0;
+        while start < n {
+            let m = dist.min(n - start);
+            for (i, (w, h)) in ws.iter_mut().enumerate().take(m) {
+                *w = word_in(keys, (start + i) * kb, kb);
+                *h = hash_word(*w);
+                self.map.prefetch(*h);
+            }
+            for &(_, h) in ws.iter().take(m) {
+                if let Some(c) = self.map.first_candidate(h) {
+                    prefetch_index(&self.words, c as usize);
+                    prefetch_entry(c);
+                }
+            }
+            for (i, &(w, h)) in ws.iter().enumerate().take(m) {
+                emit(start + i, self.find_word(h, w));
             }
             start += m;
         }

@@ -45,6 +45,14 @@ pub(crate) fn hash_bytes(k: &[u8]) -> u64 {
     fold(h, K2)
 }
 
+/// Hash of a key of 3 to 8 bytes held as one word (its bytes little-endian, zero
+/// above): one multiplication, for the exact index's word keys (which are hashed only
+/// this way).
+#[inline(always)]
+pub(crate) fn hash_word(w: u64) -> u64 {
+    fold(w ^ K0, K1)
+}
+
 /// `hash_bytes(&buf[at..at + kb])`, reading the last partial word as one
 /// masked 8-byte load when `buf` goes on past the key (keys packed back to
 /// back): no `memcpy` call for short keys.

@@ -702,6 +702,12 @@ proptest! {
         run(&[spec(MatchKind::Exact, 16)], 64, seed, &ops);
         run(&[spec(MatchKind::Exact, 4)], 12, seed, &ops);
         run(&[spec(MatchKind::Valid, 1), spec(MatchKind::Exact, 8)], 64, seed, &ops);
+        // keys of three to eight bytes: word keys
+        run(&[spec(MatchKind::Exact, 12), spec(MatchKind::Exact, 12)], 64, seed, &ops);
+        run(&[spec(MatchKind::Exact, 32)], 64, seed, &ops);
+        run(&[spec(MatchKind::Exact, 48)], 64, seed, &ops);
+        run(&[spec(MatchKind::Valid, 1), spec(MatchKind::Exact, 48)], 64, seed, &ops);
+        run(&[spec(MatchKind::Exact, 64)], 64, seed, &ops);
     }
 
     #[test]

@@ -526,23 +526,37 @@ fn clones_are_independent_and_deterministic() {
 
 #[test]
 fn many_exact_entries_and_batch() {
-    let mut t = Table::new(vec![spec(MatchKind::Exact, 32)], 100_000).unwrap();
-    for i in 0..50_000u32 {
-        assert_eq!(t.insert(key(vec![ex(&i.to_be_bytes())]), i).unwrap(), i);
+    // word keys of 3, 4, 6 and 8 bytes (the last byte varies most: the bytes read
+    // little-endian land high in the word) and a 12-byte packed key
+    for kb in [3usize, 4, 6, 8, 12] {
+        let mut t = Table::new(vec![spec(MatchKind::Exact, 8 * kb as u32)], 100_000).unwrap();
+        let k = |i: u32| -> Vec<u8> {
+            let mut v = vec![0xa5u8; kb];
+            v[kb - 3..].copy_from_slice(&i.to_be_bytes()[1..]);
+            v
+        };
+        for i in 0..50_000u32 {
+            assert_eq!(t.insert(key(vec![ex(&k(i))]), i).unwrap(), i);
+        }
+        for i in (0..50_000u32).step_by(3) {
+            t.delete(i).unwrap();
+        }
+        let keys: Vec<u8> = (0..60_000u32).flat_map(k).collect();
+        let mut out = vec![None; 60_000];
+        t.set_prefetch_distance(8);
+        t.lookup_batch(&keys, &mut out);
+        for (i, o) in out.iter().enumerate() {
+            let want = (i < 50_000 && i % 3 != 0).then_some(i as u32);
+            assert_eq!(o.map(|(_, v)| *v), want, "{kb}-byte key {i}");
+            let ki = &keys[i * kb..(i + 1) * kb];
+            assert_eq!(t.lookup(ki).map(|(_, v)| *v), want);
+            if let Some((h, _)) = o {
+                let (got, _) = t.get(*h).unwrap();
+                assert_eq!(got.fields, vec![ex(ki)], "{kb}-byte key {i} read back");
+            }
+        }
+        assert!(t.memory_bytes() > 0);
     }
-    for i in (0..50_000u32).step_by(3) {
-        t.delete(i).unwrap();
-    }
-    let keys: Vec<u8> = (0..60_000u32).flat_map(|i| i.to_be_bytes()).collect();
-    let mut out = vec![None; 60_000];
-    t.set_prefetch_distance(8);
-    t.lookup_batch(&keys, &mut out);
-    for (i, o) in out.iter().enumerate() {
-        let want = (i < 50_000 && i % 3 != 0).then_some(i as u32);
-        assert_eq!(o.map(|(_, v)| *v), want);
-        assert_eq!(t.lookup(&keys[i * 4..i * 4 + 4]).map(|(_, v)| *v), want);
-    }
-    assert!(t.memory_bytes() > 0);
 }
 
 #[test]

@@ -819,6 +819,8 @@ pub struct Engine {
     fast_exprs: Vec<Option<eval::FastExpr>>,
     /// Per parser state, its plan.
     parse_plans: Vec<parse_plan::StatePlan>,
+    /// The parser's likeliest path as one step (see [`parse_plan::ParsePath`]).
+    parse_path: Option<parse_plan::ParsePath>,
     /// The deparser's plan.
     deparse_plan: parse_plan::DeparsePlan,
     /// Some checksum is verified in the parser.
@@ -974,7 +976,7 @@ impl Engine {
                 }
             }
         }
-        let parse_plans = prog
+        let parse_plans: Vec<_> = prog
             .parser
             .states
             .iter()
@@ -986,6 +988,11 @@ impl Engine {
                 }
             })
             .collect();
+        let parse_path = if cfg.general_parser {
+            None
+        } else {
+            parse_plan::ParsePath::new(&parse_plans, prog.parser.init)
+        };
         let deparse_plan = parse_plan::DeparsePlan::new(&prog, cfg.general_parser);
         let has_verify = prog.checksums.iter().any(|c| c.verify);
         let same_next = prog
@@ -1052,6 +1059,7 @@ impl Engine {
             fast_conds,
             fast_exprs,
             parse_plans,
+            parse_path,
             deparse_plan,
             has_verify,
             fast_csums,
@@ -1223,6 +1231,11 @@ impl Engine {
         let mut steps = 0u32;
         if self.cfg.trace {
             return Err((state, cursor, steps));
+        }
+        if let Some(path) = &self.parse_path
+            && let Some(c) = path.run(ctx.pkt.data(), &mut ctx.phv)
+        {
+            (state, cursor, steps) = (path.next, c, path.states);
         }
         while let Some(si) = state {
             let plan = &self.parse_plans[si as usize];
@@ -2736,5 +2749,84 @@ mod tests {
             fast > 1000 && checked > 8000 && adds > 50,
             "{fast} {checked} {adds}"
         );
+    }
+
+    fn corpus_engine(name: &str) -> Engine {
+        let path = format!(
+            "{}/../../tests/corpus/{name}/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let json = std::fs::read_to_string(&path).unwrap();
+        load(&json, EngineConfig::default()).unwrap()
+    }
+
+    /// The parser's one-step path: which programs get one, and that a packet off the
+    /// path (another EtherType or protocol, too short) leaves the PHV untouched for the
+    /// state-by-state parse (which the planned-vs-general differential test compares).
+    #[test]
+    fn parse_path_takes_only_packets_on_it() {
+        // simple_router: Ethernet, then IPv4 on EtherType 0x0800, then accept
+        let e = corpus_engine("simple_router");
+        let path = e
+            .parse_path
+            .clone()
+            .expect("simple_router has a parse path");
+        assert_eq!((path.states, path.next), (2, None));
+        let mut frame = vec![0u8; 60];
+        frame[12..14].copy_from_slice(&[0x08, 0x00]);
+        frame[14] = 0x45;
+        let mut ctx = e.new_ctx(frame.len() + 256);
+        ctx.pkt.set(&frame);
+        ctx.reset(&e.prog);
+        let before = ctx.phv.clone();
+        assert_eq!(path.run(ctx.pkt.data(), &mut ctx.phv), Some(34));
+        assert_eq!(
+            ctx.phv.valid.iter().filter(|v| **v).count(),
+            before.valid.iter().filter(|v| **v).count() + 2
+        );
+        assert!(ctx.phv.data.contains(&0x45));
+        for (what, f) in [
+            ("IPv6 EtherType", {
+                let mut f = frame.clone();
+                f[12..14].copy_from_slice(&[0x86, 0xdd]);
+                f
+            }),
+            ("33 bytes", frame[..33].to_vec()),
+        ] {
+            let mut ctx = e.new_ctx(f.len() + 256);
+            ctx.pkt.set(&f);
+            ctx.reset(&e.prog);
+            assert_eq!(path.run(ctx.pkt.data(), &mut ctx.phv), None, "{what}");
+            assert_eq!(ctx.phv.data, before.data, "{what}");
+            assert_eq!(ctx.phv.valid, before.valid, "{what}");
+        }
+        // acl_firewall: Ethernet, IPv4, then TCP's state (extract and sets) by state
+        let e = corpus_engine("acl_firewall");
+        let path = e.parse_path.clone().expect("acl_firewall has a parse path");
+        let tcp = e
+            .prog
+            .parser
+            .states
+            .iter()
+            .position(|s| s.name == "parse_tcp");
+        assert_eq!(path.states, 2);
+        assert_eq!(path.next.map(|s| s as usize), tcp);
+        // basic_l2: one state, nothing to gain
+        assert!(corpus_engine("basic_l2").parse_path.is_none());
+        // the general parser has none
+        let json = std::fs::read_to_string(format!(
+            "{}/../../tests/corpus/simple_router/simple_router.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let g = load(
+            &json,
+            EngineConfig {
+                general_parser: true,
+                ..EngineConfig::default()
+            },
+        )
+        .unwrap();
+        assert!(g.parse_path.is_none());
     }
 }

@@ -347,6 +347,117 @@ impl PlanSelect {
     }
 }
 
+/// The parser's likeliest path from its start, as one step: a chain of states that each
+/// extract one fixed header, the headers back to back both in the packet and in the
+/// PHV (Ethernet then IPv4), the chain following at each select its first transition on
+/// an exact value. A packet is on the path when it holds all the path's bytes and each
+/// select key, read from the packet bytes, equals its value; then the whole chain is one
+/// copy, a few valid bits and as many compares as selects. Any other packet is parsed
+/// state by state, from the start, as before.
+#[derive(Debug, Clone)]
+pub(crate) struct ParsePath {
+    /// Packet bytes extracted (from the packet's first byte).
+    len: u32,
+    /// PHV offset of the first header; the others follow it.
+    phv_off: u32,
+    /// Headers made valid.
+    headers: Box<[u32]>,
+    /// Per select on the path: (packet byte of the key field's first byte, shift,
+    /// mask, value): the 8 bytes from there read big-endian, shifted and masked, equal
+    /// the value (all eight bytes lie in the path's).
+    checks: Box<[(u32, u32, u64, u64)]>,
+    /// The state after the path (None: parsing ends).
+    pub next: Option<u32>,
+    /// States on the path (for the parser's step count).
+    pub states: u32,
+}
+
+/// Longest path [`ParsePath::new`] follows.
+const PATH_MAX_STATES: usize = 8;
+
+impl ParsePath {
+    /// The path from state `init` through `plans`, when it has at least two states.
+    pub(crate) fn new(plans: &[StatePlan], init: Option<u32>) -> Option<ParsePath> {
+        let mut state = init;
+        let mut phv_off = None;
+        let (mut len, mut headers, mut checks) = (0u32, vec![], vec![]);
+        while let Some(si) = state {
+            if headers.len() == PATH_MAX_STATES {
+                break;
+            }
+            let Some((h, off, hlen)) = plans.get(si as usize).and_then(|pl| pl.single) else {
+                break;
+            };
+            let start = *phv_off.get_or_insert(off);
+            if off != start + len || hlen == 0 {
+                break;
+            }
+            let plan = &plans[si as usize];
+            let (next, check) = match (plan.goto, &plan.select) {
+                (Some(next), _) => (next, None),
+                (None, Some(PlanSelect { fast: Some(f), .. })) => {
+                    // the key is a field of a header on the path (read from the packet)
+                    let Some(at) = f.byte.checked_sub(start).filter(|b| *b < len + hlen) else {
+                        break;
+                    };
+                    // the first exact-value transition, if no transition before it
+                    // takes that value
+                    let Some(k) = f.trans.iter().position(|&(_, m, _)| m == f.mask) else {
+                        break;
+                    };
+                    let (v, _, next) = f.trans[k];
+                    if f.trans[..k].iter().any(|&(vj, mj, _)| v & mj == vj) {
+                        break;
+                    }
+                    (next, Some((at, f.shift, f.mask, v)))
+                }
+                _ => break,
+            };
+            len += hlen;
+            headers.push(h);
+            checks.extend(check);
+            state = next;
+        }
+        // every key window inside the path's bytes; at least two states to gain
+        if headers.len() < 2 || checks.iter().any(|&(at, ..)| at + 8 > len) {
+            return None;
+        }
+        Some(ParsePath {
+            len,
+            phv_off: phv_off?,
+            states: headers.len() as u32,
+            headers: headers.into_boxed_slice(),
+            checks: checks.into_boxed_slice(),
+            next: state,
+        })
+    }
+
+    /// Runs the path on a packet whose PHV was reset: the cursor after it, or None
+    /// (nothing written) when the packet is not on it.
+    #[inline(always)]
+    pub(crate) fn run(&self, data: &[u8], phv: &mut Phv) -> Option<usize> {
+        let len = self.len as usize;
+        let src = data.get(..len)?;
+        for &(at, shift, mask, value) in &self.checks {
+            let w = src
+                .get(at as usize..)
+                .and_then(|s| s.first_chunk::<8>())
+                .map_or(0, |b| u64::from_be_bytes(*b));
+            if (w >> shift) & mask != value {
+                return None;
+            }
+        }
+        let off = self.phv_off as usize;
+        copy_small(phv.data.get_mut(off..off + len)?, src);
+        for &h in &self.headers {
+            if let Some(v) = phv.valid.get_mut(h as usize) {
+                *v = true;
+            }
+        }
+        Some(len)
+    }
+}
+
 /// Copies `src` into `dst` (same length) without a `memcpy` call for headers up to 64
 /// bytes: 16 to 32 bytes (IPv4's 20, an Ethernet + IPv4 run's 34 goes to the next case)
 /// as two overlapping 16-byte moves, 33 to 64 as four, no loop.

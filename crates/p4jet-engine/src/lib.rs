@@ -1884,12 +1884,17 @@ impl Engine {
             && !direct
             && !self.cfg.trace
         {
+            // the packets that hit, and those that exited: moved on together after
+            let (mut hit_mask, mut gone) = (0u64, 0u64);
             for (k, hit) in hits.iter().enumerate().take(w) {
                 let i = waiting[k] as usize;
                 let ctx = &mut *chunk[i];
-                let (action, next) = match hit {
-                    Some((_, v)) => (Some(&v.action), on_hit),
-                    None => (ts.default.as_ref(), on_miss),
+                let action = match hit {
+                    Some((_, v)) => {
+                        hit_mask |= 1u64 << i;
+                        Some(&v.action)
+                    }
+                    None => ts.default.as_ref(),
                 };
                 match action {
                     Some(EntryAction::Direct(call)) => {
@@ -1902,10 +1907,11 @@ impl Engine {
                     }
                     None => {}
                 }
-                if !ctx.exit {
-                    move_to(&mut sc.at, i, next);
-                }
+                gone |= u64::from(ctx.exit) << i;
             }
+            let stay = here & !gone;
+            move_all(&mut sc.at, stay & hit_mask, on_hit);
+            move_all(&mut sc.at, stay & !hit_mask, on_miss);
             return;
         }
         for (k, hit) in hits.iter().enumerate().take(w) {
@@ -2541,9 +2547,19 @@ impl Engine {
             }
         }
         let mut emitted = 0usize;
-        for &(h, _, fixed) in &self.deparse_plan.headers {
-            if ctx.phv.valid[h as usize] {
-                emitted += fixed.unwrap_or_else(|| header_bytes(p, &ctx.phv, h)) as usize;
+        match &self.deparse_plan.fixed {
+            Some(fixed) => {
+                for &(h, n) in fixed.iter() {
+                    let valid = ctx.phv.valid.get(h as usize).copied().unwrap_or(false);
+                    emitted += usize::from(valid) * n as usize;
+                }
+            }
+            None => {
+                for &(h, _, fixed) in &self.deparse_plan.headers {
+                    if ctx.phv.valid[h as usize] {
+                        emitted += fixed.unwrap_or_else(|| header_bytes(p, &ctx.phv, h)) as usize;
+                    }
+                }
             }
         }
         let pk = &ctx.pkt;

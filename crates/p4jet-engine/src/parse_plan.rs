@@ -495,6 +495,9 @@ pub(crate) struct DeparsePlan {
     /// the one before it in deparser order ends (Ethernet then IPv4): when the valid
     /// headers' lengths add up to it (all of them valid), the deparser emits that run.
     pub contiguous: Option<(u32, u32)>,
+    /// (header id, length) per header when every header has a fixed length: the
+    /// emitted length is a sum without branches.
+    pub fixed: Option<Box<[(u32, u32)]>>,
 }
 
 impl DeparsePlan {
@@ -518,7 +521,12 @@ impl DeparsePlan {
                 _ => None,
             };
         }
+        let fixed = headers
+            .iter()
+            .map(|&(h, _, n)| n.map(|n| (h, n)))
+            .collect::<Option<Box<[(u32, u32)]>>>();
         DeparsePlan {
+            fixed,
             headers,
             has_update: general || p.checksums.iter().any(|c| c.update),
             contiguous: contiguous.filter(|&(_, len)| len > 0),

@@ -616,6 +616,15 @@ impl FastCond {
             f: impl Fn(&Phv) -> bool,
         ) -> u64 {
             let mut yes = 0u64;
+            // every packet of the chunk (the common case): a plain walk over them
+            let n = chunk.len().min(64);
+            let all = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+            if here == all {
+                for (i, c) in chunk[..n].iter().enumerate() {
+                    yes |= u64::from(f(&c.phv)) << i;
+                }
+                return yes;
+            }
             let mut m = here;
             while m != 0 {
                 let i = m.trailing_zeros();

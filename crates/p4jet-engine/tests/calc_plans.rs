@@ -149,11 +149,21 @@ fn fast_conditions_equal_tree_evaluation() {
                 ctx.phv = phv;
                 chunk.push(Box::new(ctx));
             }
+            let want_all = |part: &[Box<PacketCtx>], here: u64| {
+                (0..part.len())
+                    .filter(|&i| here >> i & 1 == 1 && fc.test(&part[i].phv))
+                    .fold(0u64, |m, i| m | 1 << i)
+            };
             // the batch form: the same truths, for the packets of the mask, in order
-            for _ in 0..20 {
+            for round in 0..30 {
                 let start = (rnd() % 236) as usize;
                 let part = &chunk[start..start + 64];
-                let here = rnd() ^ rnd().rotate_left(17);
+                // every third round all the packets (the plain walk), else a random set
+                let here = if round % 3 == 0 {
+                    u64::MAX
+                } else {
+                    rnd() ^ rnd().rotate_left(17)
+                };
                 let want = (0..64)
                     .filter(|&i: &usize| here >> i & 1 == 1 && fc.test(&part[i].phv))
                     .fold(0u64, |m, i| m | 1 << i);
@@ -163,9 +173,17 @@ fn fast_conditions_equal_tree_evaluation() {
                     "{}: condition {expr}",
                     path.display()
                 );
-                // a short chunk: no bits past its end, negated or not
+                // a short chunk: no bits past its end, negated or not; with all its
+                // packets (the plain walk) or a random set
                 let short = &part[..(rnd() % 64) as usize];
                 let inside = (1u64 << short.len()) - 1;
+                assert_eq!(
+                    fc.truth_mask(inside, short),
+                    want_all(short, inside),
+                    "{}: condition {expr} on all {} packets",
+                    path.display(),
+                    short.len()
+                );
                 assert_eq!(
                     fc.truth_mask(here, short),
                     want & inside,

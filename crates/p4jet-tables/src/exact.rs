@@ -245,73 +245,84 @@ impl ExactIndex {
         if self.is_word() {
             return self.lookup_words(keys, n, dist, prefetch_entry, emit);
         }
-        if self.map.is_small() {
-            // a few KiB of buckets and keys: no prefetch stages
-            for i in 0..n {
-                let h = hash_at(keys, i * kb, kb);
-                emit(i, self.find_hashed(h, &keys[i * kb..(i + 1) * kb]));
-            }
-            return;
-        }
-        let dist = dist.clamp(1, MAX_BATCH);
-        let mut hashes = [0u64; MAX_BATCH];
-        let mut start = 0;
-        while start < n {
-            let m = dist.min(n - start);
-            for (i, h) in hashes.iter_mut().enumerate().take(m) {
-                *h = hash_at(keys, (start + i) * kb, kb);
-                self.map.prefetch(*h);
-            }
-            for h in hashes.iter().take(m) {
-                if let Some(c) = self.map.first_candidate(*h) {
-                    prefetch_index(&self.keys, c as usize * kb);
-                    prefetch_entry(c);
-                }
-            }
-            for (i, h) in hashes.iter().enumerate().take(m) {
-                let k = &keys[(start + i) * kb..(start + i + 1) * kb];
-                emit(start + i, self.find_hashed(*h, k));
-            }
-            start += m;
-        }
+        self.staged(
+            n,
+            dist,
+            |i| (hash_at(keys, i * kb, kb), ()),
+            |c| prefetch_index(&self.keys, c as usize * kb),
+            prefetch_entry,
+            |i, h, ()| self.find_hashed(h, &keys[i * kb..(i + 1) * kb]),
+            emit,
+        );
     }
 
-    /// [`ExactIndex::lookup_batch`] for word keys: the same stages, each key read
-    /// once as a word, hashed by one multiplication and compared as one integer.
+    /// [`ExactIndex::lookup_batch`] for word keys: each key read once as a word,
+    /// hashed by one multiplication and compared as one integer.
     fn lookup_words(
         &self,
         keys: &[u8],
         n: usize,
         dist: usize,
         prefetch_entry: impl Fn(u32),
-        mut emit: impl FnMut(usize, Option<u32>),
+        emit: impl FnMut(usize, Option<u32>),
     ) {
         let kb = self.kb;
+        self.staged(
+            n,
+            dist,
+            |i| {
+                let w = word_in(keys, i * kb, kb);
+                (hash_word(w), w)
+            },
+            |c| prefetch_index(&self.words, c as usize),
+            prefetch_entry,
+            |_, h, w| self.find_word(h, w),
+            emit,
+        );
+    }
+
+    /// The lookup stages of both key forms. `prep(i)` gives key `i`'s hash and what
+    /// `find(i, hash, it)` resolves it with. A small index (a few KiB of buckets and
+    /// keys) is probed key by key; a larger one per sub-batch of at most `dist` keys:
+    /// every key hashed and its bucket prefetched, then each bucket's first signature
+    /// candidate's key (`prefetch_key`) and the caller's entry (`prefetch_entry`)
+    /// prefetched, then every key resolved.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn staged<K: Copy + Default>(
+        &self,
+        n: usize,
+        dist: usize,
+        prep: impl Fn(usize) -> (u64, K),
+        prefetch_key: impl Fn(u32),
+        prefetch_entry: impl Fn(u32),
+        find: impl Fn(usize, u64, K) -> Option<u32>,
+        mut emit: impl FnMut(usize, Option<u32>),
+    ) {
         if self.map.is_small() {
             for i in 0..n {
-                let w = word_in(keys, i * kb, kb);
-                emit(i, self.find_word(hash_word(w), w));
+                let (h, k) = prep(i);
+                emit(i, find(i, h, k));
             }
             return;
         }
         let dist = dist.clamp(1, MAX_BATCH);
-        let mut ws = [(0u64, 0u64); MAX_BATCH];
+        let mut stage = [(0u64, K::default()); MAX_BATCH];
         let mut start = 0;
         while start < n {
             let m = dist.min(n - start);
-            for (i, (w, h)) in ws.iter_mut().enumerate().take(m) {
-                *w = word_in(keys, (start + i) * kb, kb);
-                *h = hash_word(*w);
-                self.map.prefetch(*h);
+            for (i, s) in stage.iter_mut().enumerate().take(m) {
+                *s = prep(start + i);
+                self.map.prefetch(s.0);
             }
-            for &(_, h) in ws.iter().take(m) {
+            for &(h, _) in stage.iter().take(m) {
                 if let Some(c) = self.map.first_candidate(h) {
-                    prefetch_index(&self.words, c as usize);
+                    prefetch_key(c);
                     prefetch_entry(c);
                 }
             }
-            for (i, &(w, h)) in ws.iter().enumerate().take(m) {
-                emit(start + i, self.find_word(h, w));
+            for (i, &(h, k)) in stage.iter().enumerate().take(m) {
+                emit(start + i, find(start + i, h, k));
             }
             start += m;
         }

@@ -506,8 +506,8 @@ pub fn csum16_planned(phv: &crate::phv::Phv, pieces: &[CsumPiece]) -> u64 {
 
 /// Up to four [`CsumPiece`]s of one header within 32 bytes from `base`, as a fixed list
 /// (unused ones masked to nothing) of (offset from `base`, at most 24; the piece's mask
-/// in little-endian byte order), summed by [`csum16_quad`] from one bounds-checked
-/// 32-byte window without a loop.
+/// in little-endian byte order), summed by [`quad_sum_le`] from one bounds-checked
+/// [`QUAD_WINDOW`]-byte window without a loop.
 #[derive(Debug, Clone, Copy)]
 pub struct CsumQuad {
     base: u32,

@@ -483,19 +483,34 @@ pub struct FastCond {
     negate: bool,
 }
 
+/// [`FastKind::Range64`]: `v - lo <= span` (wrapping) with `v` read by one 8-byte load
+/// from PHV byte `byte`, shifted and masked (the PHV's padding keeps the load in bounds).
+#[derive(Debug, Clone, Copy)]
+struct Range64 {
+    byte: u32,
+    shift: u32,
+    mask: u64,
+    lo: u64,
+    span: u64,
+}
+
+impl Range64 {
+    /// The field's value lies in `lo..=lo + span`.
+    #[inline(always)]
+    fn holds(&self, phv: &Phv) -> bool {
+        let v = phv
+            .load8(self.byte as usize)
+            .map_or(0, |w| (w >> self.shift) & self.mask);
+        v.wrapping_sub(self.lo) <= self.span
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 enum FastKind {
     Valid(u32),
     /// `field OP k` on an unsigned field whose bits lie within 8 bytes from its first
-    /// byte, as a range test: `v - lo <= span` (wrapping) with `v` read by one 8-byte
-    /// load shifted and masked (the PHV's padding keeps the load in bounds).
-    Range64 {
-        byte: u32,
-        shift: u32,
-        mask: u64,
-        lo: u64,
-        span: u64,
-    },
+    /// byte, as a range test.
+    Range64(Range64),
     /// `field OP k` on an unsigned field of at most 128 bits.
     Cmp {
         loc: p4jet_ir::FieldLoc,
@@ -587,13 +602,13 @@ impl FastCond {
             _ => return None,
         };
         Some(FastCond {
-            kind: FastKind::Range64 {
+            kind: FastKind::Range64(Range64 {
                 byte: loc.byte,
                 shift,
                 mask: max,
                 lo,
                 span: hi - lo,
-            },
+            }),
             negate,
         })
     }
@@ -618,8 +633,7 @@ impl FastCond {
             let mut yes = 0u64;
             // every packet of the chunk (the common case): a plain walk over them
             let n = chunk.len().min(64);
-            let all = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
-            if here == all {
+            if here == low_bits(n) {
                 for (i, c) in chunk[..n].iter().enumerate() {
                     yes |= u64::from(f(&c.phv)) << i;
                 }
@@ -638,24 +652,12 @@ impl FastCond {
         // each closure names its operands, which the loop then keeps in registers
         let yes = match self.kind {
             FastKind::Valid(h) => each(here, chunk, move |phv| valid_holds(phv, h)),
-            FastKind::Range64 {
-                byte,
-                shift,
-                mask,
-                lo,
-                span,
-            } => each(here, chunk, move |phv| {
-                range_holds(phv, byte, shift, mask, lo, span)
-            }),
+            FastKind::Range64(r) => each(here, chunk, move |phv| r.holds(phv)),
             FastKind::Cmp { .. } => each(here, chunk, |phv| self.test(phv) != self.negate),
         };
         if self.negate {
             // the packets of `here` that are in the chunk and failed the test
-            let inside = match chunk.len() {
-                n if n >= 64 => u64::MAX,
-                n => (1u64 << n) - 1,
-            };
-            here & inside & !yes
+            here & low_bits(chunk.len()) & !yes
         } else {
             yes
         }
@@ -671,13 +673,7 @@ impl FastCond {
     pub fn test(&self, phv: &Phv) -> bool {
         let b = match self.kind {
             FastKind::Valid(h) => valid_holds(phv, h),
-            FastKind::Range64 {
-                byte,
-                shift,
-                mask,
-                lo,
-                span,
-            } => range_holds(phv, byte, shift, mask, lo, span),
+            FastKind::Range64(r) => r.holds(phv),
             FastKind::Cmp { loc, op, k } => {
                 let v = phv.read_raw(loc);
                 match op {
@@ -700,11 +696,10 @@ fn valid_holds(phv: &Phv, h: u32) -> bool {
     phv.valid.get(h as usize).copied().unwrap_or(false)
 }
 
-/// [`FastKind::Range64`]: the field's value lies in `lo..=lo + span`.
+/// A mask of the low `n` bits (all 64 for `n >= 64`).
 #[inline(always)]
-fn range_holds(phv: &Phv, byte: u32, shift: u32, mask: u64, lo: u64, span: u64) -> bool {
-    let v = phv.load8(byte as usize).map_or(0, |w| (w >> shift) & mask);
-    v.wrapping_sub(lo) <= span
+fn low_bits(n: usize) -> u64 {
+    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
 }
 
 /// The wrapping 128-bit operations (`+ - * & | ^`), shared by [`eval`] and

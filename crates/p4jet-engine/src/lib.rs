@@ -2069,13 +2069,26 @@ impl Engine {
                 QuickStep::Copy(pc) => {
                     copy_param(&mut ctx.phv, &call.data, *pc);
                 }
-                QuickStep::Const(loc, v) => ctx.phv.write(*loc, *v),
-                QuickStep::Expr(loc, fe) => self.step_expr(*loc, fe, ctx, call),
-                QuickStep::FieldOps { dst, src, ops, n } => {
-                    field_ops(&mut ctx.phv, *dst, *src, &ops[..*n as usize])
-                }
                 QuickStep::FieldAdd { dst, src, k } => field_add(&mut ctx.phv, *dst, *src, *k),
+                _ => self.step_other(st, ctx, call),
             }
+        }
+    }
+
+    /// The steps other than copies and additions, out of line: their general writes
+    /// would otherwise enlarge every `run_steps` frame.
+    #[inline(never)]
+    fn step_other(&self, st: &QuickStep, ctx: &mut PacketCtx, call: &ActionCall) {
+        match st {
+            QuickStep::Const(loc, v) => ctx.phv.write(*loc, *v),
+            QuickStep::Expr(loc, fe) => self.step_expr(*loc, fe, ctx, call),
+            QuickStep::FieldOps { dst, src, ops, n } => {
+                field_ops(&mut ctx.phv, *dst, *src, &ops[..*n as usize])
+            }
+            QuickStep::Copy(pc) => {
+                copy_param(&mut ctx.phv, &call.data, *pc);
+            }
+            QuickStep::FieldAdd { dst, src, k } => field_add(&mut ctx.phv, *dst, *src, *k),
         }
     }
 

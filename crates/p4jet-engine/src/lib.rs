@@ -1316,11 +1316,38 @@ impl Engine {
                         ctx.phv.write(dst, v);
                         Ok(())
                     }
+                    parse_plan::PlanOp::Copy64 {
+                        dst,
+                        src,
+                        shift,
+                        mask,
+                    } => {
+                        let v = match ctx.phv.load8(src.byte as usize) {
+                            Some(w) => (w >> shift) & mask,
+                            None => ctx.phv.read_raw(src) as u64,
+                        };
+                        ctx.phv.write_std(dst, v);
+                        Ok(())
+                    }
                     parse_plan::PlanOp::CopyBytes { dst, src, n } => {
                         let (dst, src, n) = (dst as usize, src as usize, n as usize);
                         let v = crate::phv::load_be(&ctx.phv.data, src, n);
                         crate::phv::store_be(&mut ctx.phv.data, dst, n, v);
                         Ok(())
+                    }
+                    parse_plan::PlanOp::SetAhead { dst, at, n, i } => {
+                        let (dst, n) = (dst as usize, n as usize);
+                        let from = cursor + at as usize;
+                        match ctx.pkt.data().get(from..from + n) {
+                            Some(src) => {
+                                ctx.phv.data[dst..dst + n].copy_from_slice(src);
+                                Ok(())
+                            }
+                            None => {
+                                let op = &p.parser.states[si as usize].ops[i as usize];
+                                self.parser_op(cs, ctx, op, &mut cursor, sc)
+                            }
+                        }
                     }
                     parse_plan::PlanOp::General(i) => {
                         let op = &p.parser.states[si as usize].ops[i as usize];
@@ -2857,5 +2884,28 @@ mod tests {
         )
         .unwrap();
         assert!(g.parse_path.is_none());
+    }
+
+    /// vxlan_gateway's start state copies a 304-bit lookahead into a temporary and
+    /// slices it with `(tmp >> k) & mask` into a dozen fields: planned, that is one
+    /// packet copy and a read of each slice's bits (no big-integer evaluation), and only
+    /// the `add_header` goes to the general code. (The planned-vs-general parser test
+    /// checks the values, on whole and truncated frames.)
+    #[test]
+    fn wide_lookahead_and_its_slices_are_planned() {
+        let e = corpus_engine("vxlan_gateway");
+        let start = e.prog.parser.init.unwrap() as usize;
+        let ops = &e.parse_plans[start].ops;
+        let count = |f: fn(&parse_plan::PlanOp) -> bool| ops.iter().filter(|o| f(o)).count();
+        assert_eq!(
+            count(|o| matches!(o, parse_plan::PlanOp::SetAhead { n: 38, .. })),
+            1
+        );
+        assert_eq!(count(|o| matches!(o, parse_plan::PlanOp::General(_))), 1);
+        assert!(
+            count(|o| matches!(o, parse_plan::PlanOp::Copy64 { .. })) >= 8,
+            "{ops:?}"
+        );
+        assert_eq!(ops.len(), 14);
     }
 }

@@ -13,7 +13,7 @@
 use p4jet_ir::expr::{FieldRef, HeaderRef};
 use p4jet_ir::{FieldLoc, KeyElem, ParseState, ParserOp, Program, TransitionKind};
 
-use crate::phv::{Phv, read_bits};
+use crate::phv::{Phv, StdSlot, read_bits};
 
 /// One parser operation of a planned state.
 #[derive(Debug, Clone, Copy)]
@@ -38,6 +38,20 @@ pub(crate) enum PlanOp {
         /// Source field.
         src: FieldLoc,
     },
+    /// [`PlanOp::Copy`] of a source whose bits lie within 8 bytes from its first byte
+    /// into a destination written as a 64-bit window ([`StdSlot`]): one 8-byte load,
+    /// shift and mask, then the slot's store, without the general read's and write's
+    /// dispatch on the field sizes.
+    Copy64 {
+        /// Destination.
+        dst: StdSlot,
+        /// Source (for the general read should the load fail: it cannot, the PHV is
+        /// padded).
+        src: FieldLoc,
+        /// The source's window: shift and mask of the 8 bytes from its first byte.
+        shift: u32,
+        mask: u64,
+    },
     /// [`PlanOp::Copy`] between two fields that own their bytes (zero bits before
     /// them), as many bytes each, the source no wider: the bytes are the value, no
     /// masking needed (`meta.l4_src_port = tcp.src_port`).
@@ -48,6 +62,20 @@ pub(crate) enum PlanOp {
         src: u32,
         /// Bytes (1..=16).
         n: u32,
+    },
+    /// `set(dst, lookahead(at * 8, n * 8))` into a field that owns exactly those `n`
+    /// bytes (p4c's `tmp = packet.lookahead<probe_t>()`, often wider than 128 bits): a
+    /// copy from the packet when it holds them, else operation `i` by the general code
+    /// (which gives a short packet's value as it always did).
+    SetAhead {
+        /// PHV byte of the destination.
+        dst: u32,
+        /// Bytes past the cursor where the bits start.
+        at: u32,
+        /// Bytes.
+        n: u32,
+        /// The operation's index in its state.
+        i: u32,
     },
     /// Operation `i` of the state, run by the general code.
     General(u32),
@@ -138,7 +166,7 @@ impl StatePlan {
             .ops
             .iter()
             .enumerate()
-            .map(|(i, op)| plan_op(p, op).unwrap_or(PlanOp::General(i as u32)))
+            .map(|(i, op)| plan_op(p, i as u32, op).unwrap_or(PlanOp::General(i as u32)))
             .collect();
         let select = PlanSelect::new(p, st);
         let goto = fixed_next(st);
@@ -167,8 +195,8 @@ impl StatePlan {
     }
 }
 
-/// The planned form of parser operation `op`, if it has one.
-fn plan_op(p: &Program, op: &ParserOp) -> Option<PlanOp> {
+/// The planned form of parser operation `op` (the `i`th of its state), if it has one.
+fn plan_op(p: &Program, i: u32, op: &ParserOp) -> Option<PlanOp> {
     match op {
         ParserOp::Extract(HeaderRef::Static(h)) => {
             let hi = p.headers.get(*h as usize)?;
@@ -183,15 +211,99 @@ fn plan_op(p: &Program, op: &ParserOp) -> Option<PlanOp> {
             dst: FieldRef::Static(d),
             src,
         } => {
-            let p4jet_ir::Expr::Field(FieldRef::Static(s)) =
-                &p.exprs.nodes.get(*src as usize)?.expr
-            else {
-                return None;
-            };
-            plan_copy(p.fields.get(*d as usize)?, p.fields.get(*s as usize)?)
+            let dst = p.fields.get(*d as usize)?;
+            match &p.exprs.nodes.get(*src as usize)?.expr {
+                p4jet_ir::Expr::Field(FieldRef::Static(s)) => {
+                    plan_copy(dst, p.fields.get(*s as usize)?)
+                }
+                p4jet_ir::Expr::Lookahead { offset, width } => {
+                    let l = dst.loc;
+                    let whole = offset % 8 == 0 && width % 8 == 0 && *width > 0;
+                    (whole && l.bit == 0 && l.width == *width && l.own && !dst.varbit).then_some(
+                        PlanOp::SetAhead {
+                            dst: l.byte,
+                            at: offset / 8,
+                            n: width / 8,
+                            i,
+                        },
+                    )
+                }
+                _ => {
+                    let src = bit_slice(p, *src, dst.loc.width)?;
+                    let d = dst.loc;
+                    (!d.signed && d.width <= 128 && !dst.varbit).then(|| copy_op(d, src))
+                }
+            }
         }
         _ => None,
     }
+}
+
+/// The bits of a field that `(f >> k) & m1 & m2 ...` (or `f & m`) leaves when written
+/// into a `dst_width`-bit field, as a location inside `f`, when `f` is an unsigned field
+/// named statically (of any width: p4c slices a wide `lookahead` temporary this way),
+/// `k` and the masks are constants and the masks (with the destination's truncation)
+/// keep a run of low bits; at most 128 bits.
+fn bit_slice(p: &Program, id: p4jet_ir::expr::ExprId, dst_width: u32) -> Option<FieldLoc> {
+    use num_bigint::BigInt;
+    use p4jet_ir::expr::{BinOp, Expr};
+    let mut keep: BigInt = (BigInt::from(1) << dst_width) - 1;
+    let mut at = id;
+    // the masks, outermost first
+    let (f, k) = loop {
+        match &p.exprs.nodes.get(at as usize)?.expr {
+            Expr::Bin(BinOp::And, a, b) => {
+                let (x, c) = match (
+                    &p.exprs.nodes.get(*a as usize)?.expr,
+                    &p.exprs.nodes.get(*b as usize)?.expr,
+                ) {
+                    (_, Expr::Const(c)) => (*a, c),
+                    (Expr::Const(c), _) => (*b, c),
+                    _ => return None,
+                };
+                if c.sign() == num_bigint::Sign::Minus {
+                    return None;
+                }
+                keep &= c;
+                at = x;
+            }
+            Expr::Bin(BinOp::Shr, a, b) => {
+                let Expr::Const(c) = &p.exprs.nodes.get(*b as usize)?.expr else {
+                    return None;
+                };
+                let Expr::Field(FieldRef::Static(f)) = &p.exprs.nodes.get(*a as usize)?.expr else {
+                    return None;
+                };
+                break (*f, u32::try_from(c).ok()?);
+            }
+            Expr::Field(FieldRef::Static(f)) => break (*f, 0),
+            _ => return None,
+        }
+    };
+    let fl = p.fields.get(f as usize)?;
+    let loc = fl.loc;
+    if loc.signed || fl.varbit || k >= loc.width {
+        return None;
+    }
+    // a run of low bits: keep + 1 is a power of two
+    let wm = u32::try_from(keep.bits()).ok()?;
+    if keep != (BigInt::from(1) << wm) - 1 {
+        return None;
+    }
+    let w = wm.min(loc.width - k);
+    if w == 0 || w > 128 {
+        return None;
+    }
+    // bits k .. k + w from the field's least significant bit, i.e. from its most
+    // significant bit an offset of width - k - w
+    let first = loc.byte as u64 * 8 + u64::from(loc.bit) + u64::from(loc.width - k - w);
+    Some(FieldLoc::new(
+        u32::try_from(first / 8).ok()?,
+        (first % 8) as u8,
+        w,
+        false,
+        false,
+    ))
 }
 
 /// `set(dst, src)` of one unsigned field of at most 128 bits into another: a byte copy
@@ -209,9 +321,24 @@ fn plan_copy(dst: &p4jet_ir::FieldInfo, src: &p4jet_ir::FieldInfo) -> Option<Pla
                 n: u32::from(d.nbytes),
             }
         } else {
-            PlanOp::Copy { dst: d, src: s }
+            copy_op(d, s)
         },
     )
+}
+
+/// `dst = src` for unsigned fields of at most 128 bits: [`PlanOp::Copy64`] when both
+/// have 64-bit windows, else [`PlanOp::Copy`].
+fn copy_op(dst: FieldLoc, src: FieldLoc) -> PlanOp {
+    let slot = StdSlot::new(dst);
+    match crate::phv::window64(src) {
+        Some((shift, mask)) if slot.n != 0 && src.width <= 64 => PlanOp::Copy64 {
+            dst: slot,
+            src,
+            shift,
+            mask,
+        },
+        _ => PlanOp::Copy { dst, src },
+    }
 }
 
 impl PlanSelect {

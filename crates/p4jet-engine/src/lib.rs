@@ -317,65 +317,106 @@ struct FastChecksum {
 /// program order.
 #[derive(Debug, Clone)]
 struct FastChecksums {
+    /// The verified checksums that have a fast form.
     verify: Box<[FastChecksum]>,
+    /// The updated checksums that have a fast form.
     update: Box<[FastChecksum]>,
+    /// The verified checksums without one (their indexes in the program), verified by
+    /// the general code after the fast ones (verification only sets a flag: its order
+    /// does not matter).
+    general_verify: Box<[u32]>,
+    /// When some updated checksum has no fast form: every update in program order (a
+    /// later checksum may cover an earlier one's target), `Ok(i)` the `i`th of
+    /// `update`, `Err(i)` the program's checksum `i` by the general code.
+    update_order: Option<Box<[Result<u32, u32>]>>,
+}
+
+impl FastChecksum {
+    /// The fast form of checksum `ck`, if it has one.
+    fn of(
+        p: &Program,
+        ck: &p4jet_ir::ChecksumInfo,
+        plans: &[Option<hash::CalcPlan>],
+        conds: &[Option<eval::FastCond>],
+    ) -> Option<FastChecksum> {
+        let FieldRef::Static(fid) = ck.target else {
+            return None;
+        };
+        let fi = p.fields.get(fid as usize)?;
+        let target = StdSlot::new(fi.loc);
+        if target.n == 0 {
+            return None;
+        }
+        let cond = match ck.cond {
+            Some(c) => Some((*conds.get(c as usize)?)?),
+            None => None,
+        };
+        // the condition "the target's header is valid" (p4c's usual one) is the
+        // header test both loops make anyway
+        let only_valid = cond.is_some_and(|fc| fc.is_valid_of(fi.header));
+        let cond = cond.filter(|_| !only_valid);
+        let pieces = plans
+            .get(ck.calc as usize)?
+            .as_ref()?
+            .csum_pieces
+            .clone()?
+            .into_boxed_slice();
+        let quad = hash::csum_quad(&pieces, fi.header);
+        let plain16 = fi.loc.width == 16 && fi.loc.bit == 0 && fi.loc.own && !fi.loc.signed;
+        Some(FastChecksum {
+            target,
+            header: fi.header,
+            cond,
+            only_valid,
+            target16: quad
+                .as_ref()
+                .filter(|_| plain16)
+                .and_then(|q| q.target_offset(fi.loc.byte)),
+            quad,
+            pieces,
+        })
+    }
 }
 
 impl FastChecksums {
-    /// Every checksum's fast form, or None when one has none.
+    /// The checksums' fast forms, with the general code for those that have none
+    /// (None when no checksum has one).
     fn new(
         p: &Program,
         plans: &[Option<hash::CalcPlan>],
         conds: &[Option<eval::FastCond>],
     ) -> Option<FastChecksums> {
         let (mut verify, mut update) = (vec![], vec![]);
-        for ck in &p.checksums {
-            let FieldRef::Static(fid) = ck.target else {
-                return None;
-            };
-            let fi = p.fields.get(fid as usize)?;
-            let target = StdSlot::new(fi.loc);
-            if target.n == 0 {
-                return None;
-            }
-            let cond = match ck.cond {
-                Some(c) => Some((*conds.get(c as usize)?)?),
-                None => None,
-            };
-            // the condition "the target's header is valid" (p4c's usual one) is the
-            // header test both loops make anyway
-            let only_valid = cond.is_some_and(|fc| fc.is_valid_of(fi.header));
-            let cond = cond.filter(|_| !only_valid);
-            let pieces = plans
-                .get(ck.calc as usize)?
-                .as_ref()?
-                .csum_pieces
-                .clone()?
-                .into_boxed_slice();
-            let quad = hash::csum_quad(&pieces, fi.header);
-            let plain16 = fi.loc.width == 16 && fi.loc.bit == 0 && fi.loc.own && !fi.loc.signed;
-            let f = FastChecksum {
-                target,
-                header: fi.header,
-                cond,
-                only_valid,
-                target16: quad
-                    .as_ref()
-                    .filter(|_| plain16)
-                    .and_then(|q| q.target_offset(fi.loc.byte)),
-                quad,
-                pieces,
-            };
+        let (mut general_verify, mut order, mut mixed) = (vec![], vec![], false);
+        for (i, ck) in p.checksums.iter().enumerate() {
+            let fast = FastChecksum::of(p, ck, plans, conds);
             if ck.verify {
-                verify.push(f.clone());
+                match &fast {
+                    Some(f) => verify.push(f.clone()),
+                    None => general_verify.push(i as u32),
+                }
             }
             if ck.update {
-                update.push(f);
+                match fast {
+                    Some(f) => {
+                        order.push(Ok(update.len() as u32));
+                        update.push(f);
+                    }
+                    None => {
+                        order.push(Err(i as u32));
+                        mixed = true;
+                    }
+                }
             }
+        }
+        if verify.is_empty() && update.is_empty() {
+            return None;
         }
         Some(FastChecksums {
             verify: verify.into_boxed_slice(),
             update: update.into_boxed_slice(),
+            general_verify: general_verify.into_boxed_slice(),
+            update_order: mixed.then(|| order.into_boxed_slice()),
         })
     }
 
@@ -410,33 +451,39 @@ impl FastChecksums {
         }
     }
 
-    /// Writes the updated checksums.
+    /// Writes the updated checksums (all of them have a fast form).
     #[inline(always)]
     fn update(&self, phv: &mut Phv) {
         for c in &self.update {
-            if c.cond.as_ref().is_some_and(|fc| !fc.test(phv)) {
-                continue;
-            }
-            let valid = phv.valid.get(c.header as usize).copied().unwrap_or(false);
-            if c.only_valid && !valid {
-                continue;
-            }
-            if let (Some(q), Some(t), true) = (&c.quad, c.target16, valid)
-                && let Some(win) = hash::quad_window_mut(&mut phv.data, q)
-            {
-                let v = hash::quad_sum_le(win, q);
-                if let Some(b) = win[t..].first_chunk_mut::<2>() {
-                    *b = v.to_le_bytes();
-                }
-                continue;
-            }
-            let quick = match &c.quad {
-                Some(q) if valid => hash::csum16_quad(phv, q),
-                _ => None,
-            };
-            let v = quick.unwrap_or_else(|| hash::csum16_planned(phv, &c.pieces));
-            phv.write_std(c.target, v);
+            Self::update_one(c, phv);
         }
+    }
+
+    /// Writes checksum `c`.
+    #[inline(always)]
+    fn update_one(c: &FastChecksum, phv: &mut Phv) {
+        if c.cond.as_ref().is_some_and(|fc| !fc.test(phv)) {
+            return;
+        }
+        let valid = phv.valid.get(c.header as usize).copied().unwrap_or(false);
+        if c.only_valid && !valid {
+            return;
+        }
+        if let (Some(q), Some(t), true) = (&c.quad, c.target16, valid)
+            && let Some(win) = hash::quad_window_mut(&mut phv.data, q)
+        {
+            let v = hash::quad_sum_le(win, q);
+            if let Some(b) = win[t..].first_chunk_mut::<2>() {
+                *b = v.to_le_bytes();
+            }
+            return;
+        }
+        let quick = match &c.quad {
+            Some(q) if valid => hash::csum16_quad(phv, q),
+            _ => None,
+        };
+        let v = quick.unwrap_or_else(|| hash::csum16_planned(phv, &c.pieces));
+        phv.write_std(c.target, v);
     }
 }
 
@@ -827,6 +874,10 @@ pub struct Engine {
     has_verify: bool,
     /// Every checksum of the program in its load-time form, when all have one.
     fast_csums: Option<FastChecksums>,
+    /// When some checksums have a fast form and others not: the fast ones and the
+    /// order in which both kinds run (taken by the general checksum functions, so that
+    /// programs whose checksums are all fast keep `fast_csums`'s inlined path).
+    mixed_csums: Option<Box<FastChecksums>>,
     /// Per table: Some(next) when every action (and no action) leads to the same next
     /// node (a plain `t.apply()`), so no per-packet action-slot search.
     same_next: Vec<Option<Option<u32>>>,
@@ -1009,10 +1060,17 @@ impl Engine {
             node_conds(&prog.ingress, &fast_conds),
             node_conds(&prog.egress, &fast_conds),
         ];
-        let fast_csums = if cfg.general_parser {
+        let csums = if cfg.general_parser {
             None
         } else {
             FastChecksums::new(&prog, &calc_plans, &fast_conds)
+        };
+        let all_fast = csums
+            .as_ref()
+            .is_some_and(|c| c.general_verify.is_empty() && c.update_order.is_none());
+        let (fast_csums, mixed_csums) = match csums {
+            Some(c) if all_fast => (Some(c), None),
+            c => (None, c.map(Box::new)),
         };
         let param_copies = prog
             .actions
@@ -1063,6 +1121,7 @@ impl Engine {
             deparse_plan,
             has_verify,
             fast_csums,
+            mixed_csums,
             node_conds,
             same_next,
             quick,
@@ -1659,32 +1718,65 @@ impl Engine {
     #[inline(never)]
     fn verify_checksums(&self, ctx: &mut PacketCtx, sc: &mut Scratch) {
         let p = &*self.prog;
+        if let Some(fc) = &self.mixed_csums
+            && !self.cfg.trace
+        {
+            fc.verify(&mut ctx.phv, self.sm.checksum_error);
+            return self.verify_general(ctx, sc, &fc.general_verify);
+        }
         let mut bad = false;
         for ck in p.checksums.iter().filter(|c| c.verify) {
-            let ec = EvalCtx::of_phv(&ctx.phv);
-            let Some(fid) = resolve_field(p, &ec, &ck.target) else {
-                continue;
-            };
-            let fi = &p.fields[fid as usize];
-            if !ctx.phv.valid[fi.header as usize] {
-                continue;
-            }
-            if let Some(c) = ck.cond
-                && !self.test_cond(&ctx.phv, c)
-            {
-                continue;
-            }
-            let got = self.calc_value(ctx, ck.calc, sc, None);
-            let have = ctx.phv.read_raw(fi.loc);
-            if (got as u128) & mask_of(fi.loc.width) != have {
-                bad = true;
-                let name = ck.name.clone();
-                self.trace(ctx, || format!("checksum {name} failed"));
+            bad |= self.verify_one(ctx, ck, sc);
+        }
+        if bad {
+            self.std_set(&mut ctx.phv, self.sm.checksum_error, 1);
+        }
+    }
+
+    /// The verified checksums `which` (indexes in the program) by the general code,
+    /// after the fast ones.
+    fn verify_general(&self, ctx: &mut PacketCtx, sc: &mut Scratch, which: &[u32]) {
+        let p = &*self.prog;
+        let mut bad = false;
+        for &i in which {
+            if let Some(ck) = p.checksums.get(i as usize) {
+                bad |= self.verify_one(ctx, ck, sc);
             }
         }
         if bad {
             self.std_set(&mut ctx.phv, self.sm.checksum_error, 1);
         }
+    }
+
+    /// Whether checksum `ck` is checked and fails.
+    fn verify_one(
+        &self,
+        ctx: &mut PacketCtx,
+        ck: &p4jet_ir::ChecksumInfo,
+        sc: &mut Scratch,
+    ) -> bool {
+        let p = &*self.prog;
+        let ec = EvalCtx::of_phv(&ctx.phv);
+        let Some(fid) = resolve_field(p, &ec, &ck.target) else {
+            return false;
+        };
+        let fi = &p.fields[fid as usize];
+        if !ctx.phv.valid[fi.header as usize] {
+            return false;
+        }
+        if let Some(c) = ck.cond
+            && !self.test_cond(&ctx.phv, c)
+        {
+            return false;
+        }
+        let got = self.calc_value(ctx, ck.calc, sc, None);
+        let have = ctx.phv.read_raw(fi.loc);
+        if (got as u128) & mask_of(fi.loc.width) != have {
+            let name = ck.name.clone();
+            self.trace(ctx, || format!("checksum {name} failed"));
+            return true;
+        }
+        false
     }
 
     /// Runs a calculation over the packet's current headers and payload.
@@ -2629,19 +2721,64 @@ impl Engine {
     #[inline(never)]
     fn update_checksums(&self, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState) {
         let p = &*self.prog;
-        for ck in p.checksums.iter().filter(|c| c.update) {
-            if let Some(c) = ck.cond
-                && !self.test_cond(&ctx.phv, c)
-            {
-                continue;
-            }
-            let ec = EvalCtx::of_phv(&ctx.phv);
-            let Some(fid) = resolve_field(p, &ec, &ck.target) else {
-                continue;
+        if let Some(fc) = &self.mixed_csums {
+            return match &fc.update_order {
+                Some(order) => self.update_mixed(fc, order, ctx, sc, cs),
+                // every updated checksum is fast (some verified one is not)
+                None => fc.update(&mut ctx.phv),
             };
-            let v = self.calc_value(ctx, ck.calc, sc, Some(cs));
-            self.write_bits(&mut ctx.phv, fid, v as u128);
         }
+        for ck in p.checksums.iter().filter(|c| c.update) {
+            self.update_one(ctx, ck, sc, cs);
+        }
+    }
+
+    /// The updates of a program whose checksums are partly fast, in program order.
+    fn update_mixed(
+        &self,
+        fc: &FastChecksums,
+        order: &[Result<u32, u32>],
+        ctx: &mut PacketCtx,
+        sc: &mut Scratch,
+        cs: &ControlState,
+    ) {
+        let p = &*self.prog;
+        for step in order {
+            match *step {
+                Ok(i) => {
+                    if let Some(c) = fc.update.get(i as usize) {
+                        FastChecksums::update_one(c, &mut ctx.phv);
+                    }
+                }
+                Err(i) => {
+                    if let Some(ck) = p.checksums.get(i as usize) {
+                        self.update_one(ctx, ck, sc, cs);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Updates checksum `ck` by the general code.
+    fn update_one(
+        &self,
+        ctx: &mut PacketCtx,
+        ck: &p4jet_ir::ChecksumInfo,
+        sc: &mut Scratch,
+        cs: &ControlState,
+    ) {
+        let p = &*self.prog;
+        if let Some(c) = ck.cond
+            && !self.test_cond(&ctx.phv, c)
+        {
+            return;
+        }
+        let ec = EvalCtx::of_phv(&ctx.phv);
+        let Some(fid) = resolve_field(p, &ec, &ck.target) else {
+            return;
+        };
+        let v = self.calc_value(ctx, ck.calc, sc, Some(cs));
+        self.write_bits(&mut ctx.phv, fid, v as u128);
     }
 
     #[inline(always)]
@@ -2907,5 +3044,35 @@ mod tests {
             "{ops:?}"
         );
         assert_eq!(ops.len(), 14);
+    }
+
+    /// A program whose checksums are only partly fast (bng: IPv4 header checksums, and
+    /// TCP checksums over a pseudo-header with a constant and metadata) keeps the fast
+    /// form for those that have one and runs the others by the general code, updates in
+    /// program order; a program whose checksums are all fast keeps the inlined path.
+    /// (The planned-vs-general parser and deparser test checks the values.)
+    #[test]
+    fn partly_fast_checksums_keep_their_fast_forms() {
+        let e = corpus_engine("bng");
+        assert!(e.fast_csums.is_none());
+        let m = e
+            .mixed_csums
+            .as_ref()
+            .expect("bng's checksums are partly fast");
+        // bng verifies only IPv4 header checksums: all fast
+        assert!(!m.verify.is_empty() && m.general_verify.is_empty(), "{m:?}");
+        let order = m.update_order.as_ref().expect("some update is general");
+        assert!(order.iter().any(|o| o.is_ok()) && order.iter().any(|o| o.is_err()));
+        let updates = e.prog.checksums.iter().filter(|c| c.update).count();
+        assert_eq!(order.len(), updates);
+        // in program order: the general ones' indexes increase
+        let general: Vec<u32> = order.iter().filter_map(|o| o.err()).collect();
+        assert!(general.windows(2).all(|w| w[0] < w[1]));
+        // udp_tcp_checksum verifies IPv4 (fast), TCP and UDP (general)
+        let e = corpus_engine("udp_tcp_checksum");
+        let m = e.mixed_csums.as_ref().expect("partly fast");
+        assert_eq!((m.verify.len(), m.general_verify.len()), (1, 2), "{m:?}");
+        let e = corpus_engine("simple_router");
+        assert!(e.fast_csums.is_some() && e.mixed_csums.is_none());
     }
 }

@@ -1294,7 +1294,7 @@ impl Engine {
         if let Some(path) = &self.parse_path
             && let Some(c) = path.run(ctx.pkt.data(), &mut ctx.phv)
         {
-            (state, cursor, steps) = (path.next, c, path.states);
+            (state, cursor, steps) = (path.next, c, path.states());
         }
         while let Some(si) = state {
             let plan = &self.parse_plans[si as usize];
@@ -2189,13 +2189,15 @@ impl Engine {
                     copy_param(&mut ctx.phv, &call.data, *pc);
                 }
                 QuickStep::FieldAdd { dst, src, k } => field_add(&mut ctx.phv, *dst, *src, *k),
-                _ => self.step_other(st, ctx, call),
+                QuickStep::Const(..) | QuickStep::Expr(..) | QuickStep::FieldOps { .. } => {
+                    self.step_other(st, ctx, call)
+                }
             }
         }
     }
 
-    /// The steps other than copies and additions, out of line: their general writes
-    /// would otherwise enlarge every `run_steps` frame.
+    /// The steps other than copies and additions (which `run_steps` runs itself), out
+    /// of line: their general writes would otherwise enlarge every `run_steps` frame.
     #[inline(never)]
     fn step_other(&self, st: &QuickStep, ctx: &mut PacketCtx, call: &ActionCall) {
         match st {
@@ -2204,10 +2206,7 @@ impl Engine {
             QuickStep::FieldOps { dst, src, ops, n } => {
                 field_ops(&mut ctx.phv, *dst, *src, &ops[..*n as usize])
             }
-            QuickStep::Copy(pc) => {
-                copy_param(&mut ctx.phv, &call.data, *pc);
-            }
-            QuickStep::FieldAdd { dst, src, k } => field_add(&mut ctx.phv, *dst, *src, *k),
+            QuickStep::Copy(_) | QuickStep::FieldAdd { .. } => {}
         }
     }
 
@@ -2964,7 +2963,7 @@ mod tests {
             .parse_path
             .clone()
             .expect("simple_router has a parse path");
-        assert_eq!((path.states, path.next), (2, None));
+        assert_eq!((path.states(), path.next), (2, None));
         let mut frame = vec![0u8; 60];
         frame[12..14].copy_from_slice(&[0x08, 0x00]);
         frame[14] = 0x45;
@@ -3002,7 +3001,7 @@ mod tests {
             .states
             .iter()
             .position(|s| s.name == "parse_tcp");
-        assert_eq!(path.states, 2);
+        assert_eq!(path.states(), 2);
         assert_eq!(path.next.map(|s| s as usize), tcp);
         // basic_l2: one state, nothing to gain
         assert!(corpus_engine("basic_l2").parse_path.is_none());

@@ -495,8 +495,6 @@ pub(crate) struct ParsePath {
     checks: Box<[(u32, u32, u64, u64)]>,
     /// The state after the path (None: parsing ends).
     pub next: Option<u32>,
-    /// States on the path (for the parser's step count).
-    pub states: u32,
 }
 
 /// Longest path [`ParsePath::new`] follows.
@@ -552,11 +550,16 @@ impl ParsePath {
         Some(ParsePath {
             len,
             phv_off: phv_off?,
-            states: headers.len() as u32,
             headers: headers.into_boxed_slice(),
             checks: checks.into_boxed_slice(),
             next: state,
         })
+    }
+
+    /// States on the path (for the parser's step count).
+    #[inline(always)]
+    pub(crate) fn states(&self) -> u32 {
+        self.headers.len() as u32
     }
 
     /// Runs the path on a packet whose PHV was reset: the cursor after it, or None

@@ -264,11 +264,19 @@ pub fn apply_commands_quiet(sw: &mut Switch, files: &[PathBuf]) -> Result<bool, 
     Ok(ok)
 }
 
-fn parse_iface(s: &str) -> Result<(u32, String), String> {
+/// Parses `PORT@NAME` as simple_switch does: the port number may carry surrounding
+/// whitespace (p4c's STF driver passes `-i 0@pcap0` as one argument, so the value
+/// arrives as ` 0@pcap0`); the name is taken as given, trimmed.
+pub(crate) fn parse_iface(s: &str) -> Result<(u32, String), String> {
+    let s = s.trim();
     let (p, n) = s
         .split_once('@')
         .ok_or_else(|| format!("bad interface `{s}`: expected PORT@NAME"))?;
-    let p: u32 = p.parse().map_err(|_| format!("bad port number in `{s}`"))?;
+    let p: u32 = p
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad port number in `{s}`"))?;
+    let n = n.trim();
     if n.is_empty() {
         return Err(format!("bad interface `{s}`: empty name"));
     }

@@ -121,3 +121,53 @@ fn simple_switch_name_runs_p4jet_run_and_sigint_stops_it() {
     };
     assert!(st.success(), "{st:?}");
 }
+
+/// simple_switch (boost::program_options) accepts a value attached to its flag, after
+/// `=`, and with whitespace around the port number: p4c's STF driver passes
+/// `-i 0@pcap0` as one argument, so the value is ` 0@pcap0`. Every form opens its port.
+#[test]
+fn bmv2_argument_forms_are_accepted() {
+    let dir = tmpdir("run-arg-forms");
+    for name in ["p0", "p1", "p2", "p3"] {
+        std::fs::write(dir.join(format!("{name}_in.pcap")), pcap_header()).unwrap();
+    }
+    let port = free_port();
+    let out = Command::new(p4jet())
+        .current_dir(&dir)
+        .args([
+            "run",
+            "-i 0@p0",
+            "-i1@p1",
+            "--interface=2@p2",
+            "-i",
+            " 3@p3 ",
+        ])
+        .arg(format!("--thrift-port={port}"))
+        .args(["--use-files=0", "--exit-when-done", "--device-id=7"])
+        .arg(corpus_json("basic_l2"))
+        .args(["--", "--drop-port=100", "--priority-queues=2"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}\n{stdout}\n{stderr}", out.status);
+    for name in ["p0", "p1", "p2", "p3"] {
+        assert!(
+            dir.join(format!("{name}_out.pcap")).is_file(),
+            "{name}_out.pcap not written\n{stdout}\n{stderr}"
+        );
+    }
+    assert!(!stderr.contains("unknown target option"), "{stderr}");
+    // a value that is not a port number still fails, naming it
+    let out = Command::new(p4jet())
+        .current_dir(&dir)
+        .args(["run", "-i x@p0", "--use-files", "0"])
+        .arg(corpus_json("basic_l2"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    expect(
+        &String::from_utf8_lossy(&out.stderr),
+        "bad port number in `x@p0`",
+    );
+}

@@ -476,3 +476,53 @@ pub fn remove_stale_namespaces(prefix: &str) {
         }
     }
 }
+
+// ------------------------------------------------------------------- Python venvs
+
+/// A venv `NAME` under the cargo target dir holding `packages` from PyPI, installed
+/// once (later runs reuse it when `python -c CHECK` succeeds); returns its `bin` dir.
+/// Several test processes may ask at once: one installs, the others wait.
+pub fn python_venv(name: &str, packages: &[&str], check: &str) -> Result<PathBuf, String> {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let venv = tmp.join(name);
+    let bin = venv.join("bin");
+    let python = bin.join("python3");
+    let lock = tmp.join(format!("{name}.lock"));
+    let start = Instant::now();
+    while std::fs::create_dir(&lock).is_err() {
+        if start.elapsed() > Duration::from_secs(600) {
+            let _ = std::fs::remove_dir(&lock); // left by a killed run
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let r = (|| {
+        if python.is_file() && sh(Command::new(&python).args(["-c", check])).is_ok() {
+            return Ok(bin.clone());
+        }
+        let _ = std::fs::remove_dir_all(&venv);
+        sh(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+        sh(Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(packages))?;
+        sh(Command::new(&python).args(["-c", check]))?;
+        Ok(bin.clone())
+    })();
+    let _ = std::fs::remove_dir(&lock);
+    r
+}
+
+/// `../shared` next to the workspace (the reference tools and the P4 sources of the
+/// corpus), or `P4JET_SHARED`; None when it is absent.
+pub fn shared_dir() -> Option<PathBuf> {
+    let d = match std::env::var_os("P4JET_SHARED") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+    };
+    d.is_dir().then_some(d)
+}

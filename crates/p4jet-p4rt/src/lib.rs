@@ -1,0 +1,4 @@
+//! P4Runtime for p4jet.
+#![forbid(unsafe_code)]
+
+pub mod proto;

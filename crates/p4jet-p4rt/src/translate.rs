@@ -72,7 +72,7 @@ impl Fail {
 /// The google.rpc.Code of a model error.
 pub fn error_code(e: &p4jet_runtime::RuntimeError) -> i32 {
     use p4jet_runtime::ErrorKind as K;
-    match e.kind() {
+    match e.kind {
         K::NotFound => code::NOT_FOUND,
         K::AlreadyExists => code::ALREADY_EXISTS,
         K::InvalidArgument => code::INVALID_ARGUMENT,
@@ -291,7 +291,7 @@ impl Program {
                         .join
                         .key_field_id(t, pos)
                         .and_then(|id| pt.match_fields.iter().find(|m| m.id == id))
-                        .map(|m| m.match_type);
+                        .map(match_type);
                     if k.kind == MatchKind::Exact
                         && p4kind != Some(cfg::match_field::MatchType::Optional as i32)
                     {
@@ -400,6 +400,7 @@ impl Program {
     }
 
     /// What a P4Runtime table action does, for table `t`.
+    #[allow(deprecated)] // `watch`: P4Runtime < 1.4 clients
     pub fn entry_action(
         &self,
         t: TableId,
@@ -581,7 +582,7 @@ impl Program {
                 "the direct {what} of a default entry"
             )));
         }
-        let (t, _, st) = self.table(te.table_id)?;
+        let (_, _, st) = self.table(te.table_id)?;
         let has = if what == "counter" {
             st.direct_counter.is_some()
         } else {
@@ -749,6 +750,7 @@ impl Program {
         }])
     }
 
+    #[allow(deprecated)] // `watch`: P4Runtime < 1.4 clients
     fn group_updates(&self, ty: UpdateType, g: &p4::ActionProfileGroup) -> Result<Vec<Update>, Fail> {
         let (p, sp) = self.profile(g.action_profile_id)?;
         if !sp.with_selector {
@@ -1025,7 +1027,7 @@ impl Program {
                 let field_id = self.join.key_field_id(t, pos).unwrap_or(pos as u32 + 1);
                 let p4kind = pt
                     .and_then(|pt| pt.match_fields.iter().find(|m| m.id == field_id))
-                    .map(|m| m.match_type);
+                    .map(match_type);
                 if let Some(fmt) = field_to_p4(k, f, p4kind) {
                     matches.push(p4::FieldMatch {
                         field_id,
@@ -1160,6 +1162,14 @@ fn field_to_p4(
     }
 }
 
+/// The match kind of a P4Info match field (0 for an architecture-specific kind).
+fn match_type(m: &cfg::MatchField) -> i32 {
+    match &m.r#match {
+        Some(cfg::match_field::Match::MatchType(t)) => *t,
+        _ => 0,
+    }
+}
+
 /// One P4Runtime field match as a model field match, checked as the specification
 /// asks.
 fn field_match(
@@ -1174,7 +1184,7 @@ fn field_match(
     let name = &mf.name;
     let bad = |e: String| Fail::invalid(format!("table {tname} field {name}: {e}"));
     let width = |v: &[u8]| to_width(v, w).map_err(bad);
-    let kind = MT::try_from(mf.match_type).unwrap_or(MT::Unspecified);
+    let kind = MT::try_from(match_type(mf)).unwrap_or(MT::Unspecified);
     let Some(f) = fm.field_match_type.as_ref() else {
         return Err(bad("no match value".into()));
     };

@@ -146,8 +146,7 @@ impl Device {
                 .ok_or_else(|| Status::invalid_argument("the config has no P4Info"))?;
             let (json, _) =
                 device_config::bmv2_json(&c.p4_device_config).map_err(Status::invalid_argument)?;
-            Program::new(p4info, c.p4_device_config, json, c.cookie.map(|k| k.cookie))
-                .map_err(fail)
+            Program::new(p4info, c.p4_device_config, json, c.cookie.map(|k| k.cookie)).map_err(fail)
         };
         let model = |p: &Program| PipelineConfig {
             json: p.json.clone(),
@@ -155,9 +154,9 @@ impl Device {
         };
         let mut rt = lock(&self.runtime);
         match action {
-            SetAction::Unspecified => {
-                Err(Status::invalid_argument("Invalid SetForwardingPipeline action"))
-            }
+            SetAction::Unspecified => Err(Status::invalid_argument(
+                "Invalid SetForwardingPipeline action",
+            )),
             SetAction::Verify => {
                 let p = build()?;
                 rt.set_pipeline(PipelineAction::Verify(model(&p)))
@@ -221,7 +220,9 @@ impl Device {
         let ty = ResponseType::try_from(req.response_type).map_err(|_| {
             Status::invalid_argument(format!("unknown response type {}", req.response_type))
         })?;
-        let cookie = p.cookie.map(|cookie| p4::forwarding_pipeline_config::Cookie { cookie });
+        let cookie = p
+            .cookie
+            .map(|cookie| p4::forwarding_pipeline_config::Cookie { cookie });
         let (p4info, dc) = match ty {
             ResponseType::All => (Some(p.p4info.clone()), p.device_config.clone()),
             ResponseType::CookieOnly => (None, vec![]),
@@ -321,9 +322,6 @@ impl Device {
                     }
                 }
             }
-            if out.code == 0 && digest_changes.iter().any(|_| true) {
-                // applied below
-            }
             outcomes[i] = Some(out);
         }
         let outs: Vec<UpdateOutcome> = outcomes
@@ -338,13 +336,13 @@ impl Device {
                 if let Some(p4::entity::Entity::DigestEntry(_)) =
                     u.entity.as_ref().and_then(|e| e.entity.as_ref())
                 {
-                    if let Some((id, on)) = digest_changes.get(k) {
-                        if outs[i].code == 0 {
-                            if *on {
-                                d.insert(*id);
-                            } else {
-                                d.remove(id);
-                            }
+                    if let Some((id, on)) = digest_changes.get(k)
+                        && outs[i].code == 0
+                    {
+                        if *on {
+                            d.insert(*id);
+                        } else {
+                            d.remove(id);
                         }
                     }
                     k += 1;
@@ -389,7 +387,12 @@ impl Device {
         sink.finish();
     }
 
-    fn read_entity(&self, prog: &Program, e: &p4::Entity, sink: &mut Sink<'_>) -> Result<(), Status> {
+    fn read_entity(
+        &self,
+        prog: &Program,
+        e: &p4::Entity,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), Status> {
         use p4::entity::Entity as E;
         let Some(ent) = e.entity.as_ref() else {
             return Err(Status::invalid_argument("an entity to read has no type"));
@@ -435,31 +438,39 @@ impl Device {
         }
     }
 
-    fn read_tables(&self, prog: &Program, te: &p4::TableEntry, sink: &mut Sink<'_>) -> Result<(), Status> {
+    fn read_tables(
+        &self,
+        prog: &Program,
+        te: &p4::TableEntry,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), Status> {
         let with_counter = te.counter_data.is_some();
         let with_meter = te.meter_config.is_some();
         let with_idle = te.time_since_last_hit.is_some();
         for (_, t) in self.tables_of(prog, te.table_id)? {
-            let st = prog.schema.table(t).ok_or_else(|| Status::internal("schema"))?;
+            let st = prog
+                .schema
+                .table(t)
+                .ok_or_else(|| Status::internal("schema"))?;
             let decorate = |rt: &mut dyn Runtime, e: &p4jet_runtime::TableEntry| {
                 let mut out = prog.entry_to_p4(t, e);
                 let r = EntryRef::Handle(e.handle);
-                if with_counter && st.direct_counter.is_some() {
-                    if let Ok(c) = rt.direct_counter(t, &r) {
-                        out.counter_data = Some(translate::counter_to_p4(&c));
-                    }
+                if with_counter
+                    && st.direct_counter.is_some()
+                    && let Ok(c) = rt.direct_counter(t, &r)
+                {
+                    out.counter_data = Some(translate::counter_to_p4(&c));
                 }
-                if with_meter && st.direct_meter.is_some() {
-                    if let Ok(m) = rt.direct_meter(t, &r) {
-                        out.meter_config = translate::meter_to_p4(&m);
-                    }
+                if with_meter
+                    && st.direct_meter.is_some()
+                    && let Ok(m) = rt.direct_meter(t, &r)
+                {
+                    out.meter_config = translate::meter_to_p4(&m);
                 }
-                if with_idle {
-                    if let Some(ttl) = e.ttl {
-                        out.time_since_last_hit = Some(p4::table_entry::IdleTimeout {
-                            elapsed_ns: (ttl.idle_ms as i64).saturating_mul(1_000_000),
-                        });
-                    }
+                if with_idle && let Some(ttl) = e.ttl {
+                    out.time_since_last_hit = Some(p4::table_entry::IdleTimeout {
+                        elapsed_ns: (ttl.idle_ms as i64).saturating_mul(1_000_000),
+                    });
                 }
                 out
             };
@@ -529,7 +540,10 @@ impl Device {
         let te = te.cloned().unwrap_or_default();
         let what = if counter { "counter" } else { "meter" };
         for (_, t) in self.tables_of(prog, te.table_id)? {
-            let st = prog.schema.table(t).ok_or_else(|| Status::internal("schema"))?;
+            let st = prog
+                .schema
+                .table(t)
+                .ok_or_else(|| Status::internal("schema"))?;
             let has = if counter {
                 st.direct_counter.is_some()
             } else {
@@ -544,7 +558,9 @@ impl Device {
                 }
                 continue;
             }
-            let make = |rt: &mut dyn Runtime, e: &p4jet_runtime::TableEntry| -> Option<p4::Entity> {
+            let make = |rt: &mut dyn Runtime,
+                        e: &p4jet_runtime::TableEntry|
+             -> Option<p4::Entity> {
                 let mut key = prog.entry_to_p4(t, e);
                 key.action = None;
                 key.idle_timeout_ns = 0;
@@ -553,10 +569,12 @@ impl Device {
                 Some(if counter {
                     let c = rt.direct_counter(t, &r).ok()?;
                     p4::Entity {
-                        entity: Some(p4::entity::Entity::DirectCounterEntry(p4::DirectCounterEntry {
-                            table_entry: Some(key),
-                            data: Some(translate::counter_to_p4(&c)),
-                        })),
+                        entity: Some(p4::entity::Entity::DirectCounterEntry(
+                            p4::DirectCounterEntry {
+                                table_entry: Some(key),
+                                data: Some(translate::counter_to_p4(&c)),
+                            },
+                        )),
                     }
                 } else {
                     let m = rt.direct_meter(t, &r).ok()?;
@@ -572,11 +590,11 @@ impl Device {
             if te.table_id != 0 && !te.r#match.is_empty() {
                 let (_, key) = prog.key(&te).map_err(fail)?;
                 let mut rt = self.rt();
-                if let Ok(e) = rt.table_entry(t, &EntryRef::Key(key)) {
-                    if let Some(x) = make(&mut *rt, &e) {
-                        drop(rt);
-                        sink.push(x);
-                    }
+                if let Ok(e) = rt.table_entry(t, &EntryRef::Key(key))
+                    && let Some(x) = make(&mut *rt, &e)
+                {
+                    drop(rt);
+                    sink.push(x);
                 }
                 continue;
             }
@@ -587,8 +605,11 @@ impl Device {
                     let page = rt
                         .table_entries(t, from, READ_PAGE)
                         .map_err(|e| rt_status(&e))?;
-                    let outs: Vec<p4::Entity> =
-                        page.entries.iter().filter_map(|e| make(&mut *rt, e)).collect();
+                    let outs: Vec<p4::Entity> = page
+                        .entries
+                        .iter()
+                        .filter_map(|e| make(&mut *rt, e))
+                        .collect();
                     (outs, page.next)
                 };
                 for o in outs {
@@ -606,7 +627,11 @@ impl Device {
         Ok(())
     }
 
-    fn profiles_of(&self, prog: &Program, id: u32) -> Result<Vec<(u32, p4jet_runtime::ProfileId)>, Status> {
+    fn profiles_of(
+        &self,
+        prog: &Program,
+        id: u32,
+    ) -> Result<Vec<(u32, p4jet_runtime::ProfileId)>, Status> {
         if id == 0 {
             Ok(prog
                 .p4info
@@ -626,7 +651,12 @@ impl Device {
         }
     }
 
-    fn read_members(&self, prog: &Program, m: &p4::ActionProfileMember, sink: &mut Sink<'_>) -> Result<(), Status> {
+    fn read_members(
+        &self,
+        prog: &Program,
+        m: &p4::ActionProfileMember,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), Status> {
         for (pid, p) in self.profiles_of(prog, m.action_profile_id)? {
             let members = if m.member_id != 0 {
                 match self.rt().member(p, p4jet_runtime::MemberId(m.member_id)) {
@@ -639,18 +669,25 @@ impl Device {
             };
             for x in members {
                 sink.push(p4::Entity {
-                    entity: Some(p4::entity::Entity::ActionProfileMember(p4::ActionProfileMember {
-                        action_profile_id: pid,
-                        member_id: x.id.0,
-                        action: Some(prog.call_to_p4(&x.action)),
-                    })),
+                    entity: Some(p4::entity::Entity::ActionProfileMember(
+                        p4::ActionProfileMember {
+                            action_profile_id: pid,
+                            member_id: x.id.0,
+                            action: Some(prog.call_to_p4(&x.action)),
+                        },
+                    )),
                 });
             }
         }
         Ok(())
     }
 
-    fn read_groups(&self, prog: &Program, g: &p4::ActionProfileGroup, sink: &mut Sink<'_>) -> Result<(), Status> {
+    fn read_groups(
+        &self,
+        prog: &Program,
+        g: &p4::ActionProfileGroup,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), Status> {
         for (pid, p) in self.profiles_of(prog, g.action_profile_id)? {
             if !prog.schema.profile(p).is_some_and(|x| x.with_selector) {
                 continue;
@@ -666,31 +703,38 @@ impl Device {
             };
             for x in groups {
                 sink.push(p4::Entity {
-                    entity: Some(p4::entity::Entity::ActionProfileGroup(p4::ActionProfileGroup {
-                        action_profile_id: pid,
-                        group_id: x.id.0,
-                        members: x
-                            .members
-                            .iter()
-                            .map(|m| p4::action_profile_group::Member {
-                                member_id: m.member.0,
-                                weight: m.weight as i32,
-                                watch_kind: m.watch_port.map(|p| {
-                                    p4::action_profile_group::member::WatchKind::WatchPort(
-                                        crate::bytestring::from_u128(u128::from(p)),
-                                    )
-                                }),
-                            })
-                            .collect(),
-                        max_size: x.max_size as i32,
-                    })),
+                    entity: Some(p4::entity::Entity::ActionProfileGroup(
+                        p4::ActionProfileGroup {
+                            action_profile_id: pid,
+                            group_id: x.id.0,
+                            members: x
+                                .members
+                                .iter()
+                                .map(|m| p4::action_profile_group::Member {
+                                    member_id: m.member.0,
+                                    weight: m.weight as i32,
+                                    watch_kind: m.watch_port.map(|p| {
+                                        p4::action_profile_group::member::WatchKind::WatchPort(
+                                            crate::bytestring::from_u128(u128::from(p)),
+                                        )
+                                    }),
+                                })
+                                .collect(),
+                            max_size: x.max_size as i32,
+                        },
+                    )),
                 });
             }
         }
         Ok(())
     }
 
-    fn read_counters(&self, prog: &Program, c: &p4::CounterEntry, sink: &mut Sink<'_>) -> Result<(), Status> {
+    fn read_counters(
+        &self,
+        prog: &Program,
+        c: &p4::CounterEntry,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), Status> {
         let ids: Vec<(u32, p4jet_runtime::CounterId)> = if c.counter_id == 0 {
             prog.p4info
                 .counters
@@ -703,9 +747,9 @@ impl Device {
         } else {
             vec![(
                 c.counter_id,
-                prog.join
-                    .counter(c.counter_id)
-                    .ok_or_else(|| Status::not_found(format!("Unknown counter id {}", c.counter_id)))?,
+                prog.join.counter(c.counter_id).ok_or_else(|| {
+                    Status::not_found(format!("Unknown counter id {}", c.counter_id))
+                })?,
             )]
         };
         for (pid, id) in ids {
@@ -746,7 +790,12 @@ impl Device {
         Ok(())
     }
 
-    fn read_meters(&self, prog: &Program, m: &p4::MeterEntry, sink: &mut Sink<'_>) -> Result<(), Status> {
+    fn read_meters(
+        &self,
+        prog: &Program,
+        m: &p4::MeterEntry,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), Status> {
         let ids: Vec<(u32, p4jet_runtime::MeterId)> = if m.meter_id == 0 {
             prog.p4info
                 .meters
@@ -798,7 +847,12 @@ impl Device {
         Ok(())
     }
 
-    fn read_registers(&self, prog: &Program, r: &p4::RegisterEntry, sink: &mut Sink<'_>) -> Result<(), Status> {
+    fn read_registers(
+        &self,
+        prog: &Program,
+        r: &p4::RegisterEntry,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), Status> {
         let ids: Vec<(u32, p4jet_runtime::RegisterId)> = if r.register_id == 0 {
             prog.p4info
                 .registers
@@ -856,7 +910,12 @@ impl Device {
         Ok(())
     }
 
-    fn read_value_sets(&self, prog: &Program, v: &p4::ValueSetEntry, sink: &mut Sink<'_>) -> Result<(), Status> {
+    fn read_value_sets(
+        &self,
+        prog: &Program,
+        v: &p4::ValueSetEntry,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), Status> {
         let sets: Vec<&crate::proto::p4::config::v1::ValueSet> = prog
             .p4info
             .value_sets
@@ -893,10 +952,18 @@ impl Device {
         Ok(())
     }
 
-    fn read_digests(&self, prog: &Program, d: &p4::DigestEntry, sink: &mut Sink<'_>) -> Result<(), Status> {
+    fn read_digests(
+        &self,
+        prog: &Program,
+        d: &p4::DigestEntry,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), Status> {
         let configured: BTreeSet<u32> = lock(&self.digests).iter().copied().collect();
         if d.digest_id != 0 && prog.join.digest(d.digest_id).is_none() {
-            return Err(Status::not_found(format!("Unknown digest id {}", d.digest_id)));
+            return Err(Status::not_found(format!(
+                "Unknown digest id {}",
+                d.digest_id
+            )));
         }
         for id in configured {
             if d.digest_id != 0 && d.digest_id != id {
@@ -920,7 +987,11 @@ impl Device {
         Ok(())
     }
 
-    fn read_pre(&self, p: &p4::PacketReplicationEngineEntry, sink: &mut Sink<'_>) -> Result<(), Status> {
+    fn read_pre(
+        &self,
+        p: &p4::PacketReplicationEngineEntry,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), Status> {
         use p4::packet_replication_engine_entry::Type as T;
         match p.r#type.as_ref() {
             Some(T::MulticastGroupEntry(g)) => {
@@ -1091,12 +1162,14 @@ impl Device {
                 .map(|s| digest_data(s, &fields, is_struct))
                 .collect();
             self.sessions.send_to_primaries(&p4::StreamMessageResponse {
-                update: Some(p4::stream_message_response::Update::Digest(p4::DigestList {
-                    digest_id: pid,
-                    list_id: l.list_id,
-                    data,
-                    timestamp: now,
-                })),
+                update: Some(p4::stream_message_response::Update::Digest(
+                    p4::DigestList {
+                        digest_id: pid,
+                        list_id: l.list_id,
+                        data,
+                        timestamp: now,
+                    },
+                )),
             });
         }
         for it in idle {
@@ -1113,12 +1186,14 @@ impl Device {
                 continue;
             }
             self.sessions.send_to_primaries(&p4::StreamMessageResponse {
-                update: Some(p4::stream_message_response::Update::IdleTimeoutNotification(
-                    p4::IdleTimeoutNotification {
-                        table_entry: entries,
-                        timestamp: now,
-                    },
-                )),
+                update: Some(
+                    p4::stream_message_response::Update::IdleTimeoutNotification(
+                        p4::IdleTimeoutNotification {
+                            table_entry: entries,
+                            timestamp: now,
+                        },
+                    ),
+                ),
             });
         }
     }
@@ -1126,7 +1201,10 @@ impl Device {
     /// Starts the device's background tasks on `rt`: PacketIns from the CPU port, and
     /// digest lists and idle timeout notifications (checked every 10 ms while a
     /// controller is primary, every 200 ms otherwise; idle, the tasks sleep).
-    pub fn start_background(self: &Arc<Self>, rt: &tokio::runtime::Handle) -> Vec<tokio::task::JoinHandle<()>> {
+    pub fn start_background(
+        self: &Arc<Self>,
+        rt: &tokio::runtime::Handle,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
         let mut v = vec![];
         if let Some(cpu) = self.cpu() {
             let dev = self.clone();
@@ -1194,10 +1272,11 @@ fn digest_data(sample: &[u8], widths: &[u32], is_struct: bool) -> p4::P4Data {
         });
         off = end;
     }
-    if !is_struct && members.len() == 1 {
-        if let Some(m) = members.pop() {
-            return m;
-        }
+    if !is_struct
+        && members.len() == 1
+        && let Some(m) = members.pop()
+    {
+        return m;
     }
     p4::P4Data {
         data: Some(p4::p4_data::Data::Struct(p4::P4StructLike { members })),

@@ -67,9 +67,9 @@ impl Service {
     fn on_stream_message(&self, id: StreamId, m: StreamMessageRequest) -> Result<(), Status> {
         let sessions = &self.dev.sessions;
         match m.update {
-            Some(stream_message_request::Update::Arbitration(a)) => sessions
-                .arbitrate(id, &a)
-                .map_err(status::refusal),
+            Some(stream_message_request::Update::Arbitration(a)) => {
+                sessions.arbitrate(id, &a).map_err(status::refusal)
+            }
             Some(stream_message_request::Update::Packet(p)) => {
                 let refuse = |code: i32, msg: String, p: PacketOut| {
                     // the packet itself is left out of the error: a flood of
@@ -80,8 +80,7 @@ impl Service {
                 if !sessions.has_arbitrated(id) {
                     refuse(
                         code::FAILED_PRECONDITION,
-                        "PacketOut before arbitration: send a MasterArbitrationUpdate first"
-                            .into(),
+                        "PacketOut before arbitration: send a MasterArbitrationUpdate first".into(),
                         p,
                     );
                 } else if !sessions.is_primary(id) {
@@ -124,7 +123,10 @@ impl Service {
 
 #[tonic::async_trait]
 impl P4Runtime for Service {
-    async fn write(&self, request: Request<WriteRequest>) -> Result<Response<WriteResponse>, Status> {
+    async fn write(
+        &self,
+        request: Request<WriteRequest>,
+    ) -> Result<Response<WriteResponse>, Status> {
         let req = request.into_inner();
         let dev = self.dev.clone();
         tokio::task::spawn_blocking(move || dev.write(req))
@@ -135,7 +137,10 @@ impl P4Runtime for Service {
 
     type ReadStream = ReceiverStream<Result<ReadResponse, Status>>;
 
-    async fn read(&self, request: Request<ReadRequest>) -> Result<Response<Self::ReadStream>, Status> {
+    async fn read(
+        &self,
+        request: Request<ReadRequest>,
+    ) -> Result<Response<Self::ReadStream>, Status> {
         let req = request.into_inner();
         self.dev.check_read(&req)?;
         // a few responses in flight: a slow client slows the read, it does not
@@ -257,13 +262,19 @@ impl ServerHandle {
             t.abort();
         }
         if let Some(rt) = self.runtime.take() {
-            if let Some(t) = self.serving.take() {
-                // streams end at once; give the server a moment to say so
-                let _ = rt.block_on(async {
-                    tokio::time::timeout(Duration::from_millis(500), t).await
-                });
-            }
-            rt.shutdown_timeout(Duration::from_millis(200));
+            let serving = self.serving.take();
+            // on a thread of its own: the handle may be dropped inside another
+            // runtime (tests), where blocking is not allowed
+            let t = std::thread::spawn(move || {
+                if let Some(t) = serving {
+                    // streams end at once; give the server a moment to say so
+                    let _ = rt.block_on(async {
+                        tokio::time::timeout(Duration::from_millis(500), t).await
+                    });
+                }
+                rt.shutdown_timeout(Duration::from_millis(200));
+            });
+            let _ = t.join();
         }
     }
 }
@@ -289,9 +300,16 @@ pub fn spawn(dev: Arc<Device>, addr: &str, opts: ServeOptions) -> Result<ServerH
         .build()
         .map_err(|e| format!("gRPC server runtime: {e}"))?;
     let sock: SocketAddr = resolve(addr)?;
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind(sock))
+    let std_listener = std::net::TcpListener::bind(sock)
         .map_err(|e| format!("gRPC server: cannot listen on {addr}: {e}"))?;
+    std_listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("gRPC server: {e}"))?;
+    let listener = {
+        let _in_runtime = runtime.enter();
+        tokio::net::TcpListener::from_std(std_listener)
+            .map_err(|e| format!("gRPC server: cannot listen on {addr}: {e}"))?
+    };
     let local = listener
         .local_addr()
         .map_err(|e| format!("gRPC server: {e}"))?;

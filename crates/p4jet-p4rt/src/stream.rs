@@ -118,7 +118,10 @@ impl Sessions {
     /// Sends a message to stream `id` without waiting; false if it was dropped.
     pub fn send_to(&self, id: StreamId, m: StreamMessageResponse) -> bool {
         let g = lock(&self.inner);
-        let ok = g.streams.get(&id).is_some_and(|tx| tx.try_send(Ok(m)).is_ok());
+        let ok = g
+            .streams
+            .get(&id)
+            .is_some_and(|tx| tx.try_send(Ok(m)).is_ok());
         if !ok {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }

@@ -17,8 +17,8 @@ use p4jet_runtime::p4info::P4InfoJoin;
 use p4jet_runtime::schema::{KeyField, MatchKind};
 use p4jet_runtime::{
     ActionCall, ActionId, CloneSession, CloneTarget, CounterValue, DigestConfig, EntryAction,
-    EntryRef, FieldMatch, GroupId, GroupMember, MatchKey, MemberId, MeterConfig, NewEntry,
-    Replica, Schema, TableEntry as RtEntry, TableId, Update, WeightedAction, WriteMode,
+    EntryRef, FieldMatch, GroupId, GroupMember, MatchKey, MemberId, MeterConfig, NewEntry, Replica,
+    Schema, TableEntry as RtEntry, TableId, Update, WeightedAction, WriteMode,
     priority_from_p4runtime, priority_to_p4runtime,
 };
 
@@ -208,9 +208,8 @@ impl Program {
     ) -> Result<Program, Fail> {
         let schema = Schema::shared_from_json(&json)
             .map_err(|e| Fail::invalid(format!("the bmv2 JSON does not load: {e}")))?;
-        let join = p4jet_runtime::p4info::join(&schema, &p4info_objects(&p4info)).map_err(|e| {
-            Fail::invalid(format!("the bmv2 JSON does not match the P4Info: {e}"))
-        })?;
+        let join = p4jet_runtime::p4info::join(&schema, &p4info_objects(&p4info))
+            .map_err(|e| Fail::invalid(format!("the bmv2 JSON does not match the P4Info: {e}")))?;
         let io = PacketIo::from_p4info(&p4info);
         Ok(Program {
             p4info,
@@ -238,7 +237,10 @@ impl Program {
     }
 
     /// The model table of a P4Info table id.
-    pub fn table(&self, id: u32) -> Result<(TableId, &cfg::Table, &p4jet_runtime::schema::Table), Fail> {
+    pub fn table(
+        &self,
+        id: u32,
+    ) -> Result<(TableId, &cfg::Table, &p4jet_runtime::schema::Table), Fail> {
         let p = self
             .p4table(id)
             .ok_or_else(|| Fail::not_found(format!("Unknown table id {id}")))?;
@@ -254,7 +256,10 @@ impl Program {
     }
 
     fn table_name(&self, t: TableId) -> String {
-        self.schema.table(t).map(|t| t.name.clone()).unwrap_or_default()
+        self.schema
+            .table(t)
+            .map(|t| t.name.clone())
+            .unwrap_or_default()
     }
 
     // ---------------------------------------------------------------- keys
@@ -266,7 +271,10 @@ impl Program {
         let mut fields: Vec<Option<FieldMatch>> = vec![None; st.keys.len()];
         for fm in &te.r#match {
             let pos = self.join.key_field(t, fm.field_id).ok_or_else(|| {
-                Fail::invalid(format!("table {tname}: unknown match field id {}", fm.field_id))
+                Fail::invalid(format!(
+                    "table {tname}: unknown match field id {}",
+                    fm.field_id
+                ))
             })?;
             if fields[pos].is_some() {
                 return Err(Fail::invalid(format!(
@@ -278,7 +286,12 @@ impl Program {
                 .match_fields
                 .iter()
                 .find(|m| m.id == fm.field_id)
-                .ok_or_else(|| Fail::invalid(format!("table {tname}: unknown match field id {}", fm.field_id)))?;
+                .ok_or_else(|| {
+                    Fail::invalid(format!(
+                        "table {tname}: unknown match field id {}",
+                        fm.field_id
+                    ))
+                })?;
             fields[pos] = Some(field_match(tname, mf, &st.keys[pos], fm)?);
         }
         let mut out = Vec::with_capacity(fields.len());
@@ -339,9 +352,8 @@ impl Program {
             .p4action(pa.action_id)
             .ok_or_else(|| Fail::not_found(format!("Unknown action id {}", pa.action_id)))?;
         let aname = preamble(&pact.preamble).1;
-        let aid = pick(pa.action_id).ok_or_else(|| {
-            Fail::invalid(format!("action {aname} is not an action of {whose}"))
-        })?;
+        let aid = pick(pa.action_id)
+            .ok_or_else(|| Fail::invalid(format!("action {aname} is not an action of {whose}")))?;
         let sa = self
             .schema
             .action(aid)
@@ -349,7 +361,10 @@ impl Program {
         let mut args: Vec<Option<Vec<u8>>> = vec![None; sa.params.len()];
         for p in &pa.params {
             let pos = self.join.param(pa.action_id, p.param_id).ok_or_else(|| {
-                Fail::invalid(format!("action {aname}: unknown parameter id {}", p.param_id))
+                Fail::invalid(format!(
+                    "action {aname}: unknown parameter id {}",
+                    p.param_id
+                ))
             })?;
             if args[pos].is_some() {
                 return Err(Fail::invalid(format!(
@@ -416,7 +431,9 @@ impl Program {
         let tname = st.name.clone();
         let profile = st.kind.profile();
         let Some(ty) = ta.and_then(|a| a.r#type.as_ref()) else {
-            return Err(Fail::invalid(format!("table {tname}: the entry has no action")));
+            return Err(Fail::invalid(format!(
+                "table {tname}: the entry has no action"
+            )));
         };
         match ty {
             Type::Action(a) => {
@@ -454,9 +471,9 @@ impl Program {
                 Ok(EntryAction::Group(GroupId(*g)))
             }
             Type::ActionProfileActionSet(set) => {
-                let Some(p) = profile.filter(|p| {
-                    self.schema.profile(*p).is_some_and(|p| p.with_selector)
-                }) else {
+                let Some(p) =
+                    profile.filter(|p| self.schema.profile(*p).is_some_and(|p| p.with_selector))
+                else {
                     return Err(Fail::invalid(format!(
                         "table {tname} has no action selector: one-shot action sets are not \
                          allowed"
@@ -552,7 +569,7 @@ impl Program {
                     .ok_or_else(|| Fail::not_found(format!("Unknown digest id {}", d.digest_id)))?;
                 match ty {
                     UpdateType::Insert | UpdateType::Modify => {
-                        let c = d.config.clone().unwrap_or_default();
+                        let c = d.config.unwrap_or_default();
                         if c.max_timeout_ns < 0 || c.ack_timeout_ns < 0 || c.max_list_size < 0 {
                             return Err(Fail::invalid("digest config values must not be negative"));
                         }
@@ -589,7 +606,10 @@ impl Program {
             st.direct_meter.is_some()
         };
         if !has {
-            return Err(Fail::invalid(format!("table {} has no direct {what}", st.name)));
+            return Err(Fail::invalid(format!(
+                "table {} has no direct {what}",
+                st.name
+            )));
         }
         self.key(te)
     }
@@ -636,7 +656,9 @@ impl Program {
             )));
         }
         if te.counter_data.is_some() && st.direct_counter.is_none() {
-            return Err(Fail::invalid(format!("table {tname} has no direct counter")));
+            return Err(Fail::invalid(format!(
+                "table {tname} has no direct counter"
+            )));
         }
         if (te.meter_config.is_some() || te.meter_counter_data.is_some())
             && st.direct_meter.is_none()
@@ -709,7 +731,16 @@ impl Program {
         Ok(v)
     }
 
-    fn profile(&self, id: u32) -> Result<(p4jet_runtime::ProfileId, &p4jet_runtime::schema::ActionProfile), Fail> {
+    fn profile(
+        &self,
+        id: u32,
+    ) -> Result<
+        (
+            p4jet_runtime::ProfileId,
+            &p4jet_runtime::schema::ActionProfile,
+        ),
+        Fail,
+    > {
         let p = self
             .join
             .profile(id)
@@ -721,7 +752,11 @@ impl Program {
         Ok((p, sp))
     }
 
-    fn member_updates(&self, ty: UpdateType, m: &p4::ActionProfileMember) -> Result<Vec<Update>, Fail> {
+    fn member_updates(
+        &self,
+        ty: UpdateType,
+        m: &p4::ActionProfileMember,
+    ) -> Result<Vec<Update>, Fail> {
         let (p, sp) = self.profile(m.action_profile_id)?;
         let member = MemberId(m.member_id);
         let action = |m: &p4::ActionProfileMember| {
@@ -751,7 +786,11 @@ impl Program {
     }
 
     #[allow(deprecated)] // `watch`: P4Runtime < 1.4 clients
-    fn group_updates(&self, ty: UpdateType, g: &p4::ActionProfileGroup) -> Result<Vec<Update>, Fail> {
+    fn group_updates(
+        &self,
+        ty: UpdateType,
+        g: &p4::ActionProfileGroup,
+    ) -> Result<Vec<Update>, Fail> {
         let (p, sp) = self.profile(g.action_profile_id)?;
         if !sp.with_selector {
             return Err(Fail::invalid(format!(
@@ -890,7 +929,11 @@ impl Program {
         }])
     }
 
-    fn value_set_updates(&self, ty: UpdateType, v: &p4::ValueSetEntry) -> Result<Vec<Update>, Fail> {
+    fn value_set_updates(
+        &self,
+        ty: UpdateType,
+        v: &p4::ValueSetEntry,
+    ) -> Result<Vec<Update>, Fail> {
         modify_only(ty, "value set entries")?;
         let id = self
             .join
@@ -921,9 +964,13 @@ impl Program {
         for m in &v.members {
             let mut bits = BitPack::default();
             for f in &pvs.r#match {
-                let fm = m.r#match.iter().find(|x| x.field_id == f.id).ok_or_else(|| {
-                    Fail::invalid(format!("value set {}: field {} is missing", sv.name, f.id))
-                })?;
+                let fm = m
+                    .r#match
+                    .iter()
+                    .find(|x| x.field_id == f.id)
+                    .ok_or_else(|| {
+                        Fail::invalid(format!("value set {}: field {} is missing", sv.name, f.id))
+                    })?;
                 let value = match &fm.field_match_type {
                     Some(p4::field_match::FieldMatchType::Exact(e)) => &e.value,
                     _ => {
@@ -1062,21 +1109,23 @@ impl Program {
                 EntryAction::Direct(c) => Type::Action(self.call_to_p4(c)),
                 EntryAction::Member(m) => Type::ActionProfileMemberId(m.0),
                 EntryAction::Group(g) => Type::ActionProfileGroupId(g.0),
-                EntryAction::OneShot(v) => Type::ActionProfileActionSet(p4::ActionProfileActionSet {
-                    action_profile_actions: v
-                        .iter()
-                        .map(|w| p4::ActionProfileAction {
-                            action: Some(self.call_to_p4(&w.action)),
-                            weight: w.weight as i32,
-                            watch_kind: w.watch_port.map(|p| {
-                                p4::action_profile_action::WatchKind::WatchPort(
-                                    bytestring::from_u128(u128::from(p)),
-                                )
-                            }),
-                        })
-                        .collect(),
-                    ..Default::default()
-                }),
+                EntryAction::OneShot(v) => {
+                    Type::ActionProfileActionSet(p4::ActionProfileActionSet {
+                        action_profile_actions: v
+                            .iter()
+                            .map(|w| p4::ActionProfileAction {
+                                action: Some(self.call_to_p4(&w.action)),
+                                weight: w.weight as i32,
+                                watch_kind: w.watch_port.map(|p| {
+                                    p4::action_profile_action::WatchKind::WatchPort(
+                                        bytestring::from_u128(u128::from(p)),
+                                    )
+                                }),
+                            })
+                            .collect(),
+                        ..Default::default()
+                    })
+                }
             }),
         }
     }
@@ -1091,10 +1140,7 @@ impl Program {
                 .iter()
                 .enumerate()
                 .map(|(pos, v)| p4::action::Param {
-                    param_id: self
-                        .join
-                        .param_id(action_id, pos)
-                        .unwrap_or(pos as u32 + 1),
+                    param_id: self.join.param_id(action_id, pos).unwrap_or(pos as u32 + 1),
                     value: canonical(v),
                 })
                 .collect(),
@@ -1125,7 +1171,9 @@ fn field_to_p4(
     use p4::field_match::{Exact, FieldMatchType as F, Lpm, Optional, Range, Ternary};
     let optional = p4kind == Some(cfg::match_field::MatchType::Optional as i32);
     match f {
-        FieldMatch::Exact(v) => Some(F::Exact(Exact { value: canonical(v) })),
+        FieldMatch::Exact(v) => Some(F::Exact(Exact {
+            value: canonical(v),
+        })),
         FieldMatch::Valid(b) => Some(F::Exact(Exact {
             value: vec![u8::from(*b)],
         })),
@@ -1404,9 +1452,9 @@ fn replicas(r: &[p4::Replica]) -> Result<Vec<Replica>, Fail> {
 pub fn replicas_to_p4(r: &[Replica]) -> Vec<p4::Replica> {
     r.iter()
         .map(|r| p4::Replica {
-            port_kind: Some(p4::replica::PortKind::Port(bytestring::from_u128(u128::from(
-                r.port,
-            )))),
+            port_kind: Some(p4::replica::PortKind::Port(bytestring::from_u128(
+                u128::from(r.port),
+            ))),
             instance: r.instance,
             backup_replicas: vec![],
         })

@@ -6,7 +6,7 @@
 //! every front end does (forwarding never waits), reads page through tables, and
 //! loads, saves, commits and reconciles programs.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -27,7 +27,7 @@ use crate::proto::p4::v1::get_forwarding_pipeline_config_request::ResponseType;
 use crate::proto::p4::v1::set_forwarding_pipeline_config_request::Action as SetAction;
 use crate::status::{self, UpdateOutcome};
 use crate::stream::Sessions;
-use crate::translate::{self, Fail, Program};
+use crate::translate::{self, Fail, Program, SelectorMode};
 
 /// The runtime model a device drives (the switch, shared with the Thrift server).
 pub type SharedRuntime = Arc<Mutex<dyn Runtime + Send>>;
@@ -51,6 +51,8 @@ pub struct Device {
     saved: RwLock<Option<Arc<Program>>>,
     /// Digests the controller configured (P4Info ids): only their lists are sent.
     digests: Mutex<HashSet<u32>>,
+    /// How each action selector has been programmed since the pipeline was set.
+    selector_modes: Mutex<HashMap<p4jet_runtime::ProfileId, SelectorMode>>,
     cpu: Option<Arc<CpuChannel>>,
 }
 
@@ -95,6 +97,7 @@ impl Device {
             committed: RwLock::new(None),
             saved: RwLock::new(None),
             digests: Mutex::new(HashSet::new()),
+            selector_modes: Mutex::new(HashMap::new()),
             cpu,
         }
     }
@@ -167,6 +170,7 @@ impl Device {
                 rt.set_pipeline(PipelineAction::Save(model(&p)))
                     .map_err(|e| rt_status(&e))?;
                 write(&self.saved, Some(Arc::new(p)));
+                lock(&self.selector_modes).clear();
                 Ok(())
             }
             SetAction::Commit => {
@@ -205,6 +209,7 @@ impl Device {
                     d.retain(|id| p.join.digest(*id).is_some());
                 }
                 write(&self.committed, Some(p));
+                lock(&self.selector_modes).clear();
                 Ok(())
             }
         }
@@ -271,7 +276,15 @@ impl Device {
         let mut groups: Vec<(usize, usize)> = Vec::with_capacity(n);
         let mut batch: Vec<Update> = Vec::with_capacity(n);
         let mut digest_changes: Vec<(u32, bool)> = vec![];
+        let mut modes: Vec<Option<(p4jet_runtime::ProfileId, SelectorMode)>> = vec![None; n];
         for (i, u) in req.updates.iter().enumerate() {
+            if let Some((p, m)) = prog.selector_use(u) {
+                if let Err(f) = self.check_selector_mode(p, m, &modes) {
+                    outcomes[i] = Some(UpdateOutcome::err(f.code, f.message));
+                    continue;
+                }
+                modes[i] = Some((p, m));
+            }
             match prog.updates(u) {
                 Ok(v) => {
                     if let Some(p4::entity::Entity::DigestEntry(d)) =
@@ -328,6 +341,16 @@ impl Device {
             .into_iter()
             .map(|o| o.unwrap_or_else(UpdateOutcome::ok))
             .collect();
+        {
+            let mut sm = lock(&self.selector_modes);
+            for (i, m) in modes.iter().enumerate() {
+                if let Some((p, m)) = m
+                    && outs[i].code == 0
+                {
+                    sm.insert(*p, *m);
+                }
+            }
+        }
         // digest configurations that were applied
         {
             let mut d = lock(&self.digests);
@@ -350,6 +373,52 @@ impl Device {
             }
         }
         status::write_result(&outs)
+    }
+
+    /// Refuses mixing one-shot and member/group programming on one selector
+    /// (P4Runtime "One Shot Action Selector Programming"), unless the selector was
+    /// emptied of the other kind since.
+    fn check_selector_mode(
+        &self,
+        p: p4jet_runtime::ProfileId,
+        m: SelectorMode,
+        earlier: &[Option<(p4jet_runtime::ProfileId, SelectorMode)>],
+    ) -> Result<(), Fail> {
+        let current = earlier
+            .iter()
+            .rev()
+            .flatten()
+            .find(|(q, _)| *q == p)
+            .map(|(_, m)| *m)
+            .or_else(|| lock(&self.selector_modes).get(&p).copied());
+        let Some(cur) = current else {
+            return Ok(());
+        };
+        if cur == m {
+            return Ok(());
+        }
+        let emptied = {
+            let mut rt = self.rt();
+            match cur {
+                SelectorMode::Explicit => {
+                    rt.members(p).is_ok_and(|v| v.is_empty())
+                        && rt.groups(p).is_ok_and(|v| v.is_empty())
+                }
+                SelectorMode::OneShot => self.program().is_some_and(|prog| {
+                    prog.schema.profile(p).is_some_and(|x| {
+                        x.tables
+                            .iter()
+                            .all(|t| rt.entry_count(*t).is_ok_and(|n| n == 0))
+                    })
+                }),
+            }
+        };
+        if emptied && !earlier.iter().flatten().any(|(q, _)| *q == p) {
+            return Ok(());
+        }
+        Err(Fail::invalid(
+            "Invalid attempt to mix action selector programming modes",
+        ))
     }
 
     // ------------------------------------------------------------------ read

@@ -69,6 +69,15 @@ impl Fail {
     }
 }
 
+/// How an action selector is programmed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SelectorMode {
+    /// Members and groups written by the controller.
+    Explicit,
+    /// Action sets given with each entry.
+    OneShot,
+}
+
 /// The google.rpc.Code of a model error.
 pub fn error_code(e: &p4jet_runtime::RuntimeError) -> i32 {
     use p4jet_runtime::ErrorKind as K;
@@ -647,6 +656,12 @@ impl Program {
             });
         }
         let (_, key) = self.key(te)?;
+        #[allow(deprecated)] // controller_metadata: P4Runtime < 1.2 clients
+        if ty != UpdateType::Delete && (!te.metadata.is_empty() || te.controller_metadata != 0) {
+            return Err(Fail::unimplemented(format!(
+                "table {tname}: entry metadata (the controller's per-entry cookie) is not kept"
+            )));
+        }
         if te.idle_timeout_ns < 0 {
             return Err(Fail::invalid("idle_timeout_ns must not be negative"));
         }
@@ -1057,6 +1072,44 @@ impl Program {
             None => Err(Fail::invalid(
                 "packet replication engine entry without multicast group or clone session",
             )),
+        }
+    }
+
+    /// How an update programs an action selector: with members and groups, or
+    /// one-shot (the specification forbids mixing the two on one selector).
+    pub fn selector_use(&self, u: &p4::Update) -> Option<(p4jet_runtime::ProfileId, SelectorMode)> {
+        use p4::entity::Entity as E;
+        use p4::table_action::Type;
+        if u.r#type == UpdateType::Delete as i32 {
+            return None;
+        }
+        let sel = |p: p4jet_runtime::ProfileId| {
+            self.schema
+                .profile(p)
+                .is_some_and(|x| x.with_selector)
+                .then_some(p)
+        };
+        match u.entity.as_ref()?.entity.as_ref()? {
+            E::ActionProfileMember(m) => Some((
+                sel(self.join.profile(m.action_profile_id)?)?,
+                SelectorMode::Explicit,
+            )),
+            E::ActionProfileGroup(g) => Some((
+                sel(self.join.profile(g.action_profile_id)?)?,
+                SelectorMode::Explicit,
+            )),
+            E::TableEntry(te) => {
+                let t = self.join.table(te.table_id)?;
+                let p = sel(self.schema.table(t)?.kind.profile()?)?;
+                match te.action.as_ref()?.r#type.as_ref()? {
+                    Type::ActionProfileActionSet(_) => Some((p, SelectorMode::OneShot)),
+                    Type::ActionProfileMemberId(_) | Type::ActionProfileGroupId(_) => {
+                        Some((p, SelectorMode::Explicit))
+                    }
+                    Type::Action(_) => None,
+                }
+            }
+            _ => None,
         }
     }
 

@@ -553,3 +553,88 @@ async fn malformed_protobuf_is_refused_and_the_server_keeps_serving() {
         .await
         .unwrap();
 }
+
+/// A CA, a server certificate for 127.0.0.1/localhost and a client certificate, as
+/// PEM files in `dir`.
+fn certificates(dir: &std::path::Path) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+    for (name, sans) in [
+        (
+            "server",
+            vec!["localhost".to_string(), "127.0.0.1".to_string()],
+        ),
+        ("client", vec!["controller".to_string()]),
+    ] {
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(sans)
+            .unwrap()
+            .signed_by(&key, &ca)
+            .unwrap();
+        std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
+        std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_and_without_client_certificates() {
+    use tonic::transport::{Certificate, ClientTlsConfig, Identity};
+    let dir = std::env::temp_dir().join(format!("p4rt-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    certificates(&dir);
+    let rd = |f: &str| std::fs::read(dir.join(f)).unwrap();
+    for client_auth in [false, true] {
+        let rec: Rec = Arc::new(Mutex::new(Recorder::new(Null::new(None))));
+        let dev = Arc::new(Device::new(1, rec.clone() as SharedRuntime, None));
+        let tls = p4jet_p4rt::TlsFiles {
+            cert: dir.join("server.pem"),
+            key: dir.join("server.key"),
+            ca: Some(dir.join("ca.pem")),
+            client_auth,
+        };
+        let server =
+            p4jet_p4rt::spawn(dev, "127.0.0.1:0", ServeOptions { tls: Some(tls) }).unwrap();
+        let url = format!("https://localhost:{}", server.local_addr().port());
+        let caps = |tls: ClientTlsConfig| {
+            let url = url.clone();
+            async move {
+                let ch = Channel::from_shared(url)
+                    .unwrap()
+                    .tls_config(tls)
+                    .unwrap()
+                    .connect()
+                    .await?;
+                P4RuntimeClient::new(ch)
+                    .capabilities(CapabilitiesRequest::default())
+                    .await
+                    .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)?;
+                Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+            }
+        };
+        let ca = || ClientTlsConfig::new().ca_certificate(Certificate::from_pem(rd("ca.pem")));
+        // a client that trusts the CA and shows its certificate
+        caps(ca().identity(Identity::from_pem(rd("client.pem"), rd("client.key"))))
+            .await
+            .unwrap();
+        // without a client certificate: refused only with client auth
+        let r = caps(ca()).await;
+        assert_eq!(r.is_err(), client_auth, "client_auth {client_auth}: {r:?}");
+        // plain text is refused
+        let plain = Channel::from_shared(format!("http://{}", server.local_addr()))
+            .unwrap()
+            .connect()
+            .await;
+        if let Ok(ch) = plain {
+            assert!(
+                P4RuntimeClient::new(ch)
+                    .capabilities(CapabilitiesRequest::default())
+                    .await
+                    .is_err()
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -376,6 +376,7 @@ fn entry_action_to_bm(prog: &Program, a: &EntryAction) -> BmActionEntry {
         EntryAction::Direct(c) => action_call_entry(prog, c),
         EntryAction::Member(m) => BmActionEntry::MbrHandle(*m as i32),
         EntryAction::Group(g) => BmActionEntry::GrpHandle(*g as i32),
+        EntryAction::OneShot(_) => BmActionEntry::None,
     }
 }
 
@@ -540,6 +541,7 @@ impl Switch {
             OpResult::Ok => Ok(None),
             OpResult::Handle(h) => Ok(Some(h)),
             OpResult::Table(e) => Err(table_error(&e).into()),
+            OpResult::Refused(r) => Err(internal(format!("{r:?}"))),
             OpResult::Err(s) => Err(internal(s)),
         }
     }
@@ -550,6 +552,7 @@ impl Switch {
             OpResult::Ok => Ok(None),
             OpResult::Handle(h) => Ok(Some(h)),
             OpResult::Table(e) => Err(internal(e.to_string())),
+            OpResult::Refused(r) => Err(internal(format!("{r:?}"))),
             OpResult::Err(s) => Err(internal(s)),
         }
     }
@@ -822,7 +825,7 @@ impl Switch {
         let h = self.live_handle(t, entry_handle)?;
         self.apply_table_op(Op::SetTimeout {
             table: t,
-            handle: h,
+            entry: p4jet_engine::state::EntryLoc::Handle(h),
             ms: u64::from(timeout_ms as u32),
         })?;
         self.record_entry_time(t, h);
@@ -1326,7 +1329,7 @@ impl RuntimeApi for Switch {
         }
         self.apply_table_op(Op::DeleteEntry {
             table: t,
-            handle: entry_handle as u32,
+            entry: p4jet_engine::state::EntryLoc::Handle(entry_handle as u32),
         })?;
         Ok(())
     }
@@ -1348,7 +1351,7 @@ impl RuntimeApi for Switch {
         let call = Self::table_call(&prog, ti, action_name, action_data)?;
         self.apply_table_op(Op::ModifyEntry {
             table: t,
-            handle: entry_handle as u32,
+            entry: p4jet_engine::state::EntryLoc::Handle(entry_handle as u32),
             action: EntryAction::Direct(call),
         })?;
         Ok(())
@@ -1375,7 +1378,11 @@ impl RuntimeApi for Switch {
         let prog = self.prog();
         let call = Self::profile_call(&prog, p, action_name, action_data)?;
         let h = self
-            .apply_checked(Op::AddMember { profile: p, call })?
+            .apply_checked(Op::AddMember {
+                profile: p,
+                id: None,
+                call,
+            })?
             .ok_or_else(|| internal("AddMember returned no handle"))?;
         Ok(h as BmMemberHandle)
     }
@@ -1437,7 +1444,10 @@ impl RuntimeApi for Switch {
     ) -> ApiResult<BmGroupHandle, InvalidTableOperation> {
         let p = self.profile_index(act_prof_name)?;
         let h = self
-            .apply_checked(Op::AddGroup(p))?
+            .apply_checked(Op::AddGroup {
+                profile: p,
+                id: None,
+            })?
             .ok_or_else(|| internal("AddGroup returned no handle"))?;
         Ok(h as BmGroupHandle)
     }
@@ -1618,7 +1628,7 @@ impl RuntimeApi for Switch {
         }
         self.apply_table_op(Op::ModifyEntry {
             table: t,
-            handle: entry_handle as u32,
+            entry: p4jet_engine::state::EntryLoc::Handle(entry_handle as u32),
             action: EntryAction::Member(mbr_handle as u32),
         })?;
         Ok(())
@@ -1632,7 +1642,7 @@ impl RuntimeApi for Switch {
         let (t, _) = self.indirect_table(table_name, false)?;
         self.apply_table_op(Op::DeleteEntry {
             table: t,
-            handle: entry_handle as u32,
+            entry: p4jet_engine::state::EntryLoc::Handle(entry_handle as u32),
         })?;
         Ok(())
     }
@@ -1716,7 +1726,7 @@ impl RuntimeApi for Switch {
         }
         self.apply_table_op(Op::ModifyEntry {
             table: t,
-            handle: entry_handle as u32,
+            entry: p4jet_engine::state::EntryLoc::Handle(entry_handle as u32),
             action: EntryAction::Group(grp_handle as u32),
         })?;
         Ok(())
@@ -2721,6 +2731,7 @@ impl RuntimeApi for Switch {
             session: Some(MirrorSession {
                 port: config.port.map(|p| p as u32),
                 mgid: config.mgid.map(|g| g as u32),
+                ..MirrorSession::default()
             }),
         })?;
         Ok(())
@@ -2749,7 +2760,7 @@ impl RuntimeApi for Switch {
         let s = if mirror_id < 0 {
             None
         } else {
-            self.read_cs(|cs| cs.mirror.get(&(mirror_id as u32)).copied())?
+            self.read_cs(|cs| cs.mirror.get(&(mirror_id as u32)).cloned())?
         };
         let s = s.ok_or(MirroringOperationErrorCode::SESSION_NOT_FOUND)?;
         Ok(MirroringSessionConfig {

@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+use crate::error::{ErrorKind, RuntimeError};
+
 /// Defines a Thrift enum: variant names and numbers exactly as in the IDL.
 macro_rules! thrift_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident = $value:expr),+ $(,)? }) => {
@@ -230,6 +232,94 @@ impl Bmv2Code {
             Bmv2Code::Mc(c) => c.name(),
             Bmv2Code::Mirroring(c) => c.name(),
         }
+    }
+
+    /// The [`ErrorKind`] of a failure simple_switch reports with this code (what a
+    /// client of a remote bmv2 makes of its exceptions).
+    pub fn kind(self) -> ErrorKind {
+        use TableOperationErrorCode as T;
+        match self {
+            Bmv2Code::Table(c) => match c {
+                T::TABLE_FULL => ErrorKind::ResourceExhausted,
+                T::INVALID_HANDLE
+                | T::EXPIRED_HANDLE
+                | T::INVALID_TABLE_NAME
+                | T::INVALID_ACTION_NAME
+                | T::INVALID_MBR_HANDLE
+                | T::INVALID_GRP_HANDLE
+                | T::MBR_NOT_IN_GRP
+                | T::NO_DEFAULT_ENTRY
+                | T::INVALID_ACTION_PROFILE_NAME => ErrorKind::NotFound,
+                T::DUPLICATE_ENTRY | T::MBR_ALREADY_IN_GRP => ErrorKind::AlreadyExists,
+                T::MBR_STILL_USED | T::GRP_STILL_USED | T::EMPTY_GRP => {
+                    ErrorKind::FailedPrecondition
+                }
+                T::DEFAULT_ACTION_IS_CONST
+                | T::DEFAULT_ENTRY_IS_CONST
+                | T::IMMUTABLE_TABLE_ENTRIES => ErrorKind::PermissionDenied,
+                T::COUNTERS_DISABLED
+                | T::METERS_DISABLED
+                | T::AGEING_DISABLED
+                | T::WRONG_TABLE_TYPE
+                | T::BAD_MATCH_KEY
+                | T::INVALID_METER_OPERATION
+                | T::NO_ACTION_PROFILE_SELECTION
+                | T::BAD_ACTION_DATA => ErrorKind::InvalidArgument,
+                T::ERROR => ErrorKind::Internal,
+            },
+            Bmv2Code::Counter(c) => match c {
+                CounterOperationErrorCode::INVALID_COUNTER_NAME => ErrorKind::NotFound,
+                CounterOperationErrorCode::INVALID_INDEX => ErrorKind::OutOfRange,
+                CounterOperationErrorCode::ERROR => ErrorKind::Internal,
+            },
+            Bmv2Code::Swap(c) => match c {
+                SwapOperationErrorCode::CONFIG_SWAP_DISABLED => ErrorKind::Unimplemented,
+                _ => ErrorKind::FailedPrecondition,
+            },
+            Bmv2Code::Meter(c) => match c {
+                MeterOperationErrorCode::INVALID_METER_NAME => ErrorKind::NotFound,
+                MeterOperationErrorCode::INVALID_INDEX => ErrorKind::OutOfRange,
+                MeterOperationErrorCode::ERROR => ErrorKind::Internal,
+                _ => ErrorKind::InvalidArgument,
+            },
+            Bmv2Code::Register(c) => match c {
+                RegisterOperationErrorCode::INVALID_REGISTER_NAME => ErrorKind::NotFound,
+                RegisterOperationErrorCode::INVALID_INDEX => ErrorKind::OutOfRange,
+                RegisterOperationErrorCode::ERROR => ErrorKind::Internal,
+            },
+            Bmv2Code::ParseVSet(c) => match c {
+                ParseVSetOperationErrorCode::INVALID_PARSE_VSET_NAME => ErrorKind::NotFound,
+                ParseVSetOperationErrorCode::ERROR => ErrorKind::InvalidArgument,
+            },
+            Bmv2Code::Learn(c) => match c {
+                LearnOperationErrorCode::ERROR => ErrorKind::Internal,
+                _ => ErrorKind::NotFound,
+            },
+            Bmv2Code::DevMgr(_) => ErrorKind::InvalidArgument,
+            Bmv2Code::Crc(c) => match c {
+                CrcErrorCode::INVALID_CALCULATION_NAME => ErrorKind::NotFound,
+                _ => ErrorKind::InvalidArgument,
+            },
+            Bmv2Code::Toeplitz(c) => match c {
+                ToeplitzHashErrorCode::INVALID_CALCULATION_NAME => ErrorKind::NotFound,
+                _ => ErrorKind::InvalidArgument,
+            },
+            Bmv2Code::IdLookup(c) => match c {
+                IdLookupErrorCode::INVALID_RESOURCE_TYPE => ErrorKind::InvalidArgument,
+                IdLookupErrorCode::INVALID_RESOURCE_NAME => ErrorKind::NotFound,
+            },
+            Bmv2Code::Mc(c) => match c {
+                McOperationErrorCode::TABLE_FULL => ErrorKind::ResourceExhausted,
+                McOperationErrorCode::ERROR => ErrorKind::FailedPrecondition,
+                _ => ErrorKind::NotFound,
+            },
+            Bmv2Code::Mirroring(_) => ErrorKind::NotFound,
+        }
+    }
+
+    /// A [`RuntimeError`] of this code's kind (see [`Bmv2Code::kind`]).
+    pub fn error(self, message: impl Into<String>) -> RuntimeError {
+        RuntimeError::new(self.kind(), message).with_bmv2(self)
     }
 
     /// What simple_switch_CLI prints before the code: the exception's meaning

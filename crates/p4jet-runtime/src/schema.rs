@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use crate::entity::{ActionCall, Bytes, FieldMatch};
@@ -398,6 +399,54 @@ impl Digest {
             .iter()
             .map(|f| f.width.div_ceil(8) as usize)
             .sum()
+    }
+
+    /// A sample as `{header.field=0x.., ...}` when its length is the digest's (its
+    /// fields known), else `{0x<whole sample>}`.
+    pub fn describe_sample(&self, sample: &[u8]) -> String {
+        let hex = |b: &[u8]| {
+            b.iter().fold(String::from("0x"), |mut s, x| {
+                let _ = write!(s, "{x:02x}");
+                s
+            })
+        };
+        let known = !self.fields.is_empty()
+            && !self.fields.iter().any(|f| f.dynamic)
+            && self.sample_len() == sample.len();
+        if !known {
+            return format!("{{{}}}", hex(sample));
+        }
+        let mut at = 0;
+        let parts: Vec<String> = self
+            .fields
+            .iter()
+            .map(|f| {
+                let n = f.width.div_ceil(8) as usize;
+                let part = &sample[at..at + n];
+                at += n;
+                format!("{}={}", f.name, hex(part))
+            })
+            .collect();
+        format!("{{{}}}", parts.join(", "))
+    }
+
+    /// One line describing a list of samples sent, as `p4jet run` logs it and
+    /// `digest_dump` prints it: `digest learn_t (list 1) buffer 0, 2 samples:
+    /// {ethernet.src_addr=0x0a0b0c0d0e0f, ...}; {...}`.
+    pub fn describe_list(&self, list: &crate::entity::DigestList) -> String {
+        let n = list.samples.len();
+        let mut out = format!(
+            "digest {} (list {}) buffer {}, {n} sample{}:",
+            self.name,
+            self.json_id,
+            list.list_id,
+            if n == 1 { "" } else { "s" }
+        );
+        for (i, s) in list.samples.iter().enumerate() {
+            out.push_str(if i == 0 { " " } else { "; " });
+            out.push_str(&self.describe_sample(s));
+        }
+        out
     }
 }
 

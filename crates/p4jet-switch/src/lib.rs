@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use p4jet_engine::{ControlState, Engine, EngineConfig, Externs, Op, OpResult};
+use p4jet_runtime::Schema;
 
 pub use latency::{LatencyHist, Stamps};
 pub use pipeline::{EgressStage, IngressStage};
@@ -235,12 +236,18 @@ pub struct Switch {
     /// Between a load and a swap: the control-state writer of the program the workers
     /// still run.
     swap_pending: Option<left_right::WriteHandle<ControlState, Op>>,
+    /// The model of the program the runtime addresses (None: no program set; the
+    /// data plane then runs [`runtime::NO_PROGRAM_JSON`]).
+    pub(crate) schema: Option<Arc<Schema>>,
+    /// P4Runtime's cookie of the program.
+    pub(crate) cookie: Option<u64>,
 }
 
 impl Switch {
     /// Loads a bmv2 JSON program.
     pub fn new(json: &str, cfg: SwitchConfig) -> Result<Switch, String> {
         let (engine, fresh, writer, readers, externs) = Self::load(json, &cfg)?;
+        let schema = Some(Arc::new(Schema::from_program(&engine.prog)));
         let digests = Arc::new(Mutex::new(DigestQueue::default()));
         let clock = match &cfg.manual_clock {
             Some(c) => Clock::Manual(c.clone()),
@@ -274,6 +281,8 @@ impl Switch {
             queues,
             json: json.to_string(),
             rt: runtime::RuntimeState::default(),
+            schema,
+            cookie: None,
             dataplane,
             swap_pending: None,
         })
@@ -333,13 +342,21 @@ impl Switch {
         if self.swap_pending.is_some() {
             return Err(SwapError::Ongoing);
         }
+        self.install(json)
+    }
+
+    /// Loads a program in place of the one the runtime addresses, for a swap: a saved
+    /// program waiting for its swap is dropped (the data plane never ran it).
+    pub(crate) fn install(&mut self, json: &str) -> Result<(), SwapError> {
         let (engine, fresh, writer, readers, externs) =
             Self::load(json, &self.cfg).map_err(SwapError::Load)?;
         // multicast groups and mirroring sessions belong to simple_switch, not to the
         // program: they carry over
         let kept = self.with_state(|cs| (cs.pre.clone(), cs.mirror.clone()));
         let old = std::mem::replace(&mut self.writer, writer);
-        self.swap_pending = Some(old);
+        if self.swap_pending.is_none() {
+            self.swap_pending = Some(old);
+        }
         if let Some((pre, mirror)) = kept {
             let mut ops = vec![Op::SetPre(pre)];
             for (id, session) in mirror {
@@ -350,6 +367,7 @@ impl Switch {
             }
             self.apply_many(ops);
         }
+        self.schema = Some(Arc::new(Schema::from_program(&engine.prog)));
         self.engine = engine;
         self.fresh = fresh;
         self.readers = readers;

@@ -170,12 +170,16 @@ impl Lane {
     }
 
     /// Receives up to a batch per live port without blocking: AF_XDP frames in
-    /// their UMEM chunks, other ports' frames copied.
+    /// their UMEM chunks, other ports' frames copied. pcap ports are read by
+    /// `read_pcaps` (the CPU port is live next to them with `--use-files`).
     fn rx_live(&self, batch: usize, rx: &mut dyn Rx) -> Result<usize, String> {
         let mut got = 0;
         for ph in &self.ports {
             let num = ph.num;
             let mut pe = ph.lock();
+            if matches!(pe.io, PortIo::Pcap(_)) {
+                continue;
+            }
             let port = pe.port();
             let n = if port.moves_buffers() {
                 port.recv_bufs(batch, &mut |b| rx.buf(num, b))
@@ -219,8 +223,12 @@ impl Lane {
         }
     }
 
+    /// Every pcap input has ended (live ports, such as the CPU port, never end).
     fn exhausted(&self) -> bool {
-        self.ports.iter().all(|p| p.lock().exhausted)
+        self.ports.iter().all(|p| {
+            let pe = p.lock();
+            pe.exhausted || !matches!(pe.io, PortIo::Pcap(_))
+        })
     }
 
     fn flush_all(&self) -> Result<(), String> {
@@ -456,6 +464,7 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
             lane.update_moving(&mut w.core);
             let got = if c.files {
                 read_pcaps(&lane.ports, c.batch, &mut |n, f| w.inject(n, f))?
+                    + lane.rx_live(c.batch, &mut w)?
             } else {
                 lane.rx_live(c.batch, &mut w)?
             };
@@ -500,6 +509,7 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
             lane.port_cmds();
             let got = if c.files {
                 read_pcaps(&lane.ports, c.batch, &mut |n, f| st.inject(n, f))?
+                    + lane.rx_live(c.batch, &mut st)?
             } else {
                 lane.rx_live(c.batch, &mut st)?
             };
@@ -584,6 +594,9 @@ impl Done {
 
 /// How `p4jet run` forwards.
 pub(crate) struct Plan {
+    /// Log learning notifications on stderr (without P4Runtime: with it, digest
+    /// lists go to the controller).
+    pub log_digests: bool,
     pub mode: Mode,
     pub workers: usize,
     pub pin: bool,
@@ -707,7 +720,9 @@ pub(crate) fn run(
         if last_events.elapsed() >= Duration::from_millis(100) {
             last_events = Instant::now();
             port_events(sw, &senders, open);
-            learn_events(sw, false);
+            if plan.log_digests {
+                learn_events(sw, false);
+            }
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -740,7 +755,9 @@ pub(crate) fn run(
         }
     }
     // the workers are gone: what they learned last is sent now
-    learn_events(sw, true);
+    if plan.log_digests {
+        learn_events(sw, true);
+    }
     match first_err {
         Some(e) => Err(e),
         None => Ok(counters),

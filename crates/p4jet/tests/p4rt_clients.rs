@@ -19,9 +19,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{
-    GrpcSwitch, corpus_file, finsy_venv, p4rt_script, p4rt_venv, run_with_input, tmpdir,
-};
+use common::{GrpcSwitch, corpus_file, finsy_venv, p4rt_script, p4rt_venv, run_with_input, tmpdir};
 
 fn p4info() -> String {
     corpus_file("p4rt_switch/p4rt_switch.p4info.txtpb")
@@ -129,13 +127,14 @@ fn finsy_learns_mac_addresses_from_digests() {
         }
     });
     let mut lines = vec![];
+    let err_file = dir.join("stderr.txt");
     let wait_for = |what: &str, lines: &mut Vec<String>| {
         let start = Instant::now();
         while !lines.iter().any(|l| l.starts_with(what)) {
             assert!(
                 start.elapsed() < Duration::from_secs(120),
                 "finsy did not print {what}: {lines:?}; switch stderr:\n{}",
-                sw.run.stderr()
+                std::fs::read_to_string(&err_file).unwrap_or_default()
             );
             if let Ok(l) = rx.recv_timeout(Duration::from_millis(100)) {
                 lines.push(l);
@@ -152,8 +151,14 @@ fn finsy_learns_mac_addresses_from_digests() {
     use std::io::Read;
     let _ = child.stderr.take().unwrap().read_to_string(&mut err);
     assert!(st.success(), "finsy exited {st}: {lines:?}\n{err}");
-    assert!(lines.iter().any(|l| l == "LEARNT 00:00:00:00:00:a1 1"), "{lines:?}");
-    assert!(lines.iter().any(|l| l == "LEARNT 00:00:00:00:00:a2 2"), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l == "LEARNT 00:00:00:00:00:a1 1"),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l == "LEARNT 00:00:00:00:00:a2 2"),
+        "{lines:?}"
+    );
     assert!(lines.iter().any(|l| l == "DMAC 2"), "{lines:?}");
     // a frame to a learnt address now goes to its port only
     let before: Vec<usize> = (0..4).map(|p| sw.run.output(p).len()).collect();

@@ -31,7 +31,10 @@ use common::{
 
 /// Steps whose answers differ, and why.
 const KNOWN: &[(&str, &str)] = &[
-    ("capabilities", "p4jet implements P4Runtime 1.5.0, PI reports 1.3.0"),
+    (
+        "capabilities",
+        "p4jet implements P4Runtime 1.5.0, PI reports 1.3.0",
+    ),
     (
         "VERIFY without config",
         "the specification requires a config for VERIFY: p4jet INVALID_ARGUMENT, PI OK",
@@ -75,7 +78,10 @@ const KNOWN: &[(&str, &str)] = &[
         "ROLLBACK_ON_ERROR with a duplicate",
         "PI: UNIMPLEMENTED; p4jet rolls the batch back",
     ),
-    ("DATAPLANE_ATOMIC batch", "PI: UNIMPLEMENTED; p4jet applies it in one publication"),
+    (
+        "DATAPLANE_ATOMIC batch",
+        "PI: UNIMPLEMENTED; p4jet applies it in one publication",
+    ),
     (
         "read dmac",
         "different contents: PI kept the truncated 56-bit entry and lacks the \
@@ -90,14 +96,23 @@ const KNOWN: &[(&str, &str)] = &[
         "read direct counters of every table",
         "PI: UNIMPLEMENTED for table_id 0; p4jet reads every table's",
     ),
-    ("write a register cell", "PI: UNIMPLEMENTED (PI issue 376); p4jet writes registers"),
-    ("read a register cell", "PI: UNIMPLEMENTED; p4jet reads registers"),
+    (
+        "write a register cell",
+        "PI: UNIMPLEMENTED (PI issue 376); p4jet writes registers",
+    ),
+    (
+        "read a register cell",
+        "PI: UNIMPLEMENTED; p4jet reads registers",
+    ),
     (
         "register value wider than 32 bits",
         "PI: UNIMPLEMENTED; p4jet INVALID_ARGUMENT",
     ),
     ("read a whole register", "PI: UNIMPLEMENTED"),
-    ("write a value set", "PI: UNIMPLEMENTED; p4jet writes parser value sets"),
+    (
+        "write a value set",
+        "PI: UNIMPLEMENTED; p4jet writes parser value sets",
+    ),
     ("read value sets", "PI: UNIMPLEMENTED"),
     (
         "read digest configs",
@@ -111,7 +126,10 @@ const KNOWN: &[(&str, &str)] = &[
         "packet-out from the backup",
         "PI drops it silently; p4jet answers a StreamError PERMISSION_DENIED",
     ),
-    ("state intact after the flood", "same contents difference as `read dmac`"),
+    (
+        "state intact after the flood",
+        "same contents difference as `read dmac`",
+    ),
     (
         "the new primary writes",
         "the entry it deletes exists only on p4jet (PI refused the DATAPLANE_ATOMIC batch)",
@@ -183,7 +201,10 @@ fn suite(bin: &Path, addr: &str, out: &Path, pi: bool) {
         cmd.arg("--pi");
     }
     let (o, e, st) = run_with_input(&mut cmd, "");
-    assert!(st.success(), "raw_suite.py against {addr} failed:\n{o}\n{e}");
+    assert!(
+        st.success(),
+        "raw_suite.py against {addr} failed:\n{o}\n{e}"
+    );
 }
 
 type Obs = Vec<BTreeMap<String, serde_json::Value>>;

@@ -18,8 +18,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    corpus_file, del_netns, p4jet, p4rt_script, p4rt_venv, remove_stale_namespaces,
-    run_with_input, sh, skipped,
+    corpus_file, del_netns, p4jet, p4rt_script, p4rt_venv, remove_stale_namespaces, run_with_input,
+    sh, skipped,
 };
 
 const NS_PREFIX: &str = "p4jrt";
@@ -76,9 +76,9 @@ fn ptf_over_veth_programmed_by_p4runtime() {
         let (v, peer) = (format!("veth{p}"), format!("peer{p}"));
         ip(&["link", "add", &v, "type", "veth", "peer", "name", &peer]).unwrap();
         for i in [&v, &peer] {
-            let _ = sh(Command::new("ip").args(["netns", "exec", &ns.0, "sysctl", "-qw"]).arg(
-                format!("net.ipv6.conf.{i}.disable_ipv6=1"),
-            ));
+            let _ = sh(Command::new("ip")
+                .args(["netns", "exec", &ns.0, "sysctl", "-qw"])
+                .arg(format!("net.ipv6.conf.{i}.disable_ipv6=1")));
             ip(&["link", "set", i, "up"]).unwrap();
         }
     }
@@ -87,9 +87,13 @@ fn ptf_over_veth_programmed_by_p4runtime() {
     std::os::unix::fs::symlink(p4jet(), &link).unwrap();
     let grpc = "127.0.0.1:9559";
     let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", &ns.0])
-        .arg(&link)
-        .args(["--no-p4", "--device-id", "1", "--thrift-port", "9090"]);
+    cmd.args(["netns", "exec", &ns.0]).arg(&link).args([
+        "--no-p4",
+        "--device-id",
+        "1",
+        "--thrift-port",
+        "9090",
+    ]);
     for p in 0..4 {
         cmd.arg("-i").arg(format!("{p}@veth{p}"));
     }
@@ -141,7 +145,11 @@ fn ptf_over_veth_programmed_by_p4runtime() {
         "PTF failed; switch stderr:\n{}",
         err()
     );
-    assert!(sw.0.try_wait().unwrap().is_none(), "the switch died:\n{}", err());
+    assert!(
+        sw.0.try_wait().unwrap().is_none(),
+        "the switch died:\n{}",
+        err()
+    );
     drop(sw);
     drop(ns);
 }

@@ -34,6 +34,9 @@ fn schema_matches_the_official_generated_code() {
         .env("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python");
     let (out, err, st) = run_with_input(&mut cmd, "");
     eprintln!("{out}{err}");
-    assert!(st.success(), "the schema differs from the official one:\n{out}{err}");
+    assert!(
+        st.success(),
+        "the schema differs from the official one:\n{out}{err}"
+    );
     assert!(out.contains(" passed, 0 failed"));
 }

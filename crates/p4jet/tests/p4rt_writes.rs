@@ -271,7 +271,11 @@ async fn p4runtime_writes_while_forwarding() {
     let total: u32 = std::env::var("P4JET_P4RT_WRITES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(if cfg!(debug_assertions) { 10_000 } else { 100_000 });
+        .unwrap_or(if cfg!(debug_assertions) {
+            10_000
+        } else {
+            100_000
+        });
     let mut s = setup().await;
     // the entries the traffic hits
     let traffic_keys = 1000u32;

@@ -177,7 +177,7 @@ try:
     ent = p4runtime_pb2.Entity()
     ent.register_entry.register_id = REG
     ent.register_entry.index.index = 2
-    vals = [e.register_entry.data.bitstring for e in sh.client.read_one(ent).entities]
+    vals = [e.register_entry.data.bitstring for rsp in sh.client.read_one(ent) for e in rsp.entities]
     check("register write/read", vals == [b"\x12\x34\x56\x78"], vals)
 except Exception as e:  # PI: UNIMPLEMENTED
     check("register write/read", False, str(e))

@@ -8,6 +8,8 @@ leaves on the peers, or arrives as a PacketIn on the stream.
 Test parameters: grpc_addr, p4info (text), json.
 """
 
+import itertools
+
 import ptf
 import ptf.testutils as tu
 from ptf.base_tests import BaseTest
@@ -24,6 +26,10 @@ def mac(i):
     return "00:00:00:00:00:%02x" % i
 
 
+# a fresh election id per test: the previous test's stream may not be gone yet
+ELECTION = itertools.count(1)
+
+
 class P4rtTest(BaseTest):
     def setUp(self):
         BaseTest.setUp(self)
@@ -32,12 +38,13 @@ class P4rtTest(BaseTest):
         p = tu.test_params_get()
         self.info = Info(load_p4info(p["p4info"]))
         self.c = Client(p["grpc_addr"], 1, Recorder())
+        self.eid = next(ELECTION)
         self.s = Session(self.c)
-        self.s.arbitrate(1, 1)
+        self.s.arbitrate(1, self.eid)
         r = self.s.next(kind="arbitration")
-        assert r is not None and r.arbitration.status.code == 0, r
+        assert r is not None and not hasattr(r, "code") and r.arbitration.status.code == 0, r
         req = pb.SetForwardingPipelineConfigRequest(
-            device_id=1, election_id=pb.Uint128(low=1),
+            device_id=1, election_id=pb.Uint128(low=self.eid),
             action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         req.config.p4info.CopyFrom(self.info.p)
         req.config.p4_device_config = open(p["json"], "rb").read()
@@ -53,12 +60,16 @@ class P4rtTest(BaseTest):
                 "IngressImpl.forward", [("port", b(port, 2))])))
         ups.append(update("INSERT", table_entry=self.te(
             "IngressImpl.dmac", "hdr.ethernet.dst_addr", mac(0xfe), "IngressImpl.to_cpu", [])))
+        _, o = self.c.write("setup", ups, self.eid)
+        assert o["code"] == "OK", o
+        # multicast groups survive a new pipeline (as with PI): replace it
         mg = pb.MulticastGroupEntry(multicast_group_id=1)
+        self.c.write("clear group", [update("DELETE", packet_replication_engine_entry=
+                                            pb.PacketReplicationEngineEntry(multicast_group_entry=mg))], self.eid)
         for port in PORTS:
             mg.replicas.add(egress_port=port, instance=0)
-        ups.append(update("INSERT", packet_replication_engine_entry=pb.PacketReplicationEngineEntry(
-            multicast_group_entry=mg)))
-        _, o = self.c.write("setup", ups, 1)
+        _, o = self.c.write("group", [update("INSERT", packet_replication_engine_entry=
+                                             pb.PacketReplicationEngineEntry(multicast_group_entry=mg))], self.eid)
         assert o["code"] == "OK", o
 
     def tearDown(self):
@@ -130,7 +141,7 @@ class AclDrop(P4rtTest):
         m.ternary.value = b(0x0a420000, 4)
         m.ternary.mask = b(0xffff0000, 4)
         t.action.action.action_id = I.aid("IngressImpl.acl_drop")
-        _, o = self.c.write("acl", [update("INSERT", table_entry=t)], 1)
+        _, o = self.c.write("acl", [update("INSERT", table_entry=t)], self.eid)
         assert o["code"] == "OK", o
         drop = tu.simple_udp_packet(eth_dst=mac(0x11), eth_src=mac(0x10), ip_dst="10.66.1.1")
         tu.send_packet(self, 0, drop)

@@ -422,6 +422,26 @@ expect(o, "OK")
 ents, o = c.read("read digest configs", [pb.Entity(digest_entry=pb.DigestEntry())])
 expect(o, "OK", count=1)
 
+# ---------------------------------------------------------------- idle timeout
+SM = I.field(SMAC, "hdr.ethernet.src_addr")
+idle = te(SMAC, [(SM, exact(b(0x99, 6)))], "NoAction", idle_timeout_ns=200_000_000)
+_, o = c.write("insert an entry with an idle timeout", [update("INSERT", table_entry=idle)], 10)
+expect(o, "OK")
+q = pb.TableEntry(table_id=I.tid(SMAC))
+q.time_since_last_hit.elapsed_ns = 0
+ents, o = c.read("read it with time_since_last_hit", [pb.Entity(table_entry=q)])
+o["timeout_ns"] = [e.table_entry.idle_timeout_ns for e in ents]
+o["has_elapsed"] = [e.table_entry.HasField("time_since_last_hit") for e in ents]
+expect(o, "OK", count=1, timeout_ns=[200_000_000], has_elapsed=[True])
+r = a.next(timeout=10, kind="idle_timeout_notification")
+got = None if r is None or hasattr(r, "code") else r.idle_timeout_notification
+o = obs("idle timeout notification", {
+    "entries": None if got is None else [e.match[0].exact.value.hex() for e in got.table_entry]})
+expect(o, entries=["99"])
+no_to = te(DMAC, [(MAC, exact(b(0x98, 6)))], FWD, [(PORT, b(1, 2))], idle_timeout_ns=1000)
+_, o = c.write("idle timeout on a table without support_timeout", [update("INSERT", table_entry=no_to)], 10)
+expect(o, "UNKNOWN", details=["INVALID_ARGUMENT"])
+
 # ---------------------------------------------------------------- packet I/O
 # a packet_out to port 255 comes back as a packet_in (ingress_port 0, p4rt_switch README)
 PO = [m for m in p4info.controller_packet_metadata if m.preamble.name == "packet_out"][0]

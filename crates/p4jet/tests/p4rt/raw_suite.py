@@ -474,6 +474,21 @@ expect(o, "OK")
 ents, o = c.read("state intact after the flood", [pb.Entity(table_entry=pb.TableEntry(table_id=I.tid(DMAC)))])
 expect(o, "OK", count=10)
 
+# ---------------------------------------------------------------- malformed protobuf
+for name, method, body in [("malformed Write", "/p4.v1.P4Runtime/Write", b"\xff\xff\xff\xff"),
+                           ("truncated Write", "/p4.v1.P4Runtime/Write", b"\x22\x80"),
+                           ("malformed SetForwardingPipelineConfig",
+                            "/p4.v1.P4Runtime/SetForwardingPipelineConfig", b"\x2a\x05\x0a")]:
+    raw = c.channel.unary_unary(method)
+    _, o = c.call(name, lambda: raw(body))
+    if check and o["code"] not in ("INTERNAL", "INVALID_ARGUMENT"):
+        failed += 1
+        print(f"FAIL {name}: {o}", file=sys.stderr)
+    elif check:
+        passed += 1
+ents, o = c.read("state intact after malformed requests", [pb.Entity(table_entry=pb.TableEntry(table_id=I.tid(DMAC)))])
+expect(o, "OK", count=10)
+
 # ---------------------------------------------------------------- failover and device ids
 a.close()
 r = bk.next(timeout=5, kind="arbitration")

@@ -128,6 +128,10 @@ const KNOWN: &[(&str, &str)] = &[
         "specification: NOT_FOUND for an unknown device; PI PERMISSION_DENIED",
     ),
     (
+        "state intact after malformed requests",
+        "same contents difference as `read dmac`",
+    ),
+    (
         "arbitration for another device id",
         "PI makes up a device for any id and makes the client its primary; p4jet ends the \
          stream with NOT_FOUND",

@@ -132,6 +132,48 @@ const KNOWN: &[(&str, &str)] = &[
         "same contents difference as `read dmac`",
     ),
     (
+        "RECONCILE_AND_COMMIT with the same program",
+        "PI: UNKNOWN \"Error when reconciling config\" (it replays its state as one write \
+         and fails); p4jet keeps every entry, member, group and cell that fits",
+    ),
+    (
+        "entries kept by the reconcile",
+        "same contents difference as `read dmac`",
+    ),
+    (
+        "arbitration of another role",
+        "PI has no roles: the client joins the default role as a backup; p4jet makes it \
+         the primary of role `ops`",
+    ),
+    (
+        "write as the primary of another role",
+        "PI: PERMISSION_DENIED (no roles); p4jet: OK",
+    ),
+    (
+        "write to a role with another role's election id",
+        "PI ignores the role (the default role's primary may write); p4jet: \
+         PERMISSION_DENIED",
+    ),
+    (
+        "VERIFY_AND_COMMIT control_flow (a const table)",
+        "after its failed reconcile PI refuses every new program (UNKNOWN \"Error in \
+         first phase of device update\"); p4jet loads it",
+    ),
+    (
+        "read the const table",
+        "PI has no program loaded (INVALID_ARGUMENT \"Invalid P4 id\"); p4jet reads the \
+         const entries with is_const set",
+    ),
+    (
+        "insert into a const table",
+        "p4jet PERMISSION_DENIED (the table is const); PI INVALID_ARGUMENT (it has no \
+         such table loaded, see above)",
+    ),
+    (
+        "modify a const default action",
+        "p4jet PERMISSION_DENIED; PI INVALID_ARGUMENT (see above)",
+    ),
+    (
         "arbitration for another device id",
         "PI makes up a device for any id and makes the client its primary; p4jet ends the \
          stream with NOT_FOUND",
@@ -233,7 +275,9 @@ fn same_requests_to_pi_and_p4jet() {
             o.remove("responses");
             // PI sends a google.rpc.Status without details for errors other than
             // Write's; p4jet sends none
-            if o.get("details").is_some_and(|d| d.as_array().is_some_and(|a| a.is_empty())) {
+            if o.get("details")
+                .is_some_and(|d| d.as_array().is_some_and(|a| a.is_empty()))
+            {
                 o.remove("details");
             }
             o

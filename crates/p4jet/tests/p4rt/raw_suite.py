@@ -502,6 +502,55 @@ wrong = Session(c)
 wrong.arbitrate(dev + 7, 1)
 o = obs("arbitration for another device id", arbitration_obs(wrong.next()))
 expect(o, arbitration="stream ended", code="NOT_FOUND")
+# ---------------------------------------------------------------- reconcile
+_, o = set_pipeline("RECONCILE_AND_COMMIT with the same program",
+                    pb.SetForwardingPipelineConfigRequest.RECONCILE_AND_COMMIT, election=5, cookie=8)
+expect(o, "OK")
+ents, o = c.read("entries kept by the reconcile", [pb.Entity(table_entry=pb.TableEntry(table_id=I.tid(DMAC)))])
+expect(o, "OK", count=9)
+r, o = c.call("cookie after the reconcile", lambda: c.stub.GetForwardingPipelineConfig(
+    pb.GetForwardingPipelineConfigRequest(device_id=dev, response_type=1)))
+o["cookie"] = r.config.cookie.cookie if r is not None else None
+expect(o, "OK", cookie=8)
+
+# ---------------------------------------------------------------- roles
+rs = Session(c)
+rs.arbitrate(dev, 1, role="ops")
+o = obs("arbitration of another role", arbitration_obs(rs.next(kind="arbitration")))
+expect(o, arbitration="OK", election_id=1)
+req = pb.WriteRequest(device_id=dev, role="ops", election_id=pb.Uint128(low=1),
+                      updates=[update("INSERT", table_entry=fwd(0x60, 2))])
+_, o = c.call("write as the primary of another role", lambda: c.stub.Write(req))
+expect(o, "OK")
+req = pb.WriteRequest(device_id=dev, role="ops", election_id=pb.Uint128(low=5),
+                      updates=[update("INSERT", table_entry=fwd(0x61, 2))])
+_, o = c.call("write to a role with another role's election id", lambda: c.stub.Write(req))
+expect(o, "PERMISSION_DENIED")
+rs.close()
+
+# ---------------------------------------------------------------- const tables
+cf_info = load_p4info(json_path.replace("p4rt_switch/p4rt_switch.json", "control_flow/control_flow.p4info.txtpb"))
+cf_json = open(json_path.replace("p4rt_switch/p4rt_switch.json", "control_flow/control_flow.json"), "rb").read()
+_, o = set_pipeline("VERIFY_AND_COMMIT control_flow (a const table)",
+                    pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT, js=cf_json, election=5, info=cf_info)
+expect(o, "OK")
+CI = Info(cf_info)
+ents, o = c.read("read the const table", [pb.Entity(table_entry=pb.TableEntry(table_id=CI.tid("IngressImpl.const_tbl")))])
+o["const"] = sorted(set(e.table_entry.is_const for e in ents)) if hasattr(pb.TableEntry(), "is_const") else None
+expect(o, "OK")
+ct = pb.TableEntry(table_id=CI.tid("IngressImpl.const_tbl"), priority=1)
+m = ct.match.add(field_id=1)
+m.exact.value = b(9, 1)
+ct.action.action.action_id = CI.aid("IngressImpl.set_mark")
+ct.action.action.params.add(param_id=1, value=b(1, 1))
+_, o = c.write("insert into a const table", [update("INSERT", table_entry=ct)], 5)
+expect(o, "UNKNOWN", details=["PERMISSION_DENIED"])
+cd = pb.TableEntry(table_id=CI.tid("IngressImpl.const_tbl"), is_default_action=True)
+cd.action.action.action_id = CI.aid("IngressImpl.set_mark")
+cd.action.action.params.add(param_id=1, value=b(1, 1))
+_, o = c.write("modify a const default action", [update("MODIFY", table_entry=cd)], 5)
+expect(o, "UNKNOWN", details=["PERMISSION_DENIED"])
+
 bk.close()
 dup.close()
 wrong.close()

@@ -30,7 +30,10 @@ fn check_kind(t: &p4jet_runtime::schema::Table, want: Option<bool>) -> Rpc<()> {
     let ok = matches!(
         (t.kind, want),
         (TableKind::Direct, Some(false))
-            | (TableKind::Indirect(_) | TableKind::IndirectWs(_), Some(true))
+            | (
+                TableKind::Indirect(_) | TableKind::IndirectWs(_),
+                Some(true)
+            )
             | (TableKind::IndirectWs(_), None)
     );
     if ok {

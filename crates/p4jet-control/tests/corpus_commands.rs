@@ -205,3 +205,57 @@ fn corpus_stf_tests_pass_through_the_cli_and_the_runtime_model() {
     assert!(ran >= 80, "only {ran} STF files found");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The CLI on a remote switch — the runtime model over Thrift (`p4jet cli`: a
+/// [`p4jet_thrift::ThriftClient`] as the runtime) — prints exactly what it prints on
+/// the switch in memory: every line of every corpus `.commands` file, then a dump of
+/// every table, the PRE and each learn list.
+#[test]
+fn the_cli_prints_the_same_on_a_remote_switch() {
+    use std::sync::{Arc, Mutex};
+    let mut lines = 0;
+    for program in corpus_programs() {
+        let path = corpus_dir()
+            .join(&program)
+            .join(format!("{program}.commands"));
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let json = corpus_json(&program);
+        let mut local = switch_for(&json);
+        let remote: p4jet_thrift::SharedRuntime = Arc::new(Mutex::new(switch_for(&json)));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let server =
+            p4jet_thrift::ServerHandle::spawn(listener, remote, Default::default()).unwrap();
+        let mut client = p4jet_thrift::ThriftClient::connect(server.local_addr()).unwrap();
+        client.fetch_schema().unwrap();
+        let mut cli = Cli::from_runtime(&mut client).unwrap();
+        let mut local_cli = Cli::new(&json).unwrap();
+        let printed = |r: Result<String, p4jet_control::cli::CliError>| match r {
+            Ok(s) => s,
+            Err(e) => format!("error: {}", e.printed()),
+        };
+        let schema = cli.schema().clone();
+        let dumps = schema
+            .tables
+            .iter()
+            .filter(|t| !t.name.starts_with("tbl_"))
+            .map(|t| format!("table_dump {}", t.name))
+            .chain(["mc_dump".to_string(), "show_ports".to_string()]);
+        let script: Vec<String> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(String::from)
+            .chain(dumps)
+            .collect();
+        for line in &script {
+            let want = printed(local_cli.execute(&mut local, line));
+            let got = printed(cli.execute(&mut client, line));
+            assert_eq!(got, want, "{program}: {line}");
+            lines += 1;
+        }
+        server.stop().unwrap();
+    }
+    assert!(lines > 200, "{lines}");
+}

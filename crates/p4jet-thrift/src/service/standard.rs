@@ -639,7 +639,8 @@ impl Bmv2<'_> {
             let action_entry = self.bm_mt_get_default_entry(table_name)?;
             return Ok(BmMtEntry {
                 match_key: vec![],
-                options: BmAddEntryOptions::default(),
+                // (what the wire carries for no priority)
+                options: BmAddEntryOptions { priority: Some(-1) },
                 entry_handle: 0,
                 action_entry,
                 life: None,

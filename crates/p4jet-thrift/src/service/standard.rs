@@ -30,7 +30,10 @@ fn check_kind(t: &p4jet_runtime::schema::Table, want: Option<bool>) -> Rpc<()> {
     let ok = matches!(
         (t.kind, want),
         (TableKind::Direct, Some(false))
-            | (TableKind::Indirect(_) | TableKind::IndirectWs(_), Some(true))
+            | (
+                TableKind::Indirect(_) | TableKind::IndirectWs(_),
+                Some(true)
+            )
             | (TableKind::IndirectWs(_), None)
     );
     if ok {
@@ -636,7 +639,8 @@ impl Bmv2<'_> {
             let action_entry = self.bm_mt_get_default_entry(table_name)?;
             return Ok(BmMtEntry {
                 match_key: vec![],
-                options: BmAddEntryOptions::default(),
+                // (what the wire carries for no priority)
+                options: BmAddEntryOptions { priority: Some(-1) },
                 entry_handle: 0,
                 action_entry,
                 life: None,

@@ -32,6 +32,10 @@ use p4jet_switch::{Core, EgressStage, IngressStage, PortCounters, Switch, Worker
 
 use crate::run::{Mode, PortEntry, PortIo};
 
+/// Longest wait of an idle run-to-completion thread whose ports can all wake it:
+/// traffic wakes it at once; port changes and the end of the run are seen within it.
+const IDLE_WAIT: Duration = Duration::from_millis(20);
+
 /// One port as a forwarding thread holds it (shared with the other stage of its
 /// worker in pipeline mode).
 #[derive(Clone)]
@@ -78,6 +82,9 @@ struct Lane {
     cmds: Receiver<PortCmd>,
     cpu: Option<usize>,
     fds: Vec<RawFd>,
+    /// Every port has a poll fd: an idle thread may sleep in `poll` until traffic
+    /// comes (up to [`IDLE_WAIT`]) instead of waking every millisecond.
+    all_pollable: bool,
     /// Ports that move buffers (AF_XDP): received into and sent from UMEM chunks.
     moving: Vec<u32>,
     /// `moving` changed since the thread last told its core.
@@ -124,10 +131,14 @@ impl Lane {
     fn refresh_fds(&mut self) {
         self.fds.clear();
         self.moving.clear();
+        self.all_pollable = true;
         for ph in &self.ports {
             let mut pe = ph.lock();
             let port = pe.port();
-            self.fds.extend(port.poll_fd());
+            match port.poll_fd() {
+                Some(fd) => self.fds.push(fd),
+                None => self.all_pollable = false,
+            }
             if port.moves_buffers() {
                 self.moving.push(ph.num);
             }
@@ -189,6 +200,15 @@ impl Lane {
             got += n.map_err(|e| format!("port {num}: {e}"))?;
         }
         Ok(got)
+    }
+
+    /// How long an idle thread waits in `poll`: long when every port can wake it.
+    fn idle_wait(&self) -> Duration {
+        if self.all_pollable && !self.fds.is_empty() {
+            IDLE_WAIT
+        } else {
+            Duration::from_millis(1)
+        }
     }
 
     /// Waits up to `d` for traffic on any live port.
@@ -486,7 +506,7 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
                     std::thread::sleep(nap(w.core.until_due(), Duration::from_micros(200)));
                 }
             } else if got == 0 {
-                lane.wait(nap(w.core.until_due(), Duration::from_millis(1)))?;
+                lane.wait(nap(w.core.until_due(), lane.idle_wait()))?;
             }
         }
         Ok(())
@@ -654,6 +674,7 @@ pub(crate) fn run(
                     cmds: r,
                     cpu: cpu(i),
                     fds: vec![],
+                    all_pollable: false,
                     moving: vec![],
                     moving_changed: true,
                 },
@@ -724,7 +745,7 @@ pub(crate) fn run(
                 learn_events(sw, false);
             }
         }
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(20));
     }
     common.stop.store(true, Ordering::Relaxed);
     let mut counters: Vec<PortCounters> = vec![];

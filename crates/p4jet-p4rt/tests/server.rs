@@ -560,6 +560,10 @@ fn certificates(dir: &std::path::Path) {
     use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    // distinct names: OpenSSL takes a certificate whose issuer is its subject for a
+    // self-signed one
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "p4jet test CA");
     let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
     std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
     for (name, sans) in [
@@ -570,10 +574,11 @@ fn certificates(dir: &std::path::Path) {
         ("client", vec!["controller".to_string()]),
     ] {
         let key = KeyPair::generate().unwrap();
-        let cert = CertificateParams::new(sans)
-            .unwrap()
-            .signed_by(&key, &ca)
-            .unwrap();
+        let mut params = CertificateParams::new(sans).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, format!("p4jet test {name}"));
+        let cert = params.signed_by(&key, &ca).unwrap();
         std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
         std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
     }

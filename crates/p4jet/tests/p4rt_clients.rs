@@ -171,3 +171,95 @@ fn finsy_learns_mac_addresses_from_digests() {
         assert_eq!(sw.run.output(p).len(), before[p as usize], "port {p}");
     }
 }
+
+/// `--grpc-server-ssl` with a certificate, then also `--grpc-server-cacert` and
+/// `--grpc-server-with-client-auth`: a grpcio client over TLS (with and without a
+/// client certificate) and over plain text.
+#[test]
+fn tls_flags() {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let Some(bin) = p4rt_venv() else { return };
+    let dir = tmpdir("p4rt-tls");
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    // distinct names: OpenSSL takes a certificate whose issuer is its subject for a
+    // self-signed one
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "p4jet test CA");
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+    for (name, sans) in [
+        ("server", vec!["localhost"]),
+        ("client", vec!["controller"]),
+    ] {
+        let key = KeyPair::generate().unwrap();
+        let mut params =
+            CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, format!("p4jet test {name}"));
+        let cert = params.signed_by(&key, &ca).unwrap();
+        std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
+        std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
+    }
+    let script = dir.join("caps.py");
+    std::fs::write(
+        &script,
+        r#"import sys, grpc
+from p4.v1 import p4runtime_pb2 as pb, p4runtime_pb2_grpc as pbg
+addr, d, mode = sys.argv[1:4]
+rd = lambda f: open(f"{d}/{f}", "rb").read()
+if mode == "plain":
+    ch = grpc.insecure_channel(addr)
+else:
+    kw = {"root_certificates": rd("ca.pem")}
+    if mode == "cert":
+        kw.update(private_key=rd("client.key"), certificate_chain=rd("client.pem"))
+    ch = grpc.secure_channel(addr, grpc.ssl_channel_credentials(**kw),
+                             options=(("grpc.ssl_target_name_override", "localhost"),))
+try:
+    print(pbg.P4RuntimeStub(ch).Capabilities(pb.CapabilitiesRequest(), timeout=10).p4runtime_api_version)
+except grpc.RpcError as e:
+    print("ERROR", e.code().name)
+"#,
+    )
+    .unwrap();
+    let caps = |sw: &GrpcSwitch, mode: &str| {
+        let mut cmd = Command::new(bin.join("python3"));
+        cmd.arg(&script).arg(sw.addr()).arg(&dir).arg(mode);
+        run_with_input(&mut cmd, "").0.trim().to_string()
+    };
+    let f = |n: &str| dir.join(n).display().to_string();
+    let (cert, key, cacert) = (f("server.pem"), f("server.key"), f("ca.pem"));
+    for client_auth in [false, true] {
+        let sub = dir.join(format!("auth-{client_auth}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        let mut target = vec![
+            "--grpc-server-ssl",
+            "--grpc-server-cert",
+            &cert,
+            "--grpc-server-key",
+            &key,
+            "--grpc-server-cacert",
+            &cacert,
+        ];
+        if client_auth {
+            target.push("--grpc-server-with-client-auth");
+        }
+        let sw = GrpcSwitch::start_with(&sub, &[], &[], &target);
+        let t = Instant::now();
+        while !sw.run.stderr().contains("Server listening") && t.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(sw.run.stderr().contains("(TLS)"), "{}", sw.run.stderr());
+        assert_eq!(caps(&sw, "cert"), "1.5.0");
+        let anon = caps(&sw, "anon");
+        if client_auth {
+            assert!(anon.starts_with("ERROR"), "{anon}");
+        } else {
+            assert_eq!(anon, "1.5.0");
+        }
+        assert!(caps(&sw, "plain").starts_with("ERROR"));
+    }
+}

@@ -541,6 +541,11 @@ pub struct GrpcSwitch {
 
 impl GrpcSwitch {
     pub fn start(dir: &Path, ports: &[u32], extra: &[&str]) -> GrpcSwitch {
+        GrpcSwitch::start_with(dir, ports, extra, &[])
+    }
+
+    /// Also with simple_switch_grpc target options (after `--`).
+    pub fn start_with(dir: &Path, ports: &[u32], extra: &[&str], target: &[&str]) -> GrpcSwitch {
         let bin = dir.join("bin");
         std::fs::create_dir_all(&bin).unwrap();
         let link = bin.join("simple_switch_grpc");
@@ -565,7 +570,8 @@ impl GrpcSwitch {
             .arg("--")
             .arg("--grpc-server-addr")
             .arg(format!("127.0.0.1:{grpc_port}"))
-            .args(["--cpu-port", "255"]);
+            .args(["--cpu-port", "255"])
+            .args(target);
         cmd.stdout(Stdio::from(File::create(dir.join("stdout.txt")).unwrap()))
             .stderr(Stdio::from(File::create(dir.join("stderr.txt")).unwrap()));
         let child = cmd.spawn().unwrap();

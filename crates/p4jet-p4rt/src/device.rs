@@ -18,7 +18,7 @@ use prost::Message;
 use tokio::sync::mpsc;
 use tonic::Status;
 
-use crate::arbitration::{Refusal, code, role_name};
+use crate::arbitration::code;
 use crate::bytestring::canonical;
 use crate::cpu::CpuChannel;
 use crate::device_config;
@@ -1303,16 +1303,6 @@ impl Device {
             }
         }));
         v
-    }
-
-    /// The role of an arbitration message (for logs).
-    pub fn role_of(a: &p4::MasterArbitrationUpdate) -> String {
-        role_name(a.role.as_ref())
-    }
-
-    /// Refusal as status (for tests).
-    pub fn refusal(r: Refusal) -> Status {
-        status::refusal(r)
     }
 }
 

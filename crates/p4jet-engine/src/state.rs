@@ -785,7 +785,7 @@ impl ControlState {
             match u {
                 Undo::Remove { table, handle } => {
                     if let Some(t) = self.tables.get_mut(table as usize) {
-                        let _ = t.entries.delete(handle);
+                        let _ = t.entries.uninsert(handle);
                     }
                 }
                 Undo::Restore {

@@ -62,7 +62,8 @@ pub enum PipelineAction {
     /// members and groups of profiles of the same name, counters, meters and
     /// registers of the same name and shape (cells up to the smaller size), value
     /// sets, digest configuration; multicast groups and clone sessions. State that
-    /// does not fit is dropped.
+    /// does not fit is dropped. Kept entries may get new handles (P4Runtime addresses
+    /// them by key); their direct counters, meters and idle timeouts go with them.
     Reconcile(PipelineConfig),
 }
 

@@ -496,8 +496,11 @@ impl Switch {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use p4jet_control::api::RuntimeApi;
-    use p4jet_control::cli::Cli;
+    use p4jet_runtime::bmv2::{Bmv2Code, SwapOperationErrorCode as SC};
+    use p4jet_runtime::{
+        ActionCall, CloneSession, EntryAction, FieldMatch, MatchKey, NewEntry, PipelineAction,
+        PipelineConfig, Runtime, Update, WriteMode,
+    };
 
     #[test]
     fn workers_can_move_to_threads() {
@@ -527,6 +530,37 @@ mod tests {
         out
     }
 
+    /// `table_add dmac forward 00:00:00:00:00:<dst> => <port>` on the program the
+    /// runtime addresses.
+    fn add_dmac(sw: &mut Switch, dst: u8, port: u8) {
+        let s = Runtime::schema(sw).unwrap();
+        let t = s.table_by_name("IngressImpl.dmac").unwrap();
+        let a = s.action_by_name("IngressImpl.forward").unwrap();
+        Runtime::apply(
+            sw,
+            Update::AddEntry {
+                table: t,
+                entry: NewEntry::new(
+                    MatchKey::new(vec![FieldMatch::Exact(vec![0, 0, 0, 0, 0, dst])]),
+                    EntryAction::Direct(ActionCall::new(a, vec![vec![0, port]])),
+                ),
+            },
+        )
+        .unwrap();
+    }
+
+    fn dmac_entries(sw: &mut Switch) -> usize {
+        let t = Runtime::schema(sw)
+            .unwrap()
+            .table_by_name("IngressImpl.dmac")
+            .unwrap();
+        sw.entry_count(t).unwrap()
+    }
+
+    fn swap_code(r: Result<(), p4jet_runtime::RuntimeError>) -> Option<Bmv2Code> {
+        r.unwrap_err().bmv2
+    }
+
     #[test]
     fn swap_takes_effect_between_packets_for_every_worker() {
         let json = basic_l2();
@@ -535,53 +569,48 @@ mod tests {
             ..SwitchConfig::default()
         };
         let mut sw = Switch::new(&json, cfg).unwrap();
-        let mut cli = Cli::new(&json).unwrap();
-        cli.execute(&mut sw, "table_add dmac forward 00:00:00:00:00:10 => 1")
-            .unwrap();
+        add_dmac(&mut sw, 0x10, 1);
         let mut w = sw.new_worker();
         assert_eq!(forward(&mut w, 0x10), vec![1]);
-        // loaded, not swapped: the runtime API sees the new (empty) program, the
-        // workers still run the old one
-        cli.execute(&mut sw, "mirroring_add 3 1").unwrap();
-        sw.bm_load_new_config(&json).unwrap();
-        assert_eq!(sw.bm_mt_get_num_entries("IngressImpl.dmac").unwrap(), 0);
-        assert!(sw.mirroring_session_get(3).is_ok());
+        // saved, not committed: the runtime sees the new (empty) program, the
+        // workers still run the old one; clone sessions belong to the switch
+        Runtime::apply(
+            &mut sw,
+            Update::WriteCloneSession {
+                mode: WriteMode::Upsert,
+                session: CloneSession::to_port(3, 1),
+            },
+        )
+        .unwrap();
+        let save = || PipelineAction::Save(PipelineConfig::new(basic_l2()));
+        sw.set_pipeline(save()).unwrap();
+        assert_eq!(dmac_entries(&mut sw), 0);
+        assert!(sw.clone_session(3).is_ok());
         assert_eq!(
-            sw.bm_load_new_config(&json).unwrap_err().to_string(),
-            "Invalid swap operation (ONGOING_SWAP)"
+            swap_code(sw.set_pipeline(save())),
+            Some(Bmv2Code::Swap(SC::ONGOING_SWAP))
         );
-        cli.execute(&mut sw, "table_add dmac forward 00:00:00:00:00:10 => 2")
-            .unwrap();
+        add_dmac(&mut sw, 0x10, 2);
         assert_eq!(forward(&mut w, 0x10), vec![1]);
-        // a packet received before the swap but not yet processed uses the new program
+        // a packet received before the commit but not yet processed uses the new program
         w.inject(0, &frame(0x10));
-        sw.bm_swap_configs().unwrap();
+        sw.set_pipeline(PipelineAction::Commit).unwrap();
         let mut out = vec![];
         w.run_until_idle(&mut |p, _| out.push(p));
         assert_eq!(out, vec![2]);
         assert_eq!(w.generation(), 1);
         assert_eq!(forward(&mut sw.worker, 0x10), vec![2]);
         assert_eq!(
-            sw.bm_swap_configs().unwrap_err().to_string(),
-            "Invalid swap operation (NO_ONGOING_SWAP)"
+            swap_code(sw.set_pipeline(PipelineAction::Commit)),
+            Some(Bmv2Code::Swap(SC::NO_ONGOING_SWAP))
         );
         // a JSON that does not load changes nothing
+        let bad = PipelineAction::Save(PipelineConfig::new("{\"not\": \"a program\""));
         assert_eq!(
-            sw.bm_load_new_config("{\"not\": \"a program\"")
-                .unwrap_err()
-                .to_string(),
-            "Invalid swap operation (NO_ONGOING_SWAP)"
+            swap_code(sw.set_pipeline(bad)),
+            Some(Bmv2Code::Swap(SC::NO_ONGOING_SWAP))
         );
-        assert_eq!(sw.bm_mt_get_num_entries("IngressImpl.dmac").unwrap(), 1);
+        assert_eq!(dmac_entries(&mut sw), 1);
         assert_eq!(forward(&mut w, 0x10), vec![2]);
-    }
-
-    #[test]
-    fn swap_needs_enable_swap() {
-        let json = basic_l2();
-        let mut sw = Switch::new(&json, SwitchConfig::default()).unwrap();
-        assert!(sw.bm_load_new_config(&json).is_err());
-        assert!(sw.bm_swap_configs().is_err());
-        assert!(!sw.swap_pending());
     }
 }

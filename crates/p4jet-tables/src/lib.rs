@@ -897,6 +897,18 @@ impl<V: Clone> Table<V> {
         Ok(())
     }
 
+    /// Undoes the insertion that returned `h` (a rolled-back batch): the entry goes and
+    /// its slot gets back the version it had, so handle numbering continues as if the
+    /// insertion never happened (and [`Table::reinsert`] of an entry deleted earlier
+    /// from that slot works).
+    pub fn uninsert(&mut self, h: EntryHandle) -> Result<(), TableError> {
+        self.delete(h)?;
+        let idx = h & HANDLE_INDEX_MASK;
+        let slot = &mut self.slots[idx as usize];
+        slot.version = slot.version.wrapping_sub(1);
+        Ok(())
+    }
+
     /// Remove every entry and reset handle numbering and versions (bmv2's
     /// `table_clear` / `reset_state`).
     pub fn clear(&mut self) {

@@ -873,3 +873,35 @@ fn reinsert_restores_the_old_handle_and_iter_from_pages() {
         assert_ne!(h, h0);
     }
 }
+
+/// `uninsert` takes back an insertion: the slot gets its version back, so the next
+/// insert gets the same handle, and an entry deleted from that slot before can be
+/// reinserted with its handle (a rolled-back batch: delete, insert, undo both).
+#[test]
+fn uninsert_gives_the_slot_its_version_back() {
+    for kind in [MatchKind::Exact, MatchKind::Ternary] {
+        let mut t: Table<u32> = Table::new(vec![spec(kind, 16)], 16).unwrap();
+        let k = |v: u8| match kind {
+            MatchKind::Exact => key(vec![ex(&[0, v])]),
+            _ => MatchKey {
+                fields: vec![tern(&[0, v], &[0xff, 0xff])],
+                priority: 1,
+            },
+        };
+        let h0 = t.insert(k(1), 10).unwrap();
+        let (key0, _) = t.get(h0).map(|(k, v)| (k.into_owned(), *v)).unwrap();
+        t.delete(h0).unwrap();
+        let h = t.insert(k(2), 20).unwrap();
+        assert_eq!(h & 0xff_ffff, 0);
+        t.uninsert(h).unwrap();
+        assert_eq!(t.find(&k(2)), None);
+        assert_eq!(t.len(), 0);
+        t.reinsert(h0, key0.clone(), 10).unwrap();
+        assert_eq!(t.find(&key0), Some(h0));
+        // a fresh slot: the next insert gets the handle the taken-back one had
+        let h1 = t.insert(k(3), 30).unwrap();
+        t.uninsert(h1).unwrap();
+        assert_eq!(t.insert(k(4), 40).unwrap(), h1);
+        assert_eq!(t.uninsert(h1 + 7), Err(TableError::InvalidHandle));
+    }
+}

@@ -1702,6 +1702,7 @@ fn queues_clock_config_and_management() {
         "CONFIG_SWAP_DISABLED"
     );
     assert_eq!(code(bm(&mut sw).bm_swap_configs()), "CONFIG_SWAP_DISABLED");
+    assert!(!sw.swap_pending());
 
     // device manager
     bm(&mut sw).bm_dev_mgr_add_port("veth0", 0, "").unwrap();

@@ -745,7 +745,7 @@ pub(crate) fn run(
                 learn_events(sw, false);
             }
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(5));
     }
     common.stop.store(true, Ordering::Relaxed);
     let mut counters: Vec<PortCounters> = vec![];

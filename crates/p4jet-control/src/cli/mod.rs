@@ -884,7 +884,7 @@ impl Cli {
     }
 
     /// Runs consecutive `table_add` lines of a script (line number, command,
-    /// arguments) with one [`RuntimeApi::bm_mt_add_entries`] call: the same
+    /// arguments) with one [`Runtime::write`] batch (one publication): the same
     /// entries, handles, output and errors as running them one by one, as
     /// parsing a line does not depend on the switch and a line that fails
     /// to parse calls nothing. With `output` false, only failed lines get

@@ -878,7 +878,7 @@ impl Cli {
             )
             .error(format!("table {} is not a direct table", add.table.name)));
         }
-        let key = p4jet_thrift::service::key_from_bm(&add.key, add.priority);
+        let key = p4jet_thrift::service::key_from_bm_owned(add.key, add.priority);
         let call = p4jet_runtime::ActionCall::new(add.action.id, add.data);
         Ok(Update::add_direct(add.table.id, key, call))
     }

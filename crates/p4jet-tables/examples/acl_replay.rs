@@ -129,7 +129,7 @@ fn main() {
         });
     }
     let t0 = Instant::now();
-    let mut t: Table<u32> = Table::new(spec, 65536).unwrap();
+    let mut t: Table<u32> = Table::new(spec, 1 << 20).unwrap();
     for (i, k) in keys.iter().enumerate() {
         t.insert(k.clone(), i as u32).unwrap();
     }
@@ -169,6 +169,21 @@ fn main() {
         ins.as_secs_f64() * 1e3,
         t.num_tuples(),
         t.memory_bytes() as f64 / t.len() as f64
+    );
+    let (mut ct, mut cc, mut cp) = (0, 0, 0);
+    for i in 0..n.min(20000) {
+        if let Some((a, b, c)) = t.probe_counts(&pk[i * kb..(i + 1) * kb]) {
+            ct += a;
+            cc += b;
+            cp += c;
+        }
+    }
+    let m = n.min(20000).max(1) as f64;
+    println!(
+        "per key: {:.1} tuples, {:.2} candidates after the length bounds, {:.2} pass the filter",
+        ct as f64 / m,
+        cc as f64 / m,
+        cp as f64 / m
     );
     if std::env::var("CACHE").is_ok_and(|v| v == "off") {
         t.set_cache_mode(p4jet_tables::CacheMode::Off);

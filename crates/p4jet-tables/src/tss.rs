@@ -45,6 +45,7 @@ use std::collections::BTreeSet;
 
 use crate::hash::HashIndex;
 use crate::prefetch::prefetch_index;
+use crate::prune::Bound;
 use crate::words::{self, ByteWords, Words, meq, mhash, seed_of, to_words};
 
 /// Longest chain an entry may join in a merged (less specific) tuple.
@@ -57,6 +58,8 @@ const SMALL: usize = 8;
 const SMALL_MAX_RANGES: usize = 4;
 /// Tuples filtered per pass of a lookup.
 const CHUNK: usize = 64;
+/// Most keys per stage of a staged batch.
+const STAGE_MAX: usize = 64;
 /// The filter is grown (and rebuilt) when it has fewer bits per live group.
 const FILTER_MIN_BITS: usize = 24;
 /// Bits per live group right after a rebuild (rounded up to a power of two).
@@ -96,12 +99,15 @@ struct Tuple {
     impure: u32,
     /// number of one bits in `mask`
     bits: u32,
+    /// per key field: leading-ones length of the mask (see `prune.rs`)
+    plen: Box<[u8]>,
 }
 
 impl Tuple {
     fn new(mask: Vec<u64>, seed: u64) -> Self {
         let bits = mask.iter().map(|b| b.count_ones()).sum();
         Tuple {
+            plen: Box::new([]),
             mask: mask.into_boxed_slice(),
             seed,
             map: HashIndex::default(),
@@ -201,6 +207,11 @@ impl Filter {
     }
 
     #[inline(always)]
+    fn prefetch(&self, h: u64) {
+        prefetch_index(&self.words, self.pos(h).0);
+    }
+
+    #[inline(always)]
     fn test(&self, h: u64) -> bool {
         let (i, b) = self.pos(h);
         self.words[i] & b == b
@@ -232,6 +243,16 @@ pub(crate) struct TssKey {
 fn be_num(b: &[u8]) -> u64 {
     b.iter().fold(0, |a, x| (a << 8) | u64::from(*x))
 }
+
+/// Bytes `off..off + n` of a packed key held as words.
+fn field_bytes(words: &[u64], off: usize, n: usize) -> Vec<u8> {
+    (off..off + n)
+        .map(|i| (words[i / 8] >> (8 * (i % 8))) as u8)
+        .collect()
+}
+
+/// At most this many fields prune a lookup (more would cost more than they save).
+const MAX_PRUNE: usize = 8;
 
 fn subset(a: &[u64], b: &[u64]) -> bool {
     a.iter().zip(b).all(|(x, y)| x & !y == 0)
@@ -280,6 +301,16 @@ pub(crate) struct Tss {
     /// per range field, when none straddles two key words: (word, right
     /// shift to its first byte, mask of its bytes); `None` otherwise
     rword: Option<Vec<(usize, u32, u64)>>,
+    /// per key field: the length bound of keys (see `prune.rs`)
+    bounds: Vec<Bound>,
+    /// fields on which some tuple has a non-zero length (the others prune nothing)
+    active: Vec<usize>,
+    /// per field `f` and length `l <= full(f)`, `cand_words` words starting
+    /// at `cand_base[f] + l * cand_words`: bit `j` of word `c` set when tuple
+    /// `visit[64c + j]` has length `<= l` on `f`
+    cand: Vec<u64>,
+    cand_base: Vec<usize>,
+    cand_words: usize,
 }
 
 impl Tss {
@@ -303,7 +334,11 @@ impl Tss {
                 })
             })
             .collect();
-        Tss {
+        let bounds = fields
+            .iter()
+            .map(|&(off, n, _)| Bound::new(off, n))
+            .collect();
+        let mut t = Tss {
             kb,
             w: words::nwords(kb),
             fields,
@@ -326,7 +361,14 @@ impl Tss {
             small: Vec::new(),
             small_rec: Vec::new(),
             rword,
-        }
+            bounds: Vec::new(),
+            active: Vec::new(),
+            cand: Vec::new(),
+            cand_base: Vec::new(),
+            cand_words: 0,
+        };
+        t.bounds = bounds;
+        t
     }
 
     pub(crate) fn clear(&mut self) {
@@ -350,6 +392,69 @@ impl Tss {
             + self.erec.capacity() * 8
             + self.ranges.capacity()
             + self.rnum.capacity() * 8
+            + self.cand.capacity() * 8
+            + self.bounds.iter().map(Bound::memory_bytes).sum::<usize>()
+    }
+
+    /// Per field: (first bits, leading-ones length) of `value` under `mask`
+    /// (see `prune.rs`; padding bits above the field's width count as ones).
+    fn field_prefixes(&self, vw: &[u64], mw: &[u64]) -> Vec<(u32, u8)> {
+        self.fields
+            .iter()
+            .zip(&self.bounds)
+            .map(|(&(off, n, width), b)| {
+                let v = field_bytes(vw, off, n);
+                let mut m = field_bytes(mw, off, n);
+                let pad = (8 * n as u32).saturating_sub(width).min(7);
+                if let Some(m0) = m.first_mut() {
+                    *m0 |= !(0xffu8 >> pad);
+                }
+                b.prefix_of(&v, &m)
+            })
+            .collect()
+    }
+
+    /// Add (or remove) entry `e`'s contributions to the field bounds.
+    fn bound_entry(&mut self, e: usize, add: bool) {
+        let w = self.w;
+        let rs = 2 * w + 1;
+        let (vw, mw) = (
+            &self.erec[e * rs..e * rs + w],
+            &self.erec[e * rs + w..e * rs + 2 * w],
+        );
+        let ps = self.field_prefixes(vw, mw);
+        for (b, (top, len)) in self.bounds.iter_mut().zip(ps) {
+            b.update(top, len, add);
+        }
+    }
+
+    /// Rebuild the candidate rows from the tuples' lengths, in visiting order.
+    fn rebuild_cand(&mut self) {
+        let cw = self.visit.len().div_ceil(64).max(1);
+        self.cand_words = cw;
+        self.cand.clear();
+        self.cand_base.clear();
+        self.active.clear();
+        for (f, b) in self.bounds.iter().enumerate() {
+            let rows = b.full() as usize + 1;
+            let base = self.cand.len();
+            self.cand_base.push(base);
+            self.cand.resize(base + rows * cw, 0);
+            let mut any = false;
+            for (j, v) in self.visit.iter().enumerate() {
+                let p = usize::from(self.tuples[v.tuple as usize].plen[f]).min(rows - 1);
+                any |= p > 0;
+                self.cand[base + p * cw + j / 64] |= 1 << (j % 64);
+            }
+            for l in 1..rows {
+                for c in 0..cw {
+                    self.cand[base + l * cw + c] |= self.cand[base + (l - 1) * cw + c];
+                }
+            }
+            if any && self.active.len() < MAX_PRUNE {
+                self.active.push(f);
+            }
+        }
     }
 
     fn order_remove(&mut self, t: u32) {
@@ -486,7 +591,14 @@ impl Tss {
                 (self.tuples.len() - 1) as u32
             }
         };
+        let zero = vec![0u64; mask.len()];
+        let plen: Box<[u8]> = self
+            .field_prefixes(&zero, &mask)
+            .into_iter()
+            .map(|p| p.1)
+            .collect();
         self.tuples[t as usize] = Tuple::new(mask, seed_of(u64::from(t)));
+        self.tuples[t as usize].plen = plen;
         t
     }
 
@@ -592,6 +704,8 @@ impl Tss {
         self.ent_tuple[i] = t;
         self.ent_group[i] = g;
         self.order_insert(t);
+        self.rebuild_cand();
+        self.bound_entry(i, true);
         self.live += 1;
         if self.live <= SMALL {
             let pos = self.small.partition_point(|x| *x < r);
@@ -640,6 +754,8 @@ impl Tss {
         } else {
             self.order_insert(t);
         }
+        self.rebuild_cand();
+        self.bound_entry(i, false);
         self.rank[i] = NO_RANK;
         self.live -= 1;
         if self.live == SMALL {
@@ -788,9 +904,19 @@ impl Tss {
         &self,
         keys: &[u8],
         n: usize,
+        d: usize,
         mut emit: impl FnMut(usize, Option<u32>),
     ) {
         let kb = self.kb;
+        if self.live > SMALL && !self.visit.is_empty() && self.visit.len() <= u16::MAX as usize {
+            match self.w {
+                1 => return self.staged_each::<1>(keys, n, d, &mut emit),
+                2 => return self.staged_each::<2>(keys, n, d, &mut emit),
+                3 => return self.staged_each::<3>(keys, n, d, &mut emit),
+                4 => return self.staged_each::<4>(keys, n, d, &mut emit),
+                _ => {}
+            }
+        }
         if self.live <= SMALL && self.small_flat() {
             match (self.w, self.range_fields.len()) {
                 (1, 0) => return self.small_each::<1, 0>(keys, n, &mut emit),
@@ -824,6 +950,158 @@ impl Tss {
         }
     }
 
+    /// Probe tuple `visit[j]` (key hash `h` under its mask) and lower `best`
+    /// to the rank of the best entry there that matches, if better.
+    #[inline(always)]
+    fn probe<K: Words + ?Sized>(&self, j: usize, h: u64, k: &K, key: &[u8], best: &mut u64) {
+        let w = self.w;
+        let v = &self.visit[j];
+        let m = &self.vmask[j * w..(j + 1) * w];
+        let tu = &self.tuples[v.tuple as usize];
+        let Some(g) = tu.map.find(h, |g| meq(tu.gkey(g), k, m)) else {
+            return;
+        };
+        let rec = tu.rec(g);
+        let r0 = rec[w];
+        if r0 >= *best {
+            return;
+        }
+        if v.pure
+            || (meq(&rec[w + 2..2 * w + 2], k, &rec[2 * w + 2..3 * w + 2])
+                && (rec[w + 1] & HEAD_CHECK == 0 || self.ranges_ok(r0 as u32, key)))
+        {
+            *best = r0;
+            return;
+        }
+        if rec[w + 1] & MORE != 0 {
+            for &r in &tu.chains[g as usize][1..] {
+                if r >= *best {
+                    break;
+                }
+                if self.verify(r as u32, k, key) {
+                    *best = r;
+                    break;
+                }
+            }
+        }
+    }
+
+    /// `lookup_each` of a large table with at most 64 tuples, `W` key words:
+    /// stages of `d` keys (the bounds' level-1 slots of every key prefetched,
+    /// then every candidate tuple's hash computed and its filter word and
+    /// bucket prefetched, then each key probed); a key with more than
+    /// `STAGE_CANDS` candidates takes the one-key path.
+    #[inline(never)]
+    fn staged_each<const W: usize>(
+        &self,
+        keys: &[u8],
+        n: usize,
+        d: usize,
+        emit: &mut impl FnMut(usize, Option<u32>),
+    ) {
+        const STAGE_CANDS: usize = 6;
+        let kb = self.kb;
+        let cw = self.cand_words;
+        let w = self.w;
+        let mut i = 0;
+        let mut ks = [[0u64; W]; STAGE_MAX];
+        let mut cands = [[0u16; STAGE_CANDS]; STAGE_MAX];
+        let mut hs = [[0u64; STAGE_CANDS]; STAGE_MAX];
+        let mut nc = [0u8; STAGE_MAX];
+        // valid tuples of the last candidate word
+        let last = match self.visit.len() % 64 {
+            0 => u64::MAX,
+            r => (1u64 << r) - 1,
+        };
+        while i < n {
+            let m = (n - i).min(d).min(STAGE_MAX);
+            for j in 0..m {
+                let key = &keys[(i + j) * kb..(i + j + 1) * kb];
+                for &f in &self.active {
+                    self.bounds[f].prefetch(key);
+                }
+            }
+            for j in 0..m {
+                let key = &keys[(i + j) * kb..(i + j + 1) * kb];
+                ks[j] = words::fixed_in::<W>(keys, (i + j) * kb, kb);
+                let mut rows = [0usize; MAX_PRUNE];
+                for (r, &f) in rows.iter_mut().zip(&self.active) {
+                    *r = self.cand_base[f] + usize::from(self.bounds[f].bound(key)) * cw;
+                }
+                let mut c = 0;
+                for word in 0..cw {
+                    let mut cand = if word + 1 == cw { last } else { u64::MAX };
+                    for r in &rows[..self.active.len()] {
+                        cand &= self.cand[r + word];
+                    }
+                    if c + cand.count_ones() as usize > STAGE_CANDS {
+                        c = usize::MAX;
+                        break;
+                    }
+                    while cand != 0 {
+                        let t = 64 * word + cand.trailing_zeros() as usize;
+                        cand &= cand - 1;
+                        let v = &self.visit[t];
+                        let h = mhash(&ks[j], &self.vmask[t * w..(t + 1) * w], v.seed);
+                        self.filter.prefetch(h);
+                        self.tuples[v.tuple as usize].map.prefetch(h);
+                        cands[j][c] = t as u16;
+                        hs[j][c] = h;
+                        c += 1;
+                    }
+                }
+                if c == usize::MAX {
+                    nc[j] = u8::MAX;
+                    continue;
+                }
+                nc[j] = c as u8;
+            }
+            for j in 0..m {
+                let key = &keys[(i + j) * kb..(i + j + 1) * kb];
+                if nc[j] == u8::MAX {
+                    emit(i + j, self.lookup_k(&ks[j], key));
+                    continue;
+                }
+                let mut best = NO_RANK;
+                for c in 0..usize::from(nc[j]) {
+                    let t = usize::from(cands[j][c]);
+                    if self.visit[t].best >= best {
+                        break;
+                    }
+                    if self.filter.test(hs[j][c]) {
+                        self.probe(t, hs[j][c], &ks[j], key, &mut best);
+                    }
+                }
+                emit(i + j, (best != NO_RANK).then_some(best as u32));
+            }
+            i += m;
+        }
+    }
+
+    /// Diagnostics for one key: (tuples, candidates after the length
+    /// bounds, candidates that pass the filter), ignoring priority pruning.
+    pub(crate) fn probe_counts(&self, key: &[u8]) -> (usize, usize, usize) {
+        let k = words::to_words(key, self.w);
+        let cw = self.cand_words;
+        let (mut cands, mut pass) = (0, 0);
+        for j in 0..self.visit.len() {
+            let ok = self.active.iter().all(|&f| {
+                let r = self.cand_base[f] + usize::from(self.bounds[f].bound(key)) * cw;
+                self.cand[r + j / 64] >> (j % 64) & 1 == 1
+            });
+            if ok {
+                cands += 1;
+                let h = mhash(
+                    &k[..],
+                    &self.vmask[j * self.w..(j + 1) * self.w],
+                    self.visit[j].seed,
+                );
+                pass += usize::from(self.filter.test(h));
+            }
+        }
+        (self.visit.len(), cands, pass)
+    }
+
     #[inline(always)]
     fn lookup_k<K: Words + ?Sized>(&self, k: &K, key: &[u8]) -> Option<u32> {
         if self.live <= SMALL {
@@ -838,6 +1116,14 @@ impl Tss {
         }
         let w = self.w;
         let n = self.visit.len();
+        // 0. the rows of candidate tuples for the key's length bounds
+        let cw = self.cand_words;
+        let mut rows = [0usize; MAX_PRUNE];
+        let na = self.active.len();
+        for (r, &f) in rows.iter_mut().zip(&self.active) {
+            *r = self.cand_base[f] + usize::from(self.bounds[f].bound(key)) * cw;
+        }
+        let rows = &rows[..na];
         let mut best = NO_RANK;
         let mut start = 0;
         'outer: while start < n {
@@ -845,9 +1131,20 @@ impl Tss {
                 break;
             }
             let end = (start + CHUNK).min(n);
-            // 1. filter every tuple of the chunk (independent hashes)
+            let c = start / CHUNK;
+            let mut cand = if end - start == 64 {
+                u64::MAX
+            } else {
+                (1u64 << (end - start)) - 1
+            };
+            for r in rows {
+                cand &= self.cand[r + c];
+            }
+            // 1. filter the candidate tuples of the chunk (independent hashes)
             let mut pass = 0u64;
-            for j in start..end {
+            while cand != 0 {
+                let j = start + cand.trailing_zeros() as usize;
+                cand &= cand - 1;
                 let v = &self.visit[j];
                 let h = mhash(k, &self.vmask[j * w..(j + 1) * w], v.seed);
                 pass |= u64::from(self.filter.test(h)) << (j - start);
@@ -881,39 +1178,10 @@ impl Tss {
             while pass != 0 {
                 let j = start + pass.trailing_zeros() as usize;
                 pass &= pass - 1;
-                let v = &self.visit[j];
-                if v.best >= best {
+                if self.visit[j].best >= best {
                     break 'outer;
                 }
-                let m = &self.vmask[j * w..(j + 1) * w];
-                let h = hash(j - start);
-                let tu = &self.tuples[v.tuple as usize];
-                let Some(g) = tu.map.find(h, |g| meq(tu.gkey(g), k, m)) else {
-                    continue;
-                };
-                let rec = tu.rec(g);
-                let r0 = rec[w];
-                if r0 >= best {
-                    continue;
-                }
-                if v.pure
-                    || (meq(&rec[w + 2..2 * w + 2], k, &rec[2 * w + 2..3 * w + 2])
-                        && (rec[w + 1] & HEAD_CHECK == 0 || self.ranges_ok(r0 as u32, key)))
-                {
-                    best = r0;
-                    continue;
-                }
-                if rec[w + 1] & MORE != 0 {
-                    for &r in &tu.chains[g as usize][1..] {
-                        if r >= best {
-                            break;
-                        }
-                        if self.verify(r as u32, k, key) {
-                            best = r;
-                            break;
-                        }
-                    }
-                }
+                self.probe(j, hash(j - start), k, key, &mut best);
             }
             start = end;
         }

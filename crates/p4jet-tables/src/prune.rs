@@ -32,6 +32,36 @@
 //! level-2 bytes; removing the last entry with a prefix undoes exactly that.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A multiply-xor hasher for the small integer keys of the update maps
+/// (SipHash's cost showed in update profiles; the keys are not chosen by
+/// packets, only by the control plane).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct MixHasher(u64);
+
+impl Hasher for MixHasher {
+    fn finish(&self) -> u64 {
+        let h = self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^ (h >> 29)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(23) ^ i).wrapping_mul(0xA076_1D64_78BD_642F);
+    }
+}
+
+type Map<K, V> = HashMap<K, V, BuildHasherDefault<MixHasher>>;
 
 /// Level-1 flag: "also look at level 2".
 const LEVEL2: u8 = 0x80;
@@ -61,14 +91,17 @@ pub(crate) struct Bound {
     free_blk: Vec<u32>,
     /// per level-2 slot (`slot << 8 | t`): bit `L - b1 - 1` set when a
     /// prefix of length `b1 < L <= b1 + b2` covers it
-    mid: HashMap<u32, u32>,
+    mid: Map<u32, u32>,
     /// per level-2 slot: entries with a prefix longer than `b1 + b2` inside
-    deep: HashMap<u32, u32>,
+    deep: Map<u32, u32>,
     /// entries per distinct (value of the first `b1 + b2` bits, length) with
     /// length `<= b1 + b2`
-    count: HashMap<(u32, u8), u32>,
+    count: Map<(u32, u8), u32>,
     /// whether level 1 has been allocated (on the first contribution)
     live: bool,
+    /// when the bytes `top` reads lie in one word of the key as words:
+    /// (word, right shift to the first byte, bytes)
+    word: Option<(usize, u32, u32)>,
 }
 
 /// Highest set bit's index (`0` for `0`: the empty set bounds nothing
@@ -95,10 +128,14 @@ impl Bound {
             hot2: Vec::new(),
             blk_live: Vec::new(),
             free_blk: Vec::new(),
-            mid: HashMap::new(),
-            deep: HashMap::new(),
-            count: HashMap::new(),
+            mid: Map::default(),
+            deep: Map::default(),
+            count: Map::default(),
             live: false,
+            word: {
+                let m = nbytes.min(3);
+                (off % 8 + m <= 8).then_some((off / 8, 8 * (off % 8) as u32, m as u32))
+            },
         }
     }
 
@@ -131,6 +168,39 @@ impl Bound {
     fn top(&self, key: &[u8]) -> u32 {
         let b = &key[self.off..self.off + self.nbytes.min(3)];
         b.iter().fold(0u32, |a, x| (a << 8) | u32::from(*x))
+    }
+
+    /// `top` from the key as words (`k`, see `words.rs`) when the field's
+    /// first bytes lie in one word, else from the bytes.
+    #[inline(always)]
+    fn top_w<K: crate::words::Words + ?Sized>(&self, k: &K, key: &[u8]) -> u32 {
+        match self.word {
+            Some((wi, sh, m)) => {
+                let b = (k.at(wi) >> sh) & ((1u64 << (8 * m)) - 1);
+                (b.swap_bytes() >> (64 - 8 * m)) as u32
+            }
+            None => self.top(key),
+        }
+    }
+
+    /// [`Bound::bound`] with the key also given as words.
+    #[inline(always)]
+    pub(crate) fn bound_w<K: crate::words::Words + ?Sized>(&self, k: &K, key: &[u8]) -> u8 {
+        let x = self.top_w(k, key);
+        let s = (x >> self.b2) as usize;
+        let h = self.hot1[s];
+        if h & LEVEL2 == 0 {
+            return h;
+        }
+        let b = self.blk[s] as usize;
+        (h & !LEVEL2).max(self.hot2[(b << 8) | (x & 0xff) as usize])
+    }
+
+    /// Prefetch the level-1 slot of `key` (as words `k`).
+    #[inline(always)]
+    pub(crate) fn prefetch_w<K: crate::words::Words + ?Sized>(&self, k: &K, key: &[u8]) {
+        let s = (self.top_w(k, key) >> self.b2) as usize;
+        crate::prefetch::prefetch_index(&self.hot1, s);
     }
 
     /// Prefetch the level-1 slot of `key`.
@@ -199,14 +269,6 @@ impl Bound {
         self.hot2[((b as usize) << 8) | t] = v;
     }
 
-    fn refresh_block(&mut self, s: usize) {
-        if self.blk[s] != NO_BLOCK {
-            for t in 0..256 {
-                self.refresh_hot2(s, t);
-            }
-        }
-    }
-
     /// Slot `s` gains an entry whose prefix is longer than `b1`.
     fn block_add(&mut self, s: usize) {
         if self.blk[s] == NO_BLOCK {
@@ -220,7 +282,9 @@ impl Bound {
             };
             self.blk[s] = b;
             self.blk_live[b as usize] = 0;
-            self.refresh_block(s);
+            // nothing lies inside a slot without a block: its bounds are 0
+            let at = (b as usize) << 8;
+            self.hot2[at..at + 256].fill(0);
             self.refresh_hot1(s);
         }
         self.blk_live[self.blk[s] as usize] += 1;

@@ -49,7 +49,7 @@ use crate::prune::Bound;
 use crate::words::{self, ByteWords, Words, meq, mhash, seed_of, to_words};
 
 /// Longest chain an entry may join in a merged (less specific) tuple.
-const CHAIN_LIMIT: usize = 4;
+const CHAIN_LIMIT: usize = 40;
 /// Tables with at most this many entries are also kept as one list sorted
 /// by rank and looked up by a linear scan (cheaper than hashing).
 const SMALL: usize = 8;
@@ -59,7 +59,7 @@ const SMALL_MAX_RANGES: usize = 4;
 /// Tuples filtered per pass of a lookup.
 const CHUNK: usize = 64;
 /// Most keys per stage of a staged batch.
-const STAGE_MAX: usize = 64;
+const STAGE_MAX: usize = 16;
 /// The filter is grown (and rebuilt) when it has fewer bits per live group.
 const FILTER_MIN_BITS: usize = 24;
 /// Bits per live group right after a rebuild (rounded up to a power of two).
@@ -252,7 +252,7 @@ fn field_bytes(words: &[u64], off: usize, n: usize) -> Vec<u8> {
 }
 
 /// At most this many fields prune a lookup (more would cost more than they save).
-const MAX_PRUNE: usize = 8;
+const MAX_PRUNE: usize = 3;
 
 fn subset(a: &[u64], b: &[u64]) -> bool {
     a.iter().zip(b).all(|(x, y)| x & !y == 0)
@@ -451,20 +451,36 @@ impl Tss {
                     self.cand[base + l * cw + c] |= self.cand[base + (l - 1) * cw + c];
                 }
             }
-            if any && self.active.len() < MAX_PRUNE {
+            if any {
                 self.active.push(f);
             }
         }
+        // the fields whose tuples' lengths spread the most prune the most;
+        // each costs a table lookup per key
+        let spread = |f: usize| {
+            let mut seen = [false; 256];
+            let mut n = 0;
+            for v in &self.visit {
+                let p = usize::from(self.tuples[v.tuple as usize].plen[f]);
+                n += usize::from(!seen[p]);
+                seen[p] = true;
+            }
+            n
+        };
+        let mut by: Vec<(usize, usize)> = self.active.iter().map(|&f| (spread(f), f)).collect();
+        by.sort_by(|a, b| b.cmp(a));
+        self.active = by.into_iter().take(MAX_PRUNE).map(|x| x.1).collect();
+        self.active.sort_unstable();
     }
 
-    fn order_remove(&mut self, t: u32) {
-        if let Some(pos) = self.visit.iter().position(|v| v.tuple == t) {
-            self.visit.remove(pos);
-            self.vmask.drain(pos * self.w..(pos + 1) * self.w);
-        }
+    fn order_remove(&mut self, t: u32) -> Option<usize> {
+        let pos = self.visit.iter().position(|v| v.tuple == t)?;
+        self.visit.remove(pos);
+        self.vmask.drain(pos * self.w..(pos + 1) * self.w);
+        Some(pos)
     }
 
-    fn order_insert(&mut self, t: u32) {
+    fn order_insert(&mut self, t: u32) -> usize {
         let tu = &self.tuples[t as usize];
         let v = Visit {
             best: tu.best(),
@@ -478,6 +494,7 @@ impl Tss {
         self.visit.insert(pos, v);
         let at = pos * self.w;
         self.vmask.splice(at..at, tu.mask.iter().copied());
+        pos
     }
 
     #[inline(always)]
@@ -666,7 +683,7 @@ impl Tss {
         }
 
         let t = self.choose_tuple(&k, &vw, &mw);
-        self.order_remove(t);
+        let was = self.order_remove(t);
         let pure = self.is_pure(idx, t);
         let tu = &mut self.tuples[t as usize];
         let h = mhash(&vw[..], &tu.mask, tu.seed);
@@ -703,8 +720,10 @@ impl Tss {
         }
         self.ent_tuple[i] = t;
         self.ent_group[i] = g;
-        self.order_insert(t);
-        self.rebuild_cand();
+        // the candidate rows follow the visiting order: rebuilt when it changed
+        if was != Some(self.order_insert(t)) {
+            self.rebuild_cand();
+        }
         self.bound_entry(i, true);
         self.live += 1;
         if self.live <= SMALL {
@@ -728,7 +747,7 @@ impl Tss {
         let i = idx as usize;
         let (t, g, r) = (self.ent_tuple[i], self.ent_group[i], self.rank[i]);
         let pure = self.is_pure(idx, t);
-        self.order_remove(t);
+        let was = self.order_remove(t);
         let tu = &mut self.tuples[t as usize];
         tu.members.remove(&r);
         if !pure {
@@ -748,13 +767,16 @@ impl Tss {
             tu.free_groups.push(g);
             group_gone = true;
         }
-        if tu.members.is_empty() {
+        let now = if tu.members.is_empty() {
             self.tuples[t as usize] = Tuple::new(Vec::new(), 0);
             self.free_tuples.push(t);
+            None
         } else {
-            self.order_insert(t);
+            Some(self.order_insert(t))
+        };
+        if was != now {
+            self.rebuild_cand();
         }
-        self.rebuild_cand();
         self.bound_entry(i, false);
         self.rank[i] = NO_RANK;
         self.live -= 1;
@@ -999,7 +1021,7 @@ impl Tss {
         d: usize,
         emit: &mut impl FnMut(usize, Option<u32>),
     ) {
-        const STAGE_CANDS: usize = 6;
+        const STAGE_CANDS: usize = 8;
         let kb = self.kb;
         let cw = self.cand_words;
         let w = self.w;
@@ -1017,16 +1039,10 @@ impl Tss {
             let m = (n - i).min(d).min(STAGE_MAX);
             for j in 0..m {
                 let key = &keys[(i + j) * kb..(i + j + 1) * kb];
-                for &f in &self.active {
-                    self.bounds[f].prefetch(key);
-                }
-            }
-            for j in 0..m {
-                let key = &keys[(i + j) * kb..(i + j + 1) * kb];
                 ks[j] = words::fixed_in::<W>(keys, (i + j) * kb, kb);
                 let mut rows = [0usize; MAX_PRUNE];
                 for (r, &f) in rows.iter_mut().zip(&self.active) {
-                    *r = self.cand_base[f] + usize::from(self.bounds[f].bound(key)) * cw;
+                    *r = self.cand_base[f] + usize::from(self.bounds[f].bound_w(&ks[j], key)) * cw;
                 }
                 let mut c = 0;
                 for word in 0..cw {
@@ -1034,11 +1050,11 @@ impl Tss {
                     for r in &rows[..self.active.len()] {
                         cand &= self.cand[r + word];
                     }
-                    if c + cand.count_ones() as usize > STAGE_CANDS {
-                        c = usize::MAX;
-                        break;
-                    }
                     while cand != 0 {
+                        if c == STAGE_CANDS {
+                            c = usize::MAX;
+                            break;
+                        }
                         let t = 64 * word + cand.trailing_zeros() as usize;
                         cand &= cand - 1;
                         let v = &self.visit[t];
@@ -1048,6 +1064,9 @@ impl Tss {
                         cands[j][c] = t as u16;
                         hs[j][c] = h;
                         c += 1;
+                    }
+                    if c == usize::MAX {
+                        break;
                     }
                 }
                 if c == usize::MAX {
@@ -1121,7 +1140,7 @@ impl Tss {
         let mut rows = [0usize; MAX_PRUNE];
         let na = self.active.len();
         for (r, &f) in rows.iter_mut().zip(&self.active) {
-            *r = self.cand_base[f] + usize::from(self.bounds[f].bound(key)) * cw;
+            *r = self.cand_base[f] + usize::from(self.bounds[f].bound_w(k, key)) * cw;
         }
         let rows = &rows[..na];
         let mut best = NO_RANK;

@@ -79,6 +79,96 @@ pub struct BenchArgs {
     /// the cache as `auto` and again with it off, in the same run.
     #[arg(long = "table-cache", value_enum, default_value_t = TableCache::Auto)]
     pub table_cache: TableCache,
+    /// Also measure run-time updates: while one worker forwards the trace, the control
+    /// thread deletes and re-adds the entries of the largest ternary/range table, this
+    /// many operations per publish (left-right applies each to both copies), and the
+    /// update rate is reported with the forwarding rate during the churn.
+    #[arg(long = "churn-batch")]
+    pub churn_batch: Option<usize>,
+}
+
+/// What `--churn-batch` measured.
+struct Churn {
+    ops: u64,
+    secs: f64,
+    fwd: Measure,
+    table: String,
+    entries: usize,
+}
+
+/// `--churn-batch`: forwards on one worker while deleting and re-adding the entries of
+/// the largest ternary/range table in batches of `batch` operations.
+fn churn(sw: &mut Switch, frames: &[Vec<u8>], s: &Setup, batch: usize) -> Option<Churn> {
+    use p4jet_engine::Op;
+    use p4jet_engine::state::NewEntry;
+    let (table, name, mut entries) = sw.with_state(|st| {
+        let (i, t) = st
+            .tables
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| {
+                matches!(
+                    t.entries.kind(),
+                    p4jet_tables::TableKind::Ternary | p4jet_tables::TableKind::Range
+                )
+            })
+            .max_by_key(|(_, t)| t.entries.len())?;
+        let es: Vec<_> = t
+            .entries
+            .iter()
+            .map(|(h, k, v)| (h, k.into_owned(), v.clone()))
+            .collect();
+        Some((i as u32, format!("table {i}"), es))
+    })??;
+    if entries.is_empty() {
+        return None;
+    }
+    let n = entries.len();
+    let mut w = sw.new_worker();
+    let stop = AtomicBool::new(false);
+    let half = (batch / 2).max(1);
+    std::thread::scope(|sc| {
+        let h = sc.spawn(|| {
+            let m = measure(&mut w, frames, s);
+            stop.store(true, Ordering::Release);
+            m
+        });
+        let t0 = Instant::now();
+        let mut ops = 0u64;
+        let mut at = 0usize;
+        while !stop.load(Ordering::Acquire) {
+            let chunk = at..(at + half).min(n);
+            sw.apply_many(chunk.clone().map(|i| Op::DeleteEntry {
+                table,
+                handle: entries[i].0,
+            }));
+            let adds: Vec<NewEntry> = chunk
+                .clone()
+                .map(|i| NewEntry {
+                    table,
+                    key: entries[i].1.clone(),
+                    value: entries[i].2.clone(),
+                })
+                .collect();
+            let res = sw.apply_entries(adds);
+            for (i, r) in chunk.clone().zip(res) {
+                if let Ok(h) = r {
+                    entries[i].0 = h;
+                }
+            }
+            ops += 2 * chunk.len() as u64;
+            at = if chunk.end >= n { 0 } else { chunk.end };
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let fwd = h.join().unwrap_or_default();
+        Some(Churn {
+            ops,
+            secs,
+            fwd,
+            table: name,
+            entries: n,
+        })
+    })
 }
 
 /// `--table-cache`.
@@ -758,6 +848,18 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
         hits: cache1.hits - cache0.hits,
         skipped: cache1.skipped - cache0.skipped,
     };
+    let churned = a.churn_batch.and_then(|b| {
+        churn(
+            &mut sw,
+            &frames,
+            &Setup {
+                stages: false,
+                progress: false,
+                ..setup
+            },
+            b,
+        )
+    });
     let m_off = sw_off
         .as_ref()
         .map(|s| measure_parallel(s, &frames, &setup, workers, a.mode, a.pin));
@@ -776,6 +878,26 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
         Mode::Pipeline => p4jet_switch::pipeline::ring_capacity(queue),
     };
     if a.json {
+        let churn_json = churned.as_ref().map(|c| {
+            serde_json::json!({
+                "table": c.table,
+                "entries": c.entries,
+                "batch": a.churn_batch,
+                "updates": c.ops,
+                "updates_per_second": c.ops as f64 / c.secs.max(1e-9),
+                "pps": c.fwd.pps(),
+                "packets": c.fwd.packets,
+                "injected": c.fwd.injected,
+            })
+        });
+        let cache_off_json = m_off.as_ref().map(|o| {
+            serde_json::json!({
+                "pps": o.pps(),
+                "ns_per_packet": 1e9 / o.pps().max(1e-9),
+                "cpu_ns_per_packet": o.cpu_per_packet(),
+                "ratio_to_null": o.pps() / null_pps.max(1e-9),
+            })
+        });
         let stages: serde_json::Map<String, serde_json::Value> = m
             .stage_ns
             .iter()
@@ -815,12 +937,8 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
             "load_seconds": load_s,
             "table_cache": format!("{:?}", a.table_cache).to_lowercase(),
             "lookup_cache": cache_json(&cache),
-            "cache_off": m_off.as_ref().map(|o| serde_json::json!({
-                "pps": o.pps(),
-                "ns_per_packet": 1e9 / o.pps().max(1e-9),
-                "cpu_ns_per_packet": o.cpu_per_packet(),
-                "ratio_to_null": o.pps() / null_pps.max(1e-9),
-            })),
+            "cache_off": cache_off_json,
+            "churn": churn_json,
             "load_average_start": load0,
             "load_average_end": load1,
         });
@@ -892,6 +1010,18 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
                 "lookup cache     {:.1}% of {keys} ternary/range lookups answered by the cache ({} skipped it while it kept missing)",
                 100.0 * cache.hits as f64 / keys as f64,
                 cache.skipped
+            );
+        }
+        if let Some(c) = &churned {
+            println!(
+                "updates          {:.0} per second on {} ({} entries: deletes and re-adds, {} per publish) while forwarding {:.3} Mpps ({} of {} injected forwarded)",
+                c.ops as f64 / c.secs.max(1e-9),
+                c.table,
+                c.entries,
+                a.churn_batch.unwrap_or(0),
+                c.fwd.pps() / 1e6,
+                c.fwd.packets,
+                c.fwd.injected
             );
         }
         if let Some(o) = &m_off {

@@ -196,20 +196,6 @@ impl Bound {
         (h & !LEVEL2).max(self.hot2[(b << 8) | (x & 0xff) as usize])
     }
 
-    /// Prefetch the level-1 slot of `key` (as words `k`).
-    #[inline(always)]
-    pub(crate) fn prefetch_w<K: crate::words::Words + ?Sized>(&self, k: &K, key: &[u8]) {
-        let s = (self.top_w(k, key) >> self.b2) as usize;
-        crate::prefetch::prefetch_index(&self.hot1, s);
-    }
-
-    /// Prefetch the level-1 slot of `key`.
-    #[inline(always)]
-    pub(crate) fn prefetch(&self, key: &[u8]) {
-        let s = (self.top(key) >> self.b2) as usize;
-        crate::prefetch::prefetch_index(&self.hot1, s);
-    }
-
     /// An upper bound of the longest entry prefix on this field that `key`
     /// matches (see the module docs).
     #[inline(always)]

@@ -41,11 +41,12 @@
 //! without the blow-up of range-to-prefix expansion (a 16-bit range can need
 //! 30 prefixes, two such fields 900 entries).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::hash::HashIndex;
 use crate::prefetch::prefetch_index;
-use crate::prune::Bound;
+use crate::prune::{Bound, MixHasher};
 use crate::words::{self, ByteWords, Words, meq, mhash, seed_of, to_words};
 
 /// Longest chain an entry may join in a merged (less specific) tuple.
@@ -251,6 +252,15 @@ fn field_bytes(words: &[u64], off: usize, n: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Hash of an entry's index key (duplicates have equal ones).
+fn dup_hash(k: &TssKey) -> u64 {
+    let mut h = MixHasher::default();
+    h.write(&k.value);
+    h.write(&k.mask);
+    h.write(&k.ranges);
+    h.finish()
+}
+
 /// At most this many fields prune a lookup (more would cost more than they save).
 const MAX_PRUNE: usize = 3;
 
@@ -311,6 +321,15 @@ pub(crate) struct Tss {
     cand: Vec<u64>,
     cand_base: Vec<usize>,
     cand_words: usize,
+    /// live tuples, most specific (most mask bits) first: placement order
+    by_bits: Vec<u32>,
+    /// entries by the hash of their index key (value, mask, range bounds):
+    /// the head entry of each list, and per entry the next one (`u32::MAX`
+    /// ends a list); finds duplicates without probing every tuple
+    dup_head: HashMap<u64, u32, BuildHasherDefault<MixHasher>>,
+    dup_next: Vec<u32>,
+    /// per entry: its `dup_hash`
+    dup_h: Vec<u64>,
 }
 
 impl Tss {
@@ -366,6 +385,10 @@ impl Tss {
             cand: Vec::new(),
             cand_base: Vec::new(),
             cand_words: 0,
+            by_bits: Vec::new(),
+            dup_head: HashMap::default(),
+            dup_next: Vec::new(),
+            dup_h: Vec::new(),
         };
         t.bounds = bounds;
         t
@@ -393,6 +416,9 @@ impl Tss {
             + self.ranges.capacity()
             + self.rnum.capacity() * 8
             + self.cand.capacity() * 8
+            + self.dup_head.capacity() * 16
+            + self.dup_next.capacity() * 4
+            + self.dup_h.capacity() * 8
             + self.bounds.iter().map(Bound::memory_bytes).sum::<usize>()
     }
 
@@ -544,15 +570,11 @@ impl Tss {
     }
 
     /// Live tuples whose mask is a subset of `mask`, most specific first.
-    fn compatible(&self, mask: &[u64]) -> Vec<u32> {
-        let mut c: Vec<u32> = self
-            .visit
+    fn compatible<'a>(&'a self, mask: &'a [u64]) -> impl Iterator<Item = u32> + 'a {
+        self.by_bits
             .iter()
-            .map(|v| v.tuple)
-            .filter(|t| subset(&self.tuples[*t as usize].mask, mask))
-            .collect();
-        c.sort_by_key(|t| (std::cmp::Reverse(self.tuples[*t as usize].bits), *t));
-        c
+            .copied()
+            .filter(move |t| subset(&self.tuples[*t as usize].mask, mask))
     }
 
     /// `mask` (bytes) with, in every field wider than 8 bits, the leading-ones
@@ -584,20 +606,41 @@ impl Tss {
 
     /// Find an entry with the same index key for which `same(idx)` holds.
     pub(crate) fn find(&self, k: &TssKey, same: impl Fn(u32) -> bool) -> Option<u32> {
-        let (vw, mw) = (to_words(&k.value, self.w), to_words(&k.mask, self.w));
-        for t in self.compatible(&mw) {
-            let tu = &self.tuples[t as usize];
-            let h = mhash(&vw[..], &tu.mask, tu.seed);
-            if let Some(g) = tu.find_group(&vw[..], h)
-                && let Some(r) = tu.chains[g as usize]
-                    .iter()
-                    .copied()
-                    .find(|r| same(*r as u32))
-            {
-                return Some(r as u32);
+        let mut e = *self.dup_head.get(&dup_hash(k))?;
+        while e != u32::MAX {
+            if same(e) {
+                return Some(e);
             }
+            e = self.dup_next[e as usize];
         }
         None
+    }
+
+    /// Take entry `e` out of its duplicate list.
+    fn dup_unlink(&mut self, e: u32) {
+        let dh = self.dup_h[e as usize];
+        let next = self.dup_next[e as usize];
+        self.dup_next[e as usize] = u32::MAX;
+        let Some(head) = self.dup_head.get_mut(&dh) else {
+            return;
+        };
+        if *head == e {
+            if next == u32::MAX {
+                self.dup_head.remove(&dh);
+            } else {
+                *head = next;
+            }
+            return;
+        }
+        let mut p = *head;
+        while p != u32::MAX {
+            let n = self.dup_next[p as usize];
+            if n == e {
+                self.dup_next[p as usize] = next;
+                return;
+            }
+            p = n;
+        }
     }
 
     fn new_tuple(&mut self, mask: Vec<u64>) -> u32 {
@@ -616,6 +659,9 @@ impl Tss {
             .collect();
         self.tuples[t as usize] = Tuple::new(mask, seed_of(u64::from(t)));
         self.tuples[t as usize].plen = plen;
+        let key = |x: u32| (std::cmp::Reverse(self.tuples[x as usize].bits), x);
+        let pos = self.by_bits.partition_point(|&x| key(x) < key(t));
+        self.by_bits.insert(pos, t);
         t
     }
 
@@ -658,6 +704,8 @@ impl Tss {
             self.rank.resize(i + 1, NO_RANK);
             self.ent_tuple.resize(i + 1, 0);
             self.ent_group.resize(i + 1, 0);
+            self.dup_next.resize(i + 1, u32::MAX);
+            self.dup_h.resize(i + 1, 0);
             self.erec.resize((i + 1) * rs, 0);
             self.ranges.resize((i + 1) * self.rstride, 0);
             if self.narrow {
@@ -682,6 +730,9 @@ impl Tss {
             }
         }
 
+        let dh = dup_hash(&k);
+        self.dup_h[i] = dh;
+        self.dup_next[i] = self.dup_head.insert(dh, idx).unwrap_or(u32::MAX);
         let t = self.choose_tuple(&k, &vw, &mw);
         let was = self.order_remove(t);
         let pure = self.is_pure(idx, t);
@@ -747,6 +798,7 @@ impl Tss {
         let i = idx as usize;
         let (t, g, r) = (self.ent_tuple[i], self.ent_group[i], self.rank[i]);
         let pure = self.is_pure(idx, t);
+        self.dup_unlink(idx);
         let was = self.order_remove(t);
         let tu = &mut self.tuples[t as usize];
         tu.members.remove(&r);
@@ -770,6 +822,7 @@ impl Tss {
         let now = if tu.members.is_empty() {
             self.tuples[t as usize] = Tuple::new(Vec::new(), 0);
             self.free_tuples.push(t);
+            self.by_bits.retain(|x| *x != t);
             None
         } else {
             Some(self.order_insert(t))

@@ -1097,17 +1097,29 @@ impl Tss {
                 for (r, &f) in rows.iter_mut().zip(&self.active) {
                     *r = self.cand_base[f] + usize::from(self.bounds[f].bound_w(&ks[j], key)) * cw;
                 }
-                let mut c = 0;
-                for word in 0..cw {
+                // count the candidates first (cheap) and take the one-key path
+                // when there are many: hashing them here would be wasted
+                let mut words = [0u64; 8];
+                let mut c = 0usize;
+                for (word, cwd) in words.iter_mut().enumerate().take(cw.min(8)) {
                     let mut cand = if word + 1 == cw { last } else { u64::MAX };
                     for r in &rows[..self.active.len()] {
                         cand &= self.cand[r + word];
                     }
+                    *cwd = cand;
+                    while cand != 0 && c <= STAGE_CANDS {
+                        cand &= cand - 1;
+                        c += 1;
+                    }
+                }
+                if c > STAGE_CANDS || cw > 8 {
+                    nc[j] = u8::MAX;
+                    continue;
+                }
+                let mut c = 0;
+                for (word, &cwd) in words.iter().enumerate().take(cw) {
+                    let mut cand = cwd;
                     while cand != 0 {
-                        if c == STAGE_CANDS {
-                            c = usize::MAX;
-                            break;
-                        }
                         let t = 64 * word + cand.trailing_zeros() as usize;
                         cand &= cand - 1;
                         let v = &self.visit[t];
@@ -1118,13 +1130,6 @@ impl Tss {
                         hs[j][c] = h;
                         c += 1;
                     }
-                    if c == usize::MAX {
-                        break;
-                    }
-                }
-                if c == usize::MAX {
-                    nc[j] = u8::MAX;
-                    continue;
                 }
                 nc[j] = c as u8;
             }

@@ -80,9 +80,10 @@ pub struct BenchArgs {
     #[arg(long = "table-cache", value_enum, default_value_t = TableCache::Auto)]
     pub table_cache: TableCache,
     /// Also measure run-time updates: while one worker forwards the trace, the control
-    /// thread deletes and re-adds the entries of the largest ternary/range table, this
-    /// many operations per publish (left-right applies each to both copies), and the
-    /// update rate is reported with the forwarding rate during the churn.
+    /// thread adds copies of the largest ternary/range table's entries (priorities past
+    /// every existing one: they never win) and deletes them, this many operations per
+    /// publish (left-right applies each to both copies); the update rate is reported with
+    /// the forwarding rate and forwarded share during the churn.
     #[arg(long = "churn-batch")]
     pub churn_batch: Option<usize>,
 }
@@ -96,12 +97,14 @@ struct Churn {
     entries: usize,
 }
 
-/// `--churn-batch`: forwards on one worker while deleting and re-adding the entries of
-/// the largest ternary/range table in batches of `batch` operations.
+/// `--churn-batch`: forwards on one worker while the control thread adds copies of the
+/// largest ternary/range table's entries (with priorities past every existing one, so
+/// they never win and the forwarding decisions stay those of the loaded table) and
+/// deletes them again, `batch` operations per publish.
 fn churn(sw: &mut Switch, frames: &[Vec<u8>], s: &Setup, batch: usize) -> Option<Churn> {
     use p4jet_engine::Op;
     use p4jet_engine::state::NewEntry;
-    let (table, name, mut entries) = sw.with_state(|st| {
+    let (table, name, entries) = sw.with_state(|st| {
         let (i, t) = st
             .tables
             .iter()
@@ -116,13 +119,11 @@ fn churn(sw: &mut Switch, frames: &[Vec<u8>], s: &Setup, batch: usize) -> Option
         let es: Vec<_> = t
             .entries
             .iter()
-            .map(|(h, k, v)| (h, k.into_owned(), v.clone()))
+            .map(|(_, k, v)| (k.into_owned(), v.clone()))
             .collect();
         Some((i as u32, format!("table {i}"), es))
     })??;
-    if entries.is_empty() {
-        return None;
-    }
+    let top = entries.iter().map(|e| e.0.priority).max()?;
     let n = entries.len();
     let mut w = sw.new_worker();
     let stop = AtomicBool::new(false);
@@ -138,25 +139,26 @@ fn churn(sw: &mut Switch, frames: &[Vec<u8>], s: &Setup, batch: usize) -> Option
         let mut at = 0usize;
         while !stop.load(Ordering::Acquire) {
             let chunk = at..(at + half).min(n);
-            sw.apply_many(chunk.clone().map(|i| Op::DeleteEntry {
-                table,
-                handle: entries[i].0,
-            }));
             let adds: Vec<NewEntry> = chunk
                 .clone()
-                .map(|i| NewEntry {
-                    table,
-                    key: entries[i].1.clone(),
-                    value: entries[i].2.clone(),
+                .map(|i| {
+                    let mut key = entries[i].0.clone();
+                    key.priority = top.saturating_add(1 + i as i32);
+                    NewEntry {
+                        table,
+                        key,
+                        value: entries[i].1.clone(),
+                    }
                 })
                 .collect();
-            let res = sw.apply_entries(adds);
-            for (i, r) in chunk.clone().zip(res) {
-                if let Ok(h) = r {
-                    entries[i].0 = h;
-                }
-            }
-            ops += 2 * chunk.len() as u64;
+            let handles: Vec<_> = sw.apply_entries(adds).into_iter().flatten().collect();
+            ops += handles.len() as u64;
+            sw.apply_many(
+                handles
+                    .iter()
+                    .map(|&handle| Op::DeleteEntry { table, handle }),
+            );
+            ops += handles.len() as u64;
             at = if chunk.end >= n { 0 } else { chunk.end };
         }
         let secs = t0.elapsed().as_secs_f64();
@@ -1014,7 +1016,7 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
         }
         if let Some(c) = &churned {
             println!(
-                "updates          {:.0} per second on {} ({} entries: deletes and re-adds, {} per publish) while forwarding {:.3} Mpps ({} of {} injected forwarded)",
+                "updates          {:.0} per second on {} ({} entries: copies added and deleted, {} per publish) while forwarding {:.3} Mpps ({} of {} injected forwarded)",
                 c.ops as f64 / c.secs.max(1e-9),
                 c.table,
                 c.entries,

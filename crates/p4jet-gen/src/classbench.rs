@@ -469,7 +469,7 @@ pub(crate) struct Header {
 }
 
 impl Entry {
-    fn mask(&self) -> (u32, u32, u8, u16, u8) {
+    fn mask(&self) -> Masks {
         (
             self.src.1,
             self.dst.1,
@@ -556,14 +556,19 @@ pub(crate) fn burst(rng: &mut StdRng) -> usize {
 
 /// The entries grouped by mask (a small tuple-space classifier), to decide
 /// what the program does with each generated header.
+/// Masks of (source, destination, protocol, destination port, flags).
+type Masks = (u32, u32, u8, u16, u8);
+/// Masked header -> best (priority, permit) among the entries of one mask.
+type Group = HashMap<Header, (u32, bool)>;
+
 pub(crate) struct Verdicts {
-    groups: Vec<((u32, u32, u8, u16, u8), HashMap<Header, (u32, bool)>)>,
+    groups: Vec<(Masks, Group)>,
 }
 
 impl Verdicts {
     /// `entries`: (entry, priority, permit).
     pub fn new(entries: &[(Entry, u32, bool)]) -> Verdicts {
-        let mut by: HashMap<(u32, u32, u8, u16, u8), HashMap<Header, (u32, bool)>> = HashMap::new();
+        let mut by: HashMap<Masks, Group> = HashMap::new();
         for (e, prio, permit) in entries {
             let k = Header {
                 src: e.src.0,

@@ -539,17 +539,16 @@ pub fn generate(usecase: UseCase, opts: &GenOptions) -> Result<Generated, String
     let mut frames = Vec::with_capacity(opts.packets);
     let mut enlarged = 0usize;
     let mut bytes = 0usize;
-    for i in 0..forwarded.len() {
-        let fwd = forwarded[i];
+    for (i, fwd) in forwarded.iter_mut().enumerate() {
         let size = opts.size.sample(&mut rng);
-        let flow = if fwd {
+        let flow = if *fwd {
             picker.pick(&mut rng)
         } else {
             rng.gen_range(0..setup.miss_flows)
         };
-        let frame = setup.scenario.build(flow, !fwd, size, i as u32, &mut rng);
+        let frame = setup.scenario.build(flow, !*fwd, size, i as u32, &mut rng);
         if let Some(v) = setup.scenario.verdict(flow, i as u32) {
-            forwarded[i] = v;
+            *fwd = v;
         }
         if frame.len() > size {
             enlarged += 1;

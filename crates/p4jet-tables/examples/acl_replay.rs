@@ -210,7 +210,7 @@ fn main() {
         "candidates per key: 0-2 {} | 3-8 {} | 9-16 {} | 17-32 {} | more {}",
         hist[0], hist[1], hist[2], hist[3], hist[4]
     );
-    let m = n.min(20000).max(1) as f64;
+    let m = n.clamp(1, 20000) as f64;
     println!(
         "per key: {:.1} tuples, {:.2} candidates after the length bounds, {:.2} pass the filter",
         ct as f64 / m,

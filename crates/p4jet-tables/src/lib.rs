@@ -8,10 +8,11 @@
 //! * LPM on one field of at most 32 bits: DIR-16-8-8;
 //! * other LPM tables (wide fields, extra exact fields): per-length hash
 //!   tables with binary search on lengths (Waldvogel);
-//! * ternary / range tables: tuple-space search (TupleMerge placement, a
-//!   Bloom filter shared by all tuples, priority pruning; a linear scan for
-//!   tables of at most 8 entries) behind an exact lookup-result cache that
-//!   every write invalidates.
+//! * ternary / range tables: tuple-space search (TupleMerge placement,
+//!   per-field length bounds that skip tuples before hashing, a Bloom filter
+//!   shared by all tuples, priority pruning, staged batches with
+//!   prefetching; a linear scan for tables of at most 8 entries) behind an
+//!   exact lookup-result cache that every write invalidates.
 //!
 //! See `docs/tables.md` for the design, complexity and measurements.
 //!

@@ -23,8 +23,12 @@
 //! Tuples whose entries all have exactly the tuple mask and no range check
 //! skip verification.
 //!
+//! Before any hashing, the per-field length bounds of `prune.rs` say which
+//! tuples can hold an entry the key matches (a row of tuple bits per field
+//! and length, ANDed over the pruning fields); only those are looked at.
+//!
 //! Lookup: tuples are kept sorted by their best rank. A lookup takes them in
-//! that order, 64 at a time: first it hashes the key under every tuple's mask
+//! that order, 64 at a time: first it hashes the key under every candidate tuple's mask
 //! (one folded multiply per 16 key bytes, independent across tuples, so the
 //! CPU overlaps them) and tests a Bloom filter shared by all tuples (two bits
 //! in one word; each live group of every tuple sets them under its tuple's
@@ -50,7 +54,7 @@ use crate::prune::{Bound, MixHasher};
 use crate::words::{self, ByteWords, Words, meq, mhash, seed_of, to_words};
 
 /// Longest chain an entry may join in a merged (less specific) tuple.
-const CHAIN_LIMIT: usize = 40;
+const CHAIN_LIMIT: usize = 16;
 /// Tables with at most this many entries are also kept as one list sorted
 /// by rank and looked up by a linear scan (cheaper than hashing).
 const SMALL: usize = 8;

@@ -63,6 +63,9 @@ impl Hasher for MixHasher {
 
 type Map<K, V> = HashMap<K, V, BuildHasherDefault<MixHasher>>;
 
+/// Widest field with a working bound (its lengths fit a byte).
+const MAX_BYTES: usize = 31;
+
 /// Level-1 flag: "also look at level 2".
 const LEVEL2: u8 = 0x80;
 const NO_BLOCK: u32 = u32::MAX;
@@ -112,7 +115,11 @@ fn msb(x: u32) -> u8 {
 }
 
 impl Bound {
+    /// Fields of more than [`MAX_BYTES`] bytes get an inert bound (lengths
+    /// are kept in a byte): every entry contributes length 0, no tuple is
+    /// ever pruned on them.
     pub(crate) fn new(off: usize, nbytes: usize) -> Self {
+        let nbytes = if nbytes > MAX_BYTES { 0 } else { nbytes };
         let full = 8 * nbytes as u32;
         let eb = 8 * nbytes.min(3) as u32;
         let b1 = eb.min(16);
@@ -134,7 +141,7 @@ impl Bound {
             live: false,
             word: {
                 let m = nbytes.min(3);
-                (off % 8 + m <= 8).then_some((off / 8, 8 * (off % 8) as u32, m as u32))
+                (m > 0 && off % 8 + m <= 8).then_some((off / 8, 8 * (off % 8) as u32, m as u32))
             },
         }
     }
@@ -213,6 +220,9 @@ impl Bound {
     /// Leading-ones length of a field mask (`bytes`, padding bits given as
     /// ones by the caller) and the value's first `b1 + b2` bits under it.
     pub(crate) fn prefix_of(&self, value: &[u8], mask: &[u8]) -> (u32, u8) {
+        if self.full == 0 {
+            return (0, 0);
+        }
         let mut len = 0u32;
         for &m in mask {
             len += m.leading_ones();

@@ -242,3 +242,82 @@ proptest! {
         check(seed, n, CacheMode::On(4));
     }
 }
+
+/// Fields too wide for a length bound (lengths are kept in a byte) and
+/// fields of odd widths prune nothing wrongly: a 40-byte ternary field next
+/// to a 9-bit and a 32-bit one, against a scan.
+#[test]
+fn wide_and_odd_fields_against_a_scan() {
+    let spec = vec![
+        KeyFieldSpec {
+            kind: MatchKind::Ternary,
+            bit_width: 320,
+        },
+        KeyFieldSpec {
+            kind: MatchKind::Ternary,
+            bit_width: 9,
+        },
+        KeyFieldSpec {
+            kind: MatchKind::Ternary,
+            bit_width: 32,
+        },
+    ];
+    let mut t: Table<usize> = Table::new(spec, 4096).unwrap();
+    let mut rng = Rng(77);
+    let mut rules: Vec<(Vec<u8>, Vec<u8>, i32)> = Vec::new();
+    for i in 0..600 {
+        let mut v: Vec<u8> = (0..46).map(|_| rng.next() as u8).collect();
+        let mut m = vec![0u8; 46];
+        let l0 = rng.below(321) as usize;
+        for b in 0..l0 {
+            m[b / 8] |= 0x80 >> (b % 8);
+        }
+        m[40] = [0x00, 0x01, 0x01][rng.below(3) as usize];
+        m[41] = [0x00, 0xff, 0xf0][rng.below(3) as usize];
+        let l2 = [0u32, 8, 16, 24, 32][rng.below(5) as usize];
+        for b in 0..l2 as usize {
+            m[42 + b / 8] |= 0x80 >> (b % 8);
+        }
+        v[40] &= 1;
+        for (a, b) in v.iter_mut().zip(&m) {
+            *a &= b;
+        }
+        let k = MatchKey {
+            fields: vec![
+                FieldMatch::Ternary {
+                    value: v[..40].to_vec(),
+                    mask: m[..40].to_vec(),
+                },
+                FieldMatch::Ternary {
+                    value: v[40..42].to_vec(),
+                    mask: m[40..42].to_vec(),
+                },
+                FieldMatch::Ternary {
+                    value: v[42..].to_vec(),
+                    mask: m[42..].to_vec(),
+                },
+            ],
+            priority: i,
+        };
+        t.insert(k, i as usize).unwrap();
+        rules.push((v, m, i));
+    }
+    for n in 0..3000 {
+        let mut key: Vec<u8> = if n % 2 == 0 {
+            (0..46).map(|_| rng.next() as u8).collect()
+        } else {
+            let (v, m, _) = &rules[rng.below(rules.len() as u64) as usize];
+            v.iter()
+                .zip(m)
+                .map(|(a, b)| a | (rng.next() as u8 & !b))
+                .collect()
+        };
+        key[40] &= 1;
+        let want = rules
+            .iter()
+            .filter(|(v, m, _)| key.iter().zip(m).zip(v).all(|((k, m), v)| k & m == *v))
+            .map(|r| r.2)
+            .min();
+        assert_eq!(t.lookup(&key).map(|x| *x.1 as i32), want, "{key:?}");
+    }
+}

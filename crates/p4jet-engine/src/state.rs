@@ -442,8 +442,10 @@ pub enum Op {
     /// every group before it and the groups after it are not applied. Results, one
     /// per op: [`ControlState::results`]. Batches do not nest.
     Batch {
-        /// Groups of ops.
-        groups: Vec<Vec<Op>>,
+        /// The ops of every group, in order.
+        ops: Vec<Op>,
+        /// Where each group ends in `ops` (exclusive), ascending.
+        ends: Vec<u32>,
         /// All or nothing.
         atomic: bool,
     },
@@ -633,12 +635,11 @@ impl ControlState {
                 });
                 OpResult::Ok
             }
-            Cow::Owned(Op::Batch { groups, atomic }) => self.batch(
-                groups.into_iter().map(|g| g.into_iter().map(Cow::Owned)),
-                atomic,
-            ),
-            Cow::Borrowed(Op::Batch { groups, atomic }) => {
-                self.batch(groups.iter().map(|g| g.iter().map(Cow::Borrowed)), *atomic)
+            Cow::Owned(Op::Batch { ops, ends, atomic }) => {
+                self.batch(ops.into_iter().map(Cow::Owned), &ends, atomic)
+            }
+            Cow::Borrowed(Op::Batch { ops, ends, atomic }) => {
+                self.batch(ops.iter().map(Cow::Borrowed), ends, *atomic)
             }
             op => match self.apply_other(&op, undo) {
                 Ok(r) => r,
@@ -734,29 +735,33 @@ impl ControlState {
         }
     }
 
-    /// Applies `groups` (see [`Op::Batch`]).
-    fn batch<'a, G, I>(&mut self, groups: G, atomic: bool) -> OpResult
-    where
-        G: Iterator<Item = I>,
-        I: Iterator<Item = Cow<'a, Op>>,
-    {
+    /// Applies the groups of a batch (see [`Op::Batch`]).
+    fn batch<'a>(
+        &mut self,
+        mut ops: impl Iterator<Item = Cow<'a, Op>>,
+        ends: &[u32],
+        atomic: bool,
+    ) -> OpResult {
         let mut results = std::mem::take(&mut self.results);
         results.clear();
         let mut applied: Vec<Undo> = Vec::new();
         let mut failed = false;
-        for group in groups {
+        let mut start = 0u32;
+        for &end in ends {
+            let len = end.saturating_sub(start);
+            start = end;
             let mut undo: Vec<Undo> = Vec::new();
             let mut group_failed = false;
-            let mut ops = group.peekable();
-            let mut first = true;
-            while let Some(op) = ops.next() {
+            // a lone op of a lenient batch changes nothing when it fails: no undo
+            let record = atomic || len > 1;
+            for _ in 0..len {
+                let Some(op) = ops.next() else {
+                    break;
+                };
                 if failed || group_failed {
                     results.push(OpResult::Refused(Refusal::Aborted));
                     continue;
                 }
-                // a lone op of a lenient batch changes nothing when it fails: no undo
-                let record = atomic || !first || ops.peek().is_some();
-                first = false;
                 let r = if matches!(op.as_ref(), Op::Batch { .. }) {
                     OpResult::Err("batches do not nest".into())
                 } else {

@@ -241,6 +241,9 @@ pub struct Switch {
     pub(crate) schema: Option<Arc<Schema>>,
     /// P4Runtime's cookie of the program.
     pub(crate) cookie: Option<u64>,
+    /// "table NAME" of every table of the program the runtime addresses (for
+    /// messages; built once per program, keyed by the program's address).
+    pub(crate) table_whats: Mutex<(usize, Vec<Arc<str>>)>,
 }
 
 impl Switch {
@@ -283,6 +286,7 @@ impl Switch {
             rt: runtime::RuntimeState::default(),
             schema,
             cookie: None,
+            table_whats: Mutex::new((0, Vec::new())),
             dataplane,
             swap_pending: None,
         })

@@ -878,13 +878,13 @@ impl Cli {
             )
             .error(format!("table {} is not a direct table", add.table.name)));
         }
-        let key = p4jet_thrift::service::key_from_bm(&add.key, add.priority);
+        let key = p4jet_thrift::service::key_from_bm_owned(add.key, add.priority);
         let call = p4jet_runtime::ActionCall::new(add.action.id, add.data);
         Ok(Update::add_direct(add.table.id, key, call))
     }
 
     /// Runs consecutive `table_add` lines of a script (line number, command,
-    /// arguments) with one [`RuntimeApi::bm_mt_add_entries`] call: the same
+    /// arguments) with one [`Runtime::write`] batch (one publication): the same
     /// entries, handles, output and errors as running them one by one, as
     /// parsing a line does not depend on the switch and a line that fails
     /// to parse calls nothing. With `output` false, only failed lines get

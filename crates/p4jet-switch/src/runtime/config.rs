@@ -291,8 +291,15 @@ impl Switch {
             }
         }
         groups.extend(entry_groups);
+        let mut ends = Vec::with_capacity(groups.len());
+        let mut ops = Vec::with_capacity(groups.len());
+        for g in groups {
+            ops.extend(g);
+            ends.push(ops.len() as u32);
+        }
         self.apply(Op::Batch {
-            groups,
+            ops,
+            ends,
             atomic: false,
         });
         let results = self.read_cs(|cs| cs.results.clone()).unwrap_or_default();

@@ -67,7 +67,7 @@ impl Later {
         match self {
             Later::DirectCounter { table, .. }
             | Later::DirectMeter { table, .. }
-            | Later::ResetDirectCounters { table } => sw.table_what(*table),
+            | Later::ResetDirectCounters { table } => sw.table_what(*table).to_string(),
             Later::Counter { .. } | Later::ResetCounter { .. } => "counter".into(),
             Later::Meter { .. } => "meter".into(),
             Later::Register { .. } | Later::ResetRegister { .. } => "register".into(),

@@ -443,21 +443,74 @@ pub(crate) enum Done {
 /// One update, prepared.
 pub(crate) struct Prepared {
     /// Its control-state ops (all or nothing).
-    pub ops: Vec<Op>,
+    pub ops: PreparedOps,
     /// What to do after.
     pub done: Done,
+}
+
+/// The ops of a prepared update (one, most often: no allocation for it).
+pub(crate) enum PreparedOps {
+    /// None.
+    None,
+    /// One.
+    One(Op),
+    /// Several.
+    Many(Vec<Op>),
+}
+
+impl PreparedOps {
+    fn is_empty(&self) -> bool {
+        matches!(self, PreparedOps::None)
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            PreparedOps::None => 0,
+            PreparedOps::One(_) => 1,
+            PreparedOps::Many(v) => v.len(),
+        }
+    }
+
+    /// Moves the ops to the end of `out`.
+    fn move_into(&mut self, out: &mut Vec<Op>) {
+        match std::mem::replace(self, PreparedOps::None) {
+            PreparedOps::None => {}
+            PreparedOps::One(op) => out.push(op),
+            PreparedOps::Many(v) => out.extend(v),
+        }
+    }
+}
+
+impl From<Vec<Op>> for PreparedOps {
+    fn from(mut v: Vec<Op>) -> PreparedOps {
+        match v.len() {
+            0 => PreparedOps::None,
+            1 => v.pop().map_or(PreparedOps::None, PreparedOps::One),
+            _ => PreparedOps::Many(v),
+        }
+    }
 }
 
 impl Prepared {
     pub(crate) fn op(op: Op, done: Done) -> Prepared {
         Prepared {
-            ops: vec![op],
+            ops: PreparedOps::One(op),
+            done,
+        }
+    }
+
+    pub(crate) fn ops(ops: Vec<Op>, done: Done) -> Prepared {
+        Prepared {
+            ops: ops.into(),
             done,
         }
     }
 
     pub(crate) fn none(done: Done) -> Prepared {
-        Prepared { ops: vec![], done }
+        Prepared {
+            ops: PreparedOps::None,
+            done,
+        }
     }
 }
 
@@ -488,12 +541,26 @@ impl Switch {
             .ok_or_else(|| RuntimeError::internal(STATE_GONE))
     }
 
-    /// "table IngressImpl.dmac" (for messages).
-    pub(crate) fn table_what(&self, t: u32) -> String {
-        match self.engine.prog.tables.get(t as usize) {
-            Some(ti) => format!("table {}", ti.name),
-            None => format!("table {t}"),
+    /// "table IngressImpl.dmac" (for messages; formatted once per program, as every
+    /// update of a batch asks for it).
+    pub(crate) fn table_what(&self, t: u32) -> Arc<str> {
+        let prog = &self.engine.prog;
+        let key = Arc::as_ptr(prog) as usize;
+        if let Ok(mut c) = self.table_whats.lock() {
+            if c.0 != key {
+                *c = (
+                    key,
+                    prog.tables
+                        .iter()
+                        .map(|ti| Arc::from(format!("table {}", ti.name)))
+                        .collect(),
+                );
+            }
+            if let Some(w) = c.1.get(t as usize) {
+                return w.clone();
+            }
         }
+        Arc::from(format!("table {t}"))
     }
 
     /// Applies one op and publishes it, mapping failures onto runtime errors.
@@ -543,16 +610,16 @@ impl Switch {
             return BatchResult { results };
         }
         // the ops of every update, in order, then the working copies
-        let mut groups: Vec<Vec<Op>> = Vec::new();
+        let mut ops: Vec<Op> = Vec::with_capacity(n);
+        let mut ends: Vec<u32> = Vec::with_capacity(n);
         let mut spans: Vec<Option<(usize, usize)>> = Vec::with_capacity(n);
-        let mut flat = 0usize;
         for p in &mut prepared {
             match p {
                 Ok(p) if !p.ops.is_empty() => {
-                    let ops = std::mem::take(&mut p.ops);
-                    spans.push(Some((flat, ops.len())));
-                    flat += ops.len();
-                    groups.push(ops);
+                    let (at, len) = (ops.len(), p.ops.len());
+                    p.ops.move_into(&mut ops);
+                    spans.push(Some((at, len)));
+                    ends.push(ops.len() as u32);
                 }
                 _ => spans.push(None),
             }
@@ -585,12 +652,13 @@ impl Switch {
             }
         }
         if !extra.is_empty() {
-            groups.push(extra);
+            ops.extend(extra);
+            ends.push(ops.len() as u32);
         }
-        let results: Vec<OpResult> = if groups.is_empty() {
+        let results: Vec<OpResult> = if ops.is_empty() {
             Vec::new()
         } else {
-            self.apply(Op::Batch { groups, atomic });
+            self.apply(Op::Batch { ops, ends, atomic });
             match self.read_cs(|cs| cs.results.clone()) {
                 Ok(r) => r,
                 Err(e) => return BatchResult::all_failed(n, &e),
@@ -774,7 +842,7 @@ impl Done {
             Done::EntryAdded { table, .. }
             | Done::TimeoutSet { table }
             | Done::EntryDeleted { table }
-            | Done::TableCleared { table } => sw.table_what(*table),
+            | Done::TableCleared { table } => sw.table_what(*table).to_string(),
             Done::Group { profile, .. }
             | Done::GroupMembers { profile, .. }
             | Done::GroupDeleted { profile, .. } => profiles::profile_what(sw, *profile),

@@ -376,10 +376,7 @@ impl Switch {
                         action: program_default(ti),
                     });
                 }
-                Ok(Prepared {
-                    ops,
-                    done: Done::TableCleared { table: t },
-                })
+                Ok(Prepared::ops(ops, Done::TableCleared { table: t }))
             }
             Update::SetDefault { table, action } => {
                 let (t, ti) = self.ti(table)?;

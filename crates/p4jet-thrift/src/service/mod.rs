@@ -112,6 +112,29 @@ pub fn key_from_bm(params: &[BmMatchParam], priority: i32) -> MatchKey {
     )
 }
 
+/// [`key_from_bm`] taking the parameters (their bytes move, nothing is copied).
+pub fn key_from_bm_owned(params: Vec<BmMatchParam>, priority: i32) -> MatchKey {
+    MatchKey::with_priority(
+        params
+            .into_iter()
+            .map(|p| match p {
+                BmMatchParam::Exact { key } => FieldMatch::Exact(key),
+                BmMatchParam::Lpm { key, prefix_length } => FieldMatch::Lpm {
+                    value: key,
+                    prefix_len: u32::try_from(prefix_length).unwrap_or(u32::MAX),
+                },
+                BmMatchParam::Ternary { key, mask } => FieldMatch::Ternary { value: key, mask },
+                BmMatchParam::Valid { key } => FieldMatch::Valid(key),
+                BmMatchParam::Range { start, end } => FieldMatch::Range {
+                    low: start,
+                    high: end,
+                },
+            })
+            .collect(),
+        priority,
+    )
+}
+
 /// The Thrift form of a model key.
 pub fn key_to_bm(key: &MatchKey) -> Vec<BmMatchParam> {
     key.fields

@@ -1037,6 +1037,11 @@ impl Program {
                         group: g.multicast_group_id,
                     }]);
                 }
+                if !g.metadata.is_empty() {
+                    return Err(Fail::unimplemented(
+                        "multicast group metadata (the controller's cookie) is not kept",
+                    ));
+                }
                 let replicas = replicas(&g.replicas)?;
                 let mut seen = replicas.clone();
                 seen.sort();

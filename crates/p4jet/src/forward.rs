@@ -762,12 +762,12 @@ fn learn_events(sw: &Mutex<Switch>, all: bool) {
         }
     };
     let msgs = if all {
-        s.take_learn_messages()
+        s.take_digests()
     } else {
-        s.poll_learn_messages(Instant::now())
+        s.poll_digests_now()
     };
     for m in &msgs {
-        eprintln!("p4jet: {}", s.describe_learn_message(m));
+        eprintln!("p4jet: {}", s.describe_digest_list(m));
     }
 }
 

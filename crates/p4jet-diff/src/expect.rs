@@ -131,7 +131,8 @@ pub fn expect_stf(
     stf: &Path,
     dir: &Path,
 ) -> Result<String, String> {
-    let json = std::fs::read_to_string(program).map_err(|e| format!("{}: {e}", program.display()))?;
+    let json =
+        std::fs::read_to_string(program).map_err(|e| format!("{}: {e}", program.display()))?;
     let text = std::fs::read_to_string(stf).map_err(|e| format!("{}: {e}", stf.display()))?;
     let steps = stf_steps(&json, &text).map_err(|e| format!("{}: {e}", stf.display()))?;
     let inputs: BTreeMap<u32, ()> = steps

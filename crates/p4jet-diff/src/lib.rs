@@ -6,7 +6,10 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod diff;
 pub mod expect;
+pub mod generate;
+pub mod model;
 pub mod pcap;
 pub mod scenario;
 pub mod switch;

@@ -42,10 +42,7 @@ pub fn parse_records(b: &[u8]) -> Vec<Vec<u8>> {
     if b.len() < 24 {
         return vec![];
     }
-    let le = matches!(
-        b[0..4],
-        [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1]
-    );
+    let le = matches!(b[0..4], [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1]);
     let u32at = |i: usize| {
         let a = [b[i], b[i + 1], b[i + 2], b[i + 3]];
         if le {

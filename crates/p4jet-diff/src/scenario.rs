@@ -115,7 +115,9 @@ fn added_handle(answer: &str) -> Option<u64> {
 
 /// Parses `NAME[IDX]=  (B bytes, P packets)`.
 pub fn parse_counter(answer: &str) -> Option<CounterValue> {
-    let l = answer.lines().find(|l| l.contains("bytes") && l.contains("packets"))?;
+    let l = answer
+        .lines()
+        .find(|l| l.contains("bytes") && l.contains("packets"))?;
     let inner = l.split('(').nth(1)?.split(')').next()?;
     let mut bytes = None;
     let mut packets = None;
@@ -183,7 +185,10 @@ pub fn play(
     let mut names: BTreeMap<String, u64> = BTreeMap::new();
     let idle = |sw: &mut Running| sw.wait_idle(opts.idle_window, opts.idle_limit);
     let snapshot = |sw: &Running| -> BTreeMap<u32, usize> {
-        sw.ports().iter().map(|p| (*p, sw.output(*p).len())).collect()
+        sw.ports()
+            .iter()
+            .map(|p| (*p, sw.output(*p).len()))
+            .collect()
     };
     let mut i = 0;
     let mut closed_idle_inputs = false;
@@ -256,7 +261,8 @@ pub fn play(
                 };
                 let v = match idx {
                     Some(idx) => {
-                        let out = cli.run(sw.thrift_port, &format!("counter_read {counter} {idx}\n"))?;
+                        let out =
+                            cli.run(sw.thrift_port, &format!("counter_read {counter} {idx}\n"))?;
                         parse_counter(&out)
                     }
                     None => None,
@@ -307,7 +313,9 @@ mod tests {
     #[test]
     fn handles_parse() {
         assert_eq!(
-            added_handle("Adding entry to exact match table t\nEntry has been added with handle 7\n"),
+            added_handle(
+                "Adding entry to exact match table t\nEntry has been added with handle 7\n"
+            ),
             Some(7)
         );
     }

@@ -124,11 +124,10 @@ impl Running {
             mkfifo(&fifo)?;
         }
         let thrift_port = free_port()?;
-        let program = std::fs::canonicalize(program)
-            .map_err(|e| format!("{}: {e}", program.display()))?;
+        let program =
+            std::fs::canonicalize(program).map_err(|e| format!("{}: {e}", program.display()))?;
         let bin = if spec.bin.components().count() > 1 {
-            std::fs::canonicalize(&spec.bin)
-                .map_err(|e| format!("{}: {e}", spec.bin.display()))?
+            std::fs::canonicalize(&spec.bin).map_err(|e| format!("{}: {e}", spec.bin.display()))?
         } else {
             spec.bin.clone()
         };

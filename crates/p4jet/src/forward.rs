@@ -235,7 +235,10 @@ impl Lane {
     }
 }
 
-/// Reads the next frames of the pcap inputs in timestamp order (bmv2 reads its files
+/// Reads the next frames of the pcap inputs in timestamp order, as bmv2's pcap reader
+/// does: the earliest record among the heads of all open inputs, so a FIFO that has not
+/// delivered its next record yet (and is not closed) holds the others back. Frames
+/// then enter in one order whatever the timing of the writers (bmv2 reads its files
 /// without timing; ordering by timestamp makes runs repeatable).
 fn read_pcaps(
     ports: &[PortHandle],
@@ -268,7 +271,7 @@ fn read_pcaps(
             }
         }
         // wait for inputs that may still deliver an earlier frame
-        if pending && n > 0 {
+        if pending {
             break;
         }
         let Some((i, _)) = best else { break };

@@ -47,6 +47,8 @@ pub struct DiffConfig {
     pub max_minimize: usize,
     /// Ports 0..ports are opened; frames enter on them.
     pub ports: u32,
+    /// Keep the working directory of chunks without differences too.
+    pub keep: bool,
 }
 
 /// What kind of difference.
@@ -619,6 +621,49 @@ pub fn triage(
     t
 }
 
+/// Meter rates of a command replaced by 1e-9 units/µs (bursts kept): with real rates
+/// colours depend on when packets arrive, which differs between any two runs; with
+/// rates so low, both buckets stay at their burst sizes minus what packets took.
+pub fn deterministic_meters(line: &str) -> String {
+    let mut w = line.split_whitespace();
+    match w.next() {
+        Some("meter_set_rates" | "meter_array_set_rates") => line
+            .split_whitespace()
+            .map(|tok| match tok.split_once(':') {
+                Some((_, burst)) => format!("0.000000001:{burst}"),
+                None => tok.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => line.to_string(),
+    }
+}
+
+/// IPv6 addresses of a command written in hex: the stock CLI cannot parse IPv6
+/// notation under Python 3 (its `ipaddr` call yields bytes that it passes to `ord`), on
+/// either switch.
+pub fn ipv6_as_hex(line: &str) -> String {
+    line.split_whitespace()
+        .map(|tok| {
+            let (addr, len) = match tok.split_once('/') {
+                Some((a, l)) => (a, Some(l)),
+                None => (tok, None),
+            };
+            match addr.parse::<std::net::Ipv6Addr>() {
+                Ok(a) if addr.contains("::") || addr.matches(':').count() == 7 => {
+                    let h = format!("0x{:x}", u128::from(a));
+                    match len {
+                        Some(l) => format!("{h}/{l}"),
+                        None => h,
+                    }
+                }
+                _ => tok.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Runs the chunks; `log` receives progress lines.
 pub fn run(cfg: &DiffConfig, log: &mut dyn FnMut(&str)) -> Result<Summary, String> {
     let json = std::fs::read_to_string(&cfg.program)
@@ -639,6 +684,7 @@ pub fn run(cfg: &DiffConfig, log: &mut dyn FnMut(&str)) -> Result<Summary, Strin
                 // the stock CLI's pvs_add sends one byte too many and simple_switch
                 // aborts on an assertion (tests/corpus/README.md): left out
                 .filter(|l| !l.is_empty() && !l.starts_with("pvs_add"))
+                .map(|l| deterministic_meters(&ipv6_as_hex(&l)))
                 .collect(),
         ),
         None => None,
@@ -650,7 +696,7 @@ pub fn run(cfg: &DiffConfig, log: &mut dyn FnMut(&str)) -> Result<Summary, Strin
     for ci in cfg.first_chunk..cfg.first_chunk + cfg.chunks {
         let seed = cfg.seed.wrapping_add(ci as u64);
         let mut rng = StdRng::seed_from_u64(seed);
-        let pools = Pools::new(&info, &mut rng);
+        let mut pools = Pools::new(&info, &mut rng);
         let mut commands = entries(
             &info,
             &pools,
@@ -664,6 +710,7 @@ pub fn run(cfg: &DiffConfig, log: &mut dyn FnMut(&str)) -> Result<Summary, Strin
             && ci % 3 == 0
         {
             commands = cc.clone();
+            pools.absorb(&info, cc);
         }
         let mut frames = Vec::with_capacity(cfg.chunk);
         for _ in 0..cfg.chunk {
@@ -702,7 +749,9 @@ pub fn run(cfg: &DiffConfig, log: &mut dyn FnMut(&str)) -> Result<Summary, Strin
             }
         ));
         if real.is_empty() {
-            let _ = std::fs::remove_dir_all(&dir);
+            if !cfg.keep {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
             continue;
         }
         let mut rep = format!("{name} chunk {ci} (seed {seed}):\n");
@@ -711,7 +760,8 @@ pub fn run(cfg: &DiffConfig, log: &mut dyn FnMut(&str)) -> Result<Summary, Strin
         }
         // frame differences: the inputs behind them, each played alone
         let only_frames = real.iter().all(|d| d.kind == DiffKind::Frames);
-        if let (true, Ok(a), Ok(b)) = (only_frames, &r.bmv2, &r.p4jet) {
+        let any_frames = real.iter().any(|d| d.kind == DiffKind::Frames);
+        if let (true, Ok(a), Ok(b)) = (any_frames, &r.bmv2, &r.p4jet) {
             let tdir = cfg.work.join(format!("{name}-{ci}-triage"));
             let t = triage(&pair, &commands, &frames, a, b, &tdir, 12);
             let _ = std::fs::remove_dir_all(&tdir);
@@ -748,7 +798,7 @@ pub fn run(cfg: &DiffConfig, log: &mut dyn FnMut(&str)) -> Result<Summary, Strin
                     sum.tests_written.push(path);
                 }
             }
-            if t.alone.is_empty() && t.unattributed == 0 && t.unexplained == 0 {
+            if only_frames && t.alone.is_empty() && t.unattributed == 0 && t.unexplained == 0 {
                 sum.chunks_stale += 1;
                 sum.stale_inputs += t.history.len() as u64;
                 log(&rep);

@@ -64,6 +64,18 @@ impl Pools {
                 add(&mut p, rng, &k.target.0, &k.target.1, k.width);
             }
         }
+        // constants the program compares fields with, and their neighbours
+        for ((h, f), c) in &info.constants {
+            let Some(w) = info.width(h, f) else { continue };
+            if w == 0 || w > 128 {
+                continue;
+            }
+            let vals = p.fields.entry((h.clone(), f.clone())).or_default();
+            // the constant itself twice as likely as its neighbours
+            for v in [*c, *c, c.wrapping_add(1), c.wrapping_sub(1)] {
+                vals.push(v & mask(w));
+            }
+        }
         let mut names: Vec<&String> = info.states.keys().collect();
         names.sort();
         for n in names {
@@ -84,17 +96,76 @@ impl Pools {
         p
     }
 
+    /// Adds the key values and action parameters of `table_add` commands (the
+    /// corpus's own entries) to the pools of their fields.
+    pub fn absorb(&mut self, info: &ProgramInfo, commands: &[String]) {
+        for c in commands {
+            let mut w = c.split_whitespace();
+            if w.next() != Some("table_add") {
+                continue;
+            }
+            let (Some(t), Some(a)) = (w.next(), w.next()) else {
+                continue;
+            };
+            let Some(table) = info
+                .tables
+                .iter()
+                .find(|x| x.name == t || x.name.ends_with(&format!(".{t}")))
+            else {
+                continue;
+            };
+            let rest: Vec<&str> = w.collect();
+            let split = rest.iter().position(|x| *x == "=>").unwrap_or(rest.len());
+            for (k, tok) in table.keys.iter().zip(&rest[..split]) {
+                for part in tok.split("&&&").take(1).flat_map(|x| x.split("->")) {
+                    let v = part.split('/').next().unwrap_or(part);
+                    if let Some(v) = parse_cli_value(v) {
+                        self.push(&k.target.0, &k.target.1, k.width, v);
+                    }
+                }
+            }
+            if let Some(action) = table
+                .actions
+                .iter()
+                .find(|x| x.name == a || x.name.ends_with(&format!(".{a}")))
+            {
+                for ((w, tg), tok) in action
+                    .params
+                    .iter()
+                    .zip(&action.param_targets)
+                    .zip(rest.iter().skip(split + 1))
+                {
+                    if let (Some((h, f)), Some(v)) = (tg, parse_cli_value(tok)) {
+                        self.push(h, f, *w, v);
+                    }
+                }
+            }
+        }
+    }
+
+    fn push(&mut self, h: &str, f: &str, w: u32, v: u128) {
+        if w == 0 || w > 128 {
+            return;
+        }
+        let v = v & mask(w);
+        let vals = self.fields.entry((h.to_string(), f.to_string())).or_default();
+        if !vals.contains(&v) {
+            vals.push(v);
+            self.widths.entry(w).or_default().push(v);
+        }
+    }
+
     /// A value for a field of width `w`: from its pool, from the width's pool, or
     /// random.
     pub fn pick(&self, rng: &mut StdRng, h: &str, f: &str, w: u32) -> u128 {
         let r = rng.gen_range(0..10);
-        if r < 6
+        if r < 7
             && let Some(v) = self.fields.get(&(h.to_string(), f.to_string()))
             && !v.is_empty()
         {
             return v[rng.gen_range(0..v.len())] & mask(w);
         }
-        if r < 7
+        if r < 8
             && let Some(v) = self.widths.get(&w)
             && !v.is_empty()
         {
@@ -102,6 +173,36 @@ impl Pools {
         }
         random_value(rng, w)
     }
+}
+
+/// A value as simple_switch_CLI reads it: decimal, 0x/0b/0o, a MAC address, a
+/// dotted IPv4 or an IPv6 address.
+pub fn parse_cli_value(s: &str) -> Option<u128> {
+    let l = s.to_ascii_lowercase();
+    if let Some(h) = l.strip_prefix("0x") {
+        return u128::from_str_radix(h, 16).ok();
+    }
+    if let Some(b) = l.strip_prefix("0b") {
+        return u128::from_str_radix(b, 2).ok();
+    }
+    if let Ok(v) = l.parse::<u128>() {
+        return Some(v);
+    }
+    if let Ok(a) = l.parse::<std::net::Ipv4Addr>() {
+        return Some(u128::from(u32::from(a)));
+    }
+    if let Ok(a) = l.parse::<std::net::Ipv6Addr>() {
+        return Some(u128::from(a));
+    }
+    let parts: Vec<&str> = l.split(':').collect();
+    if parts.len() == 6 {
+        let mut v = 0u128;
+        for p in parts {
+            v = (v << 8) | u128::from(u8::from_str_radix(p, 16).ok()?);
+        }
+        return Some(v);
+    }
+    None
 }
 
 fn hexv(v: u128) -> String {
@@ -266,6 +367,28 @@ pub fn entries(
                 "register_write {name} {} {}",
                 rng.gen_range(0..*size),
                 random_value(rng, w)
+            ));
+        }
+    }
+    // meters with rates so low that no token is added during a run: both buckets
+    // start full (their burst sizes), so colours depend on packet counts, not on time
+    for (name, size) in &info.meters {
+        if *size == 0 || rng.gen_bool(0.3) {
+            continue;
+        }
+        let (b1, b2) = (rng.gen_range(1..=20u32), rng.gen_range(1..=40u32));
+        cmds.push(format!(
+            "meter_array_set_rates {name} 0.000000001:{} 0.000000001:{}",
+            b1.min(b2),
+            b1.max(b2)
+        ));
+        for _ in 0..rng.gen_range(0..3) {
+            let (c1, c2) = (rng.gen_range(1..=10u32), rng.gen_range(1..=10u32));
+            cmds.push(format!(
+                "meter_set_rates {name} {} 0.000000001:{} 0.000000001:{}",
+                rng.gen_range(0..*size),
+                c1.min(c2),
+                c1.max(c2)
             ));
         }
     }

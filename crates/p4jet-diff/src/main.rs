@@ -60,6 +60,10 @@ struct RunOpts {
     /// Ports 0..N are opened and receive frames.
     #[arg(long, default_value_t = 8)]
     ports: u32,
+    /// Keep per-packet logs of both switches and every chunk's working directory
+    /// (slow; for looking into a difference).
+    #[arg(long)]
+    log: bool,
 }
 
 #[derive(Subcommand)]
@@ -133,7 +137,12 @@ fn config(
 ) -> Result<DiffConfig, String> {
     let cli = StockCli::locate(common.cli.as_deref())?;
     let p4jet = opts.p4jet.clone().unwrap_or_else(default_p4jet);
+    let mut reference = SwitchSpec::bmv2(&common.reference);
+    let mut p4jet = SwitchSpec::p4jet(&p4jet);
+    reference.log = opts.log;
+    p4jet.log = opts.log;
     Ok(DiffConfig {
+        keep: opts.log,
         program: program.to_path_buf(),
         commands,
         seeds,
@@ -141,8 +150,8 @@ fn config(
         chunks,
         first_chunk: opts.first_chunk,
         seed: opts.seed,
-        reference: SwitchSpec::bmv2(&common.reference),
-        p4jet: SwitchSpec::p4jet(&p4jet),
+        reference,
+        p4jet,
         cli,
         work: common.work.clone(),
         found: opts.found.clone(),

@@ -118,6 +118,8 @@ pub struct ProgramInfo {
     pub counters: Vec<(String, u32)>,
     /// Registers: name, size, width.
     pub registers: Vec<(String, u32, u32)>,
+    /// Indexed meters: name, size.
+    pub meters: Vec<(String, u32)>,
     /// The parser (states by name, init state).
     pub states: HashMap<String, StateInfo>,
     /// Initial parser state.
@@ -130,6 +132,51 @@ pub struct ProgramInfo {
     /// Uses random() with lo < hi, or meters, or timestamps: outputs may legitimately
     /// differ.
     pub nondeterministic: Vec<String>,
+    /// Constants the program compares fields with (conditions, actions), per field:
+    /// frames that take those branches need them.
+    pub constants: Vec<((String, String), u128)>,
+}
+
+/// Collects `field OP constant` comparisons of an expression tree.
+fn comparisons(v: &Value, out: &mut Vec<((String, String), u128)>) {
+    match v {
+        Value::Object(o) => {
+            if let (Some(op), Some(l), Some(r)) = (
+                o.get("op").and_then(Value::as_str),
+                o.get("left"),
+                o.get("right"),
+            ) && matches!(op, "==" | "!=" | "<" | ">" | "<=" | ">=")
+            {
+                let field = |x: &Value| -> Option<(String, String)> {
+                    let x = if x.get("type").and_then(Value::as_str) == Some("expression") {
+                        x.get("value")?
+                    } else {
+                        x
+                    };
+                    if x.get("type")?.as_str()? != "field" {
+                        return None;
+                    }
+                    let a = x.get("value")?.as_array()?;
+                    Some((a.first()?.as_str()?.to_string(), a.get(1)?.as_str()?.to_string()))
+                };
+                let constant = |x: &Value| -> Option<u128> {
+                    if x.get("type")?.as_str()? != "hexstr" {
+                        return None;
+                    }
+                    let h = x.get("value")?.as_str()?;
+                    u128::from_str_radix(h.strip_prefix("0x")?, 16).ok()
+                };
+                if let (Some(f), Some(c)) = (field(l), constant(r)) {
+                    out.push((f, c));
+                } else if let (Some(c), Some(f)) = (constant(l), field(r)) {
+                    out.push((f, c));
+                }
+            }
+            o.values().for_each(|x| comparisons(x, out));
+        }
+        Value::Array(a) => a.iter().for_each(|x| comparisons(x, out)),
+        _ => {}
+    }
 }
 
 impl ProgramInfo {
@@ -368,7 +415,28 @@ impl ProgramInfo {
             }
             init_state = Some(pa.init_state.clone());
         }
+        let mut constants = vec![];
+        for pl in &p.pipelines {
+            for c in &pl.conditionals {
+                comparisons(&c.expression, &mut constants);
+            }
+        }
+        for a in &p.actions {
+            for prim in &a.primitives {
+                prim.parameters.iter().for_each(|x| comparisons(x, &mut constants));
+            }
+        }
+        constants.sort();
+        constants.dedup();
+        let meters = p
+            .meter_arrays
+            .iter()
+            .filter(|m| !m.is_direct)
+            .map(|m| (m.name.clone(), m.size))
+            .collect();
         ProgramInfo {
+            meters,
+            constants,
             headers,
             stacks,
             union_stacks,

@@ -47,12 +47,13 @@ impl SwitchSpec {
         }
     }
 
-    /// `p4jet run` at `bin`.
+    /// `p4jet run` at `bin`, without a limit on resubmit/recirculate passes (as
+    /// simple_switch: p4jet's default of 64 is an intended difference).
     pub fn p4jet(bin: &Path) -> SwitchSpec {
         SwitchSpec {
             name: "p4jet".into(),
             bin: bin.to_path_buf(),
-            pre_args: vec!["run".into()],
+            pre_args: vec!["run".into(), "--max-passes".into(), "1000000".into()],
             target_args: vec![],
             log: false,
         }

@@ -90,6 +90,10 @@ pub struct RunArgs {
     /// Packets per ingress batch.
     #[arg(long = "batch", default_value_t = 32)]
     pub batch: usize,
+    /// Resubmit/recirculate passes after which a packet is dropped with an error
+    /// (simple_switch has no limit; p4jet's keeps a looping program from hanging it).
+    #[arg(long = "max-passes", default_value_t = 64)]
+    pub max_passes: u32,
     /// Keys per stage of a batched table lookup: all are hashed or indexed and their
     /// buckets prefetched before the first is resolved (1 to 64).
     #[arg(long = "sub-batch", default_value_t = p4jet_engine::DEFAULT_SUB_BATCH as u8,
@@ -326,6 +330,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         batch: a.batch.max(1),
         sub_batch: usize::from(a.sub_batch),
         enable_swap: target.enable_swap,
+        max_passes: a.max_passes.max(1),
         ..SwitchConfig::default()
     };
     let mut sw = Switch::new(&json, cfg).map_err(|e| format!("{}: {e}", a.program.display()))?;

@@ -38,7 +38,11 @@ fn stf_files(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn pending_corners_fail_cleanly_and_none_passes_unnoticed() {
     let programs = pending();
-    assert!(programs.len() >= 4, "tests/corpus-pending has {}", programs.len());
+    assert!(
+        programs.len() >= 4,
+        "tests/corpus-pending has {}",
+        programs.len()
+    );
     let mut now_pass = vec![];
     let mut crashed = vec![];
     for dir in programs {

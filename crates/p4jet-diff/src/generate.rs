@@ -148,7 +148,10 @@ impl Pools {
             return;
         }
         let v = v & mask(w);
-        let vals = self.fields.entry((h.to_string(), f.to_string())).or_default();
+        let vals = self
+            .fields
+            .entry((h.to_string(), f.to_string()))
+            .or_default();
         if !vals.contains(&v) {
             vals.push(v);
             self.widths.entry(w).or_default().push(v);

@@ -157,7 +157,10 @@ fn comparisons(v: &Value, out: &mut Vec<((String, String), u128)>) {
                         return None;
                     }
                     let a = x.get("value")?.as_array()?;
-                    Some((a.first()?.as_str()?.to_string(), a.get(1)?.as_str()?.to_string()))
+                    Some((
+                        a.first()?.as_str()?.to_string(),
+                        a.get(1)?.as_str()?.to_string(),
+                    ))
                 };
                 let constant = |x: &Value| -> Option<u128> {
                     if x.get("type")?.as_str()? != "hexstr" {
@@ -423,7 +426,9 @@ impl ProgramInfo {
         }
         for a in &p.actions {
             for prim in &a.primitives {
-                prim.parameters.iter().for_each(|x| comparisons(x, &mut constants));
+                prim.parameters
+                    .iter()
+                    .for_each(|x| comparisons(x, &mut constants));
             }
         }
         constants.sort();

@@ -90,6 +90,24 @@ pub struct Running {
     name: String,
 }
 
+/// Where a switch started in `dir` publishes its notifications (a Unix socket path,
+/// absolute and short enough for `sun_path`).
+pub fn notifications_path(dir: &Path) -> Result<PathBuf, String> {
+    let d = std::fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let p = d.join("notify.ipc");
+    if p.as_os_str().len() < 100 {
+        return Ok(p);
+    }
+    // too long for a Unix socket address: a name under /tmp derived from the dir
+    let h = d
+        .to_string_lossy()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+    Ok(PathBuf::from(format!("/tmp/p4jet-diff-{h:016x}.ipc")))
+}
+
 fn mkfifo(path: &Path) -> Result<(), String> {
     let st = Command::new("mkfifo")
         .arg(path)
@@ -137,10 +155,14 @@ impl Running {
         if spec.log {
             cmd.args(["--log-file", "switch", "--log-flush"]);
         }
+        // a notification socket of its own (the default, /tmp/bmv2-<id>-..., would be
+        // shared with every other switch of that device id)
+        let notify = format!("ipc://{}", notifications_path(dir)?.display());
         cmd.args(["--use-files", "0", "--thrift-port"])
             .arg(thrift_port.to_string())
             .arg("--device-id")
             .arg(device_id.to_string())
+            .args(["--notifications-addr", &notify])
             .args(extra);
         for p in &ports {
             cmd.arg("-i").arg(format!("{p}@pcap{p}"));

@@ -63,7 +63,8 @@ pub struct RunArgs {
     /// nanomsg event logger address (accepted, not supported: ignored with a warning).
     #[arg(long = "nanolog", value_name = "ADDR")]
     pub nanolog: Option<String>,
-    /// nanomsg notifications address (accepted; digests are available through the CLI).
+    /// nanomsg PUB address of learning and port notifications (default
+    /// `ipc:///tmp/bmv2-<device-id>-notifications.ipc`, as simple_switch).
     #[arg(long = "notifications-addr", value_name = "ADDR")]
     pub notifications_addr: Option<String>,
     /// Bytes of packet data dumped in the log (accepted for compatibility).
@@ -217,6 +218,8 @@ pub(crate) struct PortEntry {
     pub(crate) num: u32,
     pub(crate) io: PortIo,
     pub(crate) exhausted: bool,
+    /// Since when a pcap FIFO input has had no record ready (and is not closed).
+    pub(crate) pending_since: Option<std::time::Instant>,
 }
 
 impl PortEntry {
@@ -292,12 +295,8 @@ fn warn_ignored(a: &RunArgs, target: &TargetOptions) {
     for u in &target.unknown {
         eprintln!("p4jet: ignoring unknown target option {u}");
     }
-    let ignored: [(&str, bool); 8] = [
+    let ignored: [(&str, bool); 7] = [
         ("--nanolog (no nanomsg event logger)", a.nanolog.is_some()),
-        (
-            "--notifications-addr (no nanomsg notifications; digests are read through the runtime API)",
-            a.notifications_addr.is_some(),
-        ),
         ("--debugger", a.debugger),
         ("--debugger-addr", a.debugger_addr.is_some()),
         ("--restore-state", a.restore_state.is_some()),
@@ -336,10 +335,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     let mut sw = Switch::new(&json, cfg).map_err(|e| format!("{}: {e}", a.program.display()))?;
     sw.rt.device_id = i64::from(a.device_id);
     sw.rt.thrift_port = i32::from(a.thrift_port);
-    sw.rt.notifications_socket = a.notifications_addr.clone().or(Some(format!(
-        "ipc:///tmp/bmv2-{}-notifications.ipc",
-        a.device_id
-    )));
+    sw.rt.notifications_socket = Some(sw_notifications_addr(&a));
     sw.rt.elogger_socket = a.nanolog.clone();
     let log: Option<Box<dyn Write + Send>> = if a.log_console {
         Some(Box::new(std::io::stdout()))
@@ -442,12 +438,23 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
             .map_err(|e| format!("signal handler: {e}"))?;
     }
 
+    // bmv2's notification socket: learning and port status messages for controllers
+    // that subscribe with nanomsg (p4-utils, nnpy scripts); a socket that cannot be
+    // bound is reported and the switch runs without it, as simple_switch does
+    let notify = match p4jet_nanomsg::Publisher::bind(&sw_notifications_addr(&a)) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            eprintln!("p4jet: notifications: {e}; not publishing notifications");
+            None
+        }
+    };
     let common = Arc::new(forward::Common {
         stop: AtomicBool::new(false),
         files,
         exit_when_done: a.exit_when_done,
         batch: a.batch.max(1),
         log: log.map(Mutex::new),
+        notify,
     });
     let plan = forward::Plan {
         mode: a.mode,
@@ -464,6 +471,13 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     }
     print_counts(&r?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--notifications-addr`, or simple_switch's default for the device id.
+fn sw_notifications_addr(a: &RunArgs) -> String {
+    a.notifications_addr
+        .clone()
+        .unwrap_or_else(|| format!("ipc:///tmp/bmv2-{}-notifications.ipc", a.device_id))
 }
 
 struct OpenArgs {
@@ -530,6 +544,7 @@ fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, S
         num,
         io,
         exhausted: false,
+        pending_since: None,
     })
 }
 

@@ -47,13 +47,22 @@ impl SwitchSpec {
         }
     }
 
-    /// `p4jet run` at `bin`, without a limit on resubmit/recirculate passes (as
-    /// simple_switch: p4jet's default of 64 is an intended difference).
+    /// `p4jet run` at `bin`, without a limit on resubmit/recirculate passes and
+    /// waiting for every open pcap input (as simple_switch: p4jet's defaults, 64
+    /// passes and 1 s, are intended differences).
     pub fn p4jet(bin: &Path) -> SwitchSpec {
         SwitchSpec {
             name: "p4jet".into(),
             bin: bin.to_path_buf(),
-            pre_args: vec!["run".into(), "--max-passes".into(), "1000000".into()],
+            pre_args: vec![
+                "run".into(),
+                "--max-passes".into(),
+                "1000000".into(),
+                // wait for every open input as simple_switch does: frames enter in
+                // timestamp order however late a writer is
+                "--pcap-fifo-wait".into(),
+                "1000000".into(),
+            ],
             target_args: vec![],
             log: false,
         }

@@ -71,6 +71,8 @@ pub(crate) struct Common {
     pub log: Option<Mutex<Box<dyn Write + Send>>>,
     /// The notification socket (`--notifications-addr`): learning and port messages.
     pub notify: Option<p4jet_nanomsg::Publisher>,
+    /// How long an empty open pcap FIFO holds the other inputs back.
+    pub fifo_wait: Duration,
 }
 
 /// What one forwarding thread owns.
@@ -237,19 +239,18 @@ impl Lane {
     }
 }
 
-/// How long an open FIFO input with nothing to read holds the others back.
-const FIFO_GRACE: Duration = Duration::from_secs(1);
-
 /// Reads the next frames of the pcap inputs in timestamp order, as bmv2's pcap reader
 /// does: the earliest record among the heads of all open inputs, so a FIFO that has not
 /// delivered its next record yet (and is not closed) holds the others back, and frames
 /// enter in one order whatever the timing of the writers. bmv2 waits for such a FIFO
-/// for ever; p4jet waits [`FIFO_GRACE`], then goes on without it until it delivers
-/// again (a FIFO its writer never uses, such as an output-only port of a test driver,
-/// would otherwise stop the switch). Ordering by timestamp makes runs repeatable.
+/// for ever; p4jet waits `fifo_wait` (`--pcap-fifo-wait`, 1 s by default), then goes
+/// on without it until it delivers again (a FIFO its writer never uses, such as an
+/// output-only port of a test driver, would otherwise stop the switch). Ordering by
+/// timestamp makes runs repeatable.
 fn read_pcaps(
     ports: &[PortHandle],
     batch: usize,
+    fifo_wait: Duration,
     inject: &mut dyn FnMut(u32, &[u8]),
 ) -> Result<usize, String> {
     let mut n = 0;
@@ -277,7 +278,7 @@ fn read_pcaps(
                 Peek::Exhausted => pe.exhausted = true,
                 Peek::Pending => {
                     let since = *pe.pending_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() < FIFO_GRACE {
+                    if since.elapsed() < fifo_wait {
                         pending = true;
                     }
                 }
@@ -471,7 +472,9 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
             lane.port_cmds();
             lane.update_moving(&mut w.core);
             let got = if c.files {
-                read_pcaps(&lane.ports, c.batch, &mut |n, f| w.inject(n, f))?
+                read_pcaps(&lane.ports, c.batch, c.fifo_wait, &mut |n, f| {
+                    w.inject(n, f)
+                })?
             } else {
                 lane.rx_live(c.batch, &mut w)?
             };
@@ -515,7 +518,9 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
         while !c.stop.load(Ordering::Relaxed) {
             lane.port_cmds();
             let got = if c.files {
-                read_pcaps(&lane.ports, c.batch, &mut |n, f| st.inject(n, f))?
+                read_pcaps(&lane.ports, c.batch, c.fifo_wait, &mut |n, f| {
+                    st.inject(n, f)
+                })?
             } else {
                 lane.rx_live(c.batch, &mut st)?
             };

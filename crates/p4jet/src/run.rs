@@ -91,6 +91,11 @@ pub struct RunArgs {
     /// Packets per ingress batch.
     #[arg(long = "batch", default_value_t = 32)]
     pub batch: usize,
+    /// Seconds an empty pcap FIFO input (open, nothing written yet) holds back the
+    /// others, so that frames enter in timestamp order across inputs; then the others
+    /// go on without it until it delivers. simple_switch waits for ever.
+    #[arg(long = "pcap-fifo-wait", value_name = "SECONDS", default_value_t = 1.0)]
+    pub pcap_fifo_wait: f64,
     /// Resubmit/recirculate passes after which a packet is dropped with an error
     /// (simple_switch has no limit; p4jet's keeps a looping program from hanging it).
     #[arg(long = "max-passes", default_value_t = 64)]
@@ -455,6 +460,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         batch: a.batch.max(1),
         log: log.map(Mutex::new),
         notify,
+        fifo_wait: Duration::from_secs_f64(a.pcap_fifo_wait.clamp(0.0, 1e9)),
     });
     let plan = forward::Plan {
         mode: a.mode,

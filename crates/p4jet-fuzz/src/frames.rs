@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use p4jet_control::api::RuntimeApi;
 use p4jet_control::cli::Cli;
 use p4jet_control::program::Program;
 use p4jet_diff::generate::{EntryOptions, Pools, entries, mutate, random_frame, valid_frame};
@@ -149,6 +150,16 @@ pub fn campaign(
                         Err(_) => break,
                     }
                 }
+            }
+            // a controller: learning notifications taken and acknowledged, as p4jet run
+            // publishes them and p4-utils acknowledges them (without acks the learning
+            // filter keeps every distinct sample, in bmv2 as in p4jet)
+            if rng.gen_range(0..16) == 0 {
+                let _ = guarded(|| {
+                    for m in sw.take_learn_messages() {
+                        let _ = sw.bm_learning_ack_buffer(m.list_id as i32, m.buffer_id);
+                    }
+                });
             }
             // table churn: now and then an entry goes or comes back
             if rng.gen_range(0..32) == 0 && !churn.is_empty() {

@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 use p4jet_control::cli::Cli;
 use p4jet_control::program::Program;
 use p4jet_diff::generate::{EntryOptions, Pools, entries, random_frame};
-use p4jet_switch::{Switch, SwitchConfig};
+use p4jet_switch::Switch;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::corpus::CorpusProgram;
-use crate::harness::{Report, Watchdog, guarded, rss_kib, save_crash};
+use crate::harness::{Report, Watchdog, guarded, held_clock, rss_kib, save_crash};
 
 /// Commands never generated: they run shell commands or write files.
 const UNSAFE: &[&str] = &["shell", "write_config_to_file", "serialize_state"];
@@ -100,7 +100,7 @@ pub fn campaign(
     let (mut ok, mut err) = (0u64, 0u64);
     for (pi, p) in programs.iter().enumerate() {
         let mut rng = StdRng::seed_from_u64(seed ^ (pi as u64).wrapping_mul(0x51_7CC1));
-        let Ok(mut sw) = Switch::new(&p.json, SwitchConfig::default()) else {
+        let Ok(mut sw) = Switch::new(&p.json, held_clock()) else {
             continue;
         };
         let Ok(program) = Program::from_json_str(&p.json) else {

@@ -36,6 +36,17 @@ pub fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     })
 }
 
+/// A switch configuration with a clock held still: commands and calls may set queue
+/// rates as low as 1 packet/s, and with a real clock `run_until_idle` would wait for
+/// every such packet's departure (not a hang, but hours of sleeping); with a held
+/// clock they stay queued.
+pub fn held_clock() -> p4jet_switch::SwitchConfig {
+    p4jet_switch::SwitchConfig {
+        manual_clock: Some(Arc::new(AtomicU64::new(0))),
+        ..p4jet_switch::SwitchConfig::default()
+    }
+}
+
 /// Resident memory of this process in KiB (0 if unknown).
 pub fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/statm")

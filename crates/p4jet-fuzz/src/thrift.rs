@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use p4jet_control::api::BmMatchParam;
-use p4jet_switch::{Switch, SwitchConfig};
+use p4jet_switch::Switch;
 use p4jet_thrift::codec::{METHODS, match_param};
 use p4jet_thrift::protocol::{Decoder, Limits, MessageType, Struct, TType, Value, encode_message};
 use p4jet_thrift::server::{dispatch, resolve};
@@ -21,7 +21,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::corpus::CorpusProgram;
-use crate::harness::{Report, Watchdog, guarded, rss_kib, save_crash};
+use crate::harness::{Report, Watchdog, guarded, held_clock, rss_kib, save_crash};
 
 /// Methods never called: they touch ports (interfaces of this machine).
 const SKIP: &[&str] = &["bm_dev_mgr_add_port", "bm_dev_mgr_remove_port"];
@@ -258,18 +258,16 @@ pub fn campaign(
     let (mut dispatched, mut over_tcp) = (0u64, 0u64);
     for (pi, p) in programs.iter().enumerate() {
         let mut rng = StdRng::seed_from_u64(seed ^ (pi as u64).wrapping_mul(0x2545_F491));
-        let Ok(mut sw) = Switch::new(&p.json, SwitchConfig::default()) else {
+        let Ok(mut sw) = Switch::new(&p.json, held_clock()) else {
             continue;
         };
         let names = names_of(p);
         // a server with its own switch for the TCP slice
-        let server = Switch::new(&p.json, SwitchConfig::default())
-            .ok()
-            .and_then(|s| {
-                let api: SharedApi = Arc::new(Mutex::new(s));
-                let l = TcpListener::bind("127.0.0.1:0").ok()?;
-                ServerHandle::spawn(l, api, ServerConfig::default()).ok()
-            });
+        let server = Switch::new(&p.json, held_clock()).ok().and_then(|s| {
+            let api: SharedApi = Arc::new(Mutex::new(s));
+            let l = TcpListener::bind("127.0.0.1:0").ok()?;
+            ServerHandle::spawn(l, api, ServerConfig::default()).ok()
+        });
         let mut done = 0u64;
         while done < per {
             let mut buf = vec![];
@@ -286,7 +284,7 @@ pub fn campaign(
                     let path = save_crash(crashes, "thrift", rep.panics.len(), &buf);
                     rep.panics
                         .push(format!("{}: {msg} ({})", p.name, path.display()));
-                    match Switch::new(&p.json, SwitchConfig::default()) {
+                    match Switch::new(&p.json, held_clock()) {
                         Ok(s) => sw = s,
                         Err(_) => break,
                     }

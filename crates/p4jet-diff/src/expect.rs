@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use p4jet_control::program::Program;
 use p4jet_control::stf::{CounterIndex, StfKind, StfOptions, parse_stf};
 
 use crate::cli::StockCli;
@@ -19,7 +18,7 @@ use crate::switch::SwitchSpec;
 
 /// The steps of an STF text, with the statement line of every step.
 pub fn stf_steps(json: &str, text: &str) -> Result<Vec<(usize, Step)>, String> {
-    let program = Program::from_json_str(json).map_err(|e| e.to_string())?;
+    let program = p4jet_runtime::Schema::shared_from_json(json).map_err(|e| e.to_string())?;
     let stmts = parse_stf(text, &program, &StfOptions { extensions: true }).map_err(|errs| {
         errs.iter()
             .map(|e| e.to_string())

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use p4jet_control::cli::Cli;
-use p4jet_control::program::Program;
 use p4jet_diff::generate::{EntryOptions, Pools, entries, random_frame};
+use p4jet_runtime::Schema;
 use p4jet_switch::Switch;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -103,10 +103,10 @@ pub fn campaign(
         let Ok(mut sw) = Switch::new(&p.json, held_clock()) else {
             continue;
         };
-        let Ok(program) = Program::from_json_str(&p.json) else {
+        let Ok(schema) = Schema::shared_from_json(&p.json) else {
             continue;
         };
-        let mut cli = Cli::from_program(program);
+        let mut cli = Cli::from_schema(schema);
         let mut names: Vec<String> = vec![];
         for t in &p.info.tables {
             names.push(t.name.clone());

@@ -6,10 +6,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use p4jet_control::api::RuntimeApi;
 use p4jet_control::cli::Cli;
-use p4jet_control::program::Program;
 use p4jet_diff::generate::{EntryOptions, Pools, entries, mutate, random_frame, valid_frame};
+use p4jet_runtime::Schema;
 use p4jet_switch::{Switch, SwitchConfig};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -46,8 +45,8 @@ pub fn decode_batch(mut b: &[u8]) -> Vec<(u32, Vec<u8>)> {
 /// A switch loaded with the program, its corpus entries and random ones.
 fn setup(p: &CorpusProgram, rng: &mut StdRng) -> Result<(Switch, Cli, Vec<String>), String> {
     let mut sw = Switch::new(&p.json, SwitchConfig::default())?;
-    let program = Program::from_json_str(&p.json).map_err(|e| e.to_string())?;
-    let mut cli = Cli::from_program(program);
+    let schema = Schema::shared_from_json(&p.json).map_err(|e| e.to_string())?;
+    let mut cli = Cli::from_schema(schema);
     let pools = Pools::new(&p.info, rng);
     let random = entries(&p.info, &pools, rng, &EntryOptions::default());
     for c in p.commands.iter().chain(&random) {
@@ -156,9 +155,8 @@ pub fn campaign(
             // filter keeps every distinct sample, in bmv2 as in p4jet)
             if rng.gen_range(0..16) == 0 {
                 let _ = guarded(|| {
-                    for m in sw.take_learn_messages() {
-                        let _ = sw.bm_learning_ack_buffer(m.list_id as i32, m.buffer_id);
-                    }
+                    sw.take_digests();
+                    sw.ack_digests();
                 });
             }
             // table churn: now and then an entry goes or comes back

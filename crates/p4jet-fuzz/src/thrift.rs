@@ -11,12 +11,13 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use p4jet_control::api::BmMatchParam;
 use p4jet_switch::Switch;
 use p4jet_thrift::codec::{METHODS, match_param};
 use p4jet_thrift::protocol::{Decoder, Limits, MessageType, Struct, TType, Value, encode_message};
-use p4jet_thrift::server::{dispatch, resolve};
-use p4jet_thrift::{ServerConfig, ServerHandle, SharedApi};
+use p4jet_thrift::server::resolve;
+use p4jet_thrift::service::dispatch;
+use p4jet_thrift::types::BmMatchParam;
+use p4jet_thrift::{ServerConfig, ServerHandle, SharedRuntime};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -182,7 +183,7 @@ pub fn decode_and_dispatch(sw: &mut Switch, buf: &[u8]) -> usize {
             if SKIP.contains(&spec.name) {
                 continue;
             }
-            let _ = dispatch(sw, spec.service, spec.name, &args);
+            let _ = dispatch(sw, spec, &args);
             n += 1;
         }
     }
@@ -264,7 +265,7 @@ pub fn campaign(
         let names = names_of(p);
         // a server with its own switch for the TCP slice
         let server = Switch::new(&p.json, held_clock()).ok().and_then(|s| {
-            let api: SharedApi = Arc::new(Mutex::new(s));
+            let api: SharedRuntime = Arc::new(Mutex::new(s));
             let l = TcpListener::bind("127.0.0.1:0").ok()?;
             ServerHandle::spawn(l, api, ServerConfig::default()).ok()
         });

@@ -439,6 +439,11 @@ pub enum ConstKey {
 pub struct TableInfo {
     /// Name.
     pub name: String,
+    /// The table's `id` in the JSON.
+    pub json_id: i64,
+    /// The table's `match_type` in the JSON (`range` > `ternary` > `lpm` > `exact` of its
+    /// keys as p4c computes it; `Exact` when absent).
+    pub match_type: MatchKind,
     /// Pipeline (0 ingress, 1 egress).
     pub pipeline: u32,
     /// Key.
@@ -487,6 +492,8 @@ impl TableInfo {
 pub struct ActionProfileInfo {
     /// Name.
     pub name: String,
+    /// The profile's `id` in the JSON.
+    pub json_id: i64,
     /// Capacity.
     pub max_size: u32,
     /// Selector: algorithm and inputs.
@@ -618,6 +625,9 @@ pub enum CalcInput {
 pub struct Calculation {
     /// Name.
     pub name: String,
+    /// The calculation's `id` in the JSON (-1 for a selector's hash, which is not a
+    /// JSON calculation).
+    pub json_id: i64,
     /// Algorithm.
     pub algo: HashAlgo,
     /// Inputs in order.
@@ -648,6 +658,8 @@ pub struct ChecksumInfo {
 pub struct CounterInfo {
     /// Name.
     pub name: String,
+    /// The counter array's `id` in the JSON.
+    pub json_id: i64,
     /// Cells (indirect).
     pub size: u32,
     /// Direct: bound table.
@@ -659,6 +671,8 @@ pub struct CounterInfo {
 pub struct MeterInfo {
     /// Name.
     pub name: String,
+    /// The meter array's `id` in the JSON.
+    pub json_id: i64,
     /// Cells (indirect).
     pub size: u32,
     /// Byte meter (else packets).
@@ -674,6 +688,8 @@ pub struct MeterInfo {
 pub struct RegisterInfo {
     /// Name.
     pub name: String,
+    /// The register array's `id` in the JSON.
+    pub json_id: i64,
     /// Cells.
     pub size: u32,
     /// Width.
@@ -696,6 +712,8 @@ pub struct FieldListInfo {
 pub struct ValueSetInfo {
     /// Name.
     pub name: String,
+    /// The value set's `id` in the JSON.
+    pub json_id: i64,
     /// Width of values in bits.
     pub width: u32,
     /// Capacity.

@@ -798,35 +798,42 @@ fn learn_events(sw: &Mutex<Switch>, all: bool, common: &Common) {
         }
     };
     let msgs = if all {
-        s.take_learn_messages()
+        s.take_digests()
     } else {
-        s.poll_learn_messages(Instant::now())
+        s.poll_digests_now()
     };
     for m in &msgs {
         if let Some(n) = &common.notify {
+            // bmv2's learning message names the list by its JSON id
+            let list_id = s
+                .engine
+                .prog
+                .learn_lists
+                .get(m.digest.index())
+                .map_or(0, |l| l.id);
             n.send(
                 &p4jet_nanomsg::Learn {
-                    switch_id: s.rt.device_id as u64,
+                    switch_id: s.rt.device_id,
                     cxt_id: 0,
-                    list_id: m.list_id as i32,
-                    buffer_id: m.buffer_id as u64,
+                    list_id: list_id as i32,
+                    buffer_id: m.list_id,
                     samples: m.samples.clone(),
                 }
                 .encode(),
             );
         }
-        eprintln!("p4jet: {}", s.describe_learn_message(m));
+        eprintln!("p4jet: {}", s.describe_digest_list(m));
     }
 }
 
 /// A port status notification (`PRT|`): these ports are up.
-fn publish_ports(common: &Common, device: i64, ports: &[u32]) {
+fn publish_ports(common: &Common, device: u64, ports: &[u32]) {
     if let Some(n) = &common.notify
         && !ports.is_empty()
     {
         n.send(
             &p4jet_nanomsg::PortStatus {
-                switch_id: device as u64,
+                switch_id: device,
                 statuses: ports.iter().map(|p| (*p as i32, true)).collect(),
             }
             .encode(),

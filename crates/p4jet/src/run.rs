@@ -12,7 +12,7 @@ use clap::Args;
 use p4jet_control::cli::Cli;
 use p4jet_io::{PcapFilePort, PcapRecorder, Port};
 use p4jet_switch::{PortCounters, Switch, SwitchConfig};
-use p4jet_thrift::{ServerConfig, ServerHandle, SharedApi};
+use p4jet_thrift::{ServerConfig, ServerHandle, SharedRuntime};
 
 use crate::forward;
 
@@ -338,8 +338,8 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         ..SwitchConfig::default()
     };
     let mut sw = Switch::new(&json, cfg).map_err(|e| format!("{}: {e}", a.program.display()))?;
-    sw.rt.device_id = i64::from(a.device_id);
-    sw.rt.thrift_port = i32::from(a.thrift_port);
+    sw.rt.device_id = u64::from(a.device_id);
+    sw.rt.thrift_port = a.thrift_port;
     sw.rt.notifications_socket = Some(sw_notifications_addr(&a));
     sw.rt.elogger_socket = a.nanolog.clone();
     let log: Option<Box<dyn Write + Send>> = if a.log_console {
@@ -388,7 +388,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     // The control side (Thrift server) shares the switch behind a mutex that the
     // forwarding threads never take per packet.
     let sw = Arc::new(Mutex::new(sw));
-    let api: SharedApi = sw.clone();
+    let api: SharedRuntime = sw.clone();
     let addr = format!("{}:{}", a.thrift_ip, a.thrift_port);
     let listener = TcpListener::bind(&addr)
         .map_err(|e| format!("Thrift server: cannot listen on {addr}: {e}"))?;

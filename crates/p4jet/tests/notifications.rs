@@ -11,7 +11,6 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
-use p4jet_control::api::RuntimeApi;
 use p4jet_nanomsg::{Learn, Notification, Subscriber};
 
 /// l2_learning's learn list: the source MAC (6 bytes) and the ingress port (2 bytes).

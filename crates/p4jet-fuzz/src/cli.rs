@@ -106,7 +106,7 @@ pub fn campaign(
         let Ok(schema) = Schema::shared_from_json(&p.json) else {
             continue;
         };
-        let mut cli = Cli::from_schema(schema);
+        let mut cli = Cli::from_schema(schema).sandboxed();
         let mut names: Vec<String> = vec![];
         for t in &p.info.tables {
             names.push(t.name.clone());

@@ -1563,3 +1563,35 @@ fn cli_from_the_runtime() {
         p4jet_runtime::ErrorKind::NoPipeline
     );
 }
+
+/// A sandboxed CLI (the fuzzers run command text nobody vetted) refuses the commands
+/// that reach outside the switch, `!` included, and runs nothing; a normal one runs them.
+#[test]
+fn sandboxed_cli_refuses_shell_and_file_writes() {
+    let dir = std::env::temp_dir().join(format!("p4jet-cli-sandbox-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("made");
+    let mut e = on_switch("basic_l2");
+    e.cli = std::mem::replace(&mut e.cli, cli("basic_l2")).sandboxed();
+    for line in [
+        format!("shell touch {}", marker.display()),
+        format!("!touch {}", marker.display()),
+        format!("write_config_to_file {}", marker.display()),
+        format!("serialize_state {}", marker.display()),
+    ] {
+        let err = e.cli.execute(&mut e.rt, &line).unwrap_err();
+        assert!(
+            err.printed().contains("is disabled in this CLI"),
+            "{line}: {}",
+            err.printed()
+        );
+        assert!(!marker.exists(), "{line} reached outside the switch");
+    }
+    // the ordinary CLI keeps simple_switch_CLI's shell
+    let mut plain = cli("basic_l2");
+    plain
+        .execute(&mut e.rt, &format!("!touch {}", marker.display()))
+        .unwrap();
+    assert!(marker.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -71,7 +71,8 @@ pub struct RunArgs {
     /// nanomsg event logger address (accepted, not supported: ignored with a warning).
     #[arg(long = "nanolog", value_name = "ADDR")]
     pub nanolog: Option<String>,
-    /// nanomsg notifications address (accepted; digests are available through the CLI).
+    /// nanomsg PUB address of learning and port notifications (default
+    /// `ipc:///tmp/bmv2-<device-id>-notifications.ipc`, as simple_switch).
     #[arg(long = "notifications-addr", value_name = "ADDR")]
     pub notifications_addr: Option<String>,
     /// Bytes of packet data dumped in the log (accepted for compatibility).
@@ -98,6 +99,15 @@ pub struct RunArgs {
     /// Packets per ingress batch.
     #[arg(long = "batch", default_value_t = 32)]
     pub batch: usize,
+    /// Seconds an empty pcap FIFO input (open, nothing written yet) holds back the
+    /// others, so that frames enter in timestamp order across inputs; then the others
+    /// go on without it until it delivers. simple_switch waits for ever.
+    #[arg(long = "pcap-fifo-wait", value_name = "SECONDS", default_value_t = 1.0)]
+    pub pcap_fifo_wait: f64,
+    /// Resubmit/recirculate passes after which a packet is dropped with an error
+    /// (simple_switch has no limit; p4jet's keeps a looping program from hanging it).
+    #[arg(long = "max-passes", default_value_t = 64)]
+    pub max_passes: u32,
     /// Keys per stage of a batched table lookup: all are hashed or indexed and their
     /// buckets prefetched before the first is resolved (1 to 64).
     #[arg(long = "sub-batch", default_value_t = p4jet_engine::DEFAULT_SUB_BATCH as u8,
@@ -259,6 +269,8 @@ pub(crate) struct PortEntry {
     pub(crate) num: u32,
     pub(crate) io: PortIo,
     pub(crate) exhausted: bool,
+    /// Since when a pcap FIFO input has had no record ready (and is not closed).
+    pub(crate) pending_since: Option<std::time::Instant>,
 }
 
 impl PortEntry {
@@ -337,12 +349,8 @@ fn warn_ignored(a: &RunArgs, target: &TargetOptions) {
     for u in &target.ignored {
         eprintln!("p4jet: {u} is not supported; ignored");
     }
-    let ignored: [(&str, bool); 8] = [
+    let ignored: [(&str, bool); 7] = [
         ("--nanolog (no nanomsg event logger)", a.nanolog.is_some()),
-        (
-            "--notifications-addr (no nanomsg notifications; digests are read through the runtime API)",
-            a.notifications_addr.is_some(),
-        ),
         ("--debugger", a.debugger),
         ("--debugger-addr", a.debugger_addr.is_some()),
         ("--restore-state", a.restore_state.is_some()),
@@ -390,6 +398,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         batch: a.batch.max(1),
         sub_batch: usize::from(a.sub_batch),
         enable_swap: target.enable_swap,
+        max_passes: a.max_passes.max(1),
         ..SwitchConfig::default()
     };
     let mut sw = match &program {
@@ -402,10 +411,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     };
     sw.rt.device_id = u64::from(a.device_id);
     sw.rt.thrift_port = a.thrift_port;
-    sw.rt.notifications_socket = a.notifications_addr.clone().or(Some(format!(
-        "ipc:///tmp/bmv2-{}-notifications.ipc",
-        a.device_id
-    )));
+    sw.rt.notifications_socket = Some(sw_notifications_addr(&a));
     sw.rt.elogger_socket = a.nanolog.clone();
     let log: Option<Box<dyn Write + Send>> = if a.log_console {
         Some(Box::new(std::io::stdout()))
@@ -510,6 +516,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
                 num: c.port(),
                 io: PortIo::Live(Box::new(crate::cpu_port::CpuPort::new(c.clone()))),
                 exhausted: false,
+                pending_since: None,
             }));
             mine.sort_by_key(|p| p.num);
         }
@@ -523,12 +530,24 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
             .map_err(|e| format!("signal handler: {e}"))?;
     }
 
+    // bmv2's notification socket: learning and port status messages for controllers
+    // that subscribe with nanomsg (p4-utils, nnpy scripts); a socket that cannot be
+    // bound is reported and the switch runs without it, as simple_switch does
+    let notify = match p4jet_nanomsg::Publisher::bind(&sw_notifications_addr(&a)) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            eprintln!("p4jet: notifications: {e}; not publishing notifications");
+            None
+        }
+    };
     let common = Arc::new(forward::Common {
         stop: AtomicBool::new(false),
         files,
         exit_when_done: a.exit_when_done,
         batch: a.batch.max(1),
         log: log.map(Mutex::new),
+        notify,
+        fifo_wait: Duration::from_secs_f64(a.pcap_fifo_wait.clamp(0.0, 1e9)),
     });
     let plan = forward::Plan {
         log_digests: !grpc,
@@ -555,6 +574,13 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     }
     print_counts(&r?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--notifications-addr`, or simple_switch's default for the device id.
+fn sw_notifications_addr(a: &RunArgs) -> String {
+    a.notifications_addr
+        .clone()
+        .unwrap_or_else(|| format!("ipc:///tmp/bmv2-{}-notifications.ipc", a.device_id))
 }
 
 struct OpenArgs {
@@ -621,6 +647,7 @@ fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, S
         num,
         io,
         exhausted: false,
+        pending_since: None,
     })
 }
 

@@ -367,26 +367,43 @@ fn table_add_args(line: &str) -> Option<&str> {
 #[derive(Debug, Clone)]
 pub struct Cli {
     schema: Arc<Schema>,
+    /// Refuse the commands that reach outside the switch (see [`Cli::sandboxed`]).
+    sandboxed: bool,
 }
+
+/// Commands that run programs or write files on the machine the CLI runs on.
+const OUTSIDE_COMMANDS: &[&str] = &["shell", "write_config_to_file", "serialize_state"];
 
 impl Cli {
     /// A CLI for the program described by this bmv2 JSON.
     pub fn new(json: &str) -> Result<Cli, RuntimeError> {
         Ok(Cli {
             schema: Schema::shared_from_json(json)?,
+            sandboxed: false,
         })
     }
 
     /// A CLI for a program model.
     pub fn from_schema(schema: Arc<Schema>) -> Cli {
-        Cli { schema }
+        Cli {
+            schema,
+            sandboxed: false,
+        }
+    }
+
+    /// This CLI, refusing the commands that reach outside the switch: `shell` (and its
+    /// `!` shortcut), `write_config_to_file` and `serialize_state`. For callers that run
+    /// command text nobody vetted (fuzzing, services relaying others' commands).
+    pub fn sandboxed(mut self) -> Cli {
+        self.sandboxed = true;
+        self
     }
 
     /// A CLI for the program the switch runs (like simple_switch_CLI without
     /// `--json`: the program of the runtime).
     pub fn from_runtime(rt: &mut dyn Runtime) -> Result<Cli, RuntimeError> {
         match rt.schema() {
-            Some(schema) => Ok(Cli { schema }),
+            Some(schema) => Ok(Cli::from_schema(schema)),
             None => {
                 let json = rt.pipeline()?.json;
                 Cli::new(&json)
@@ -437,6 +454,8 @@ impl Cli {
         let mut out = String::new();
         let result = if cmd.is_empty() || !Cli::is_command(cmd) {
             Err(CliErrorKind::UnknownSyntax(line.clone()))
+        } else if self.sandboxed && OUTSIDE_COMMANDS.contains(&cmd) {
+            Err(usage(format!("{cmd} is disabled in this CLI")))
         } else {
             self.dispatch(rt, cmd, rest, &mut out)
         };

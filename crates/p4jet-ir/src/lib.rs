@@ -439,8 +439,9 @@ pub enum ConstKey {
 pub struct TableInfo {
     /// Name.
     pub name: String,
-    /// Pipeline (0 ingress, 1 egress).
-    pub pipeline: u32,
+    /// Index of its control block in the JSON's `pipelines` (bmv2's name for control
+    /// blocks).
+    pub control: u32,
     /// Key.
     pub keys: Vec<TableKey>,
     /// Packed key length in bytes.

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use num_bigint::BigUint;
-use p4jet_engine::{ControlState, Engine, Externs, PacketBuf, PacketCtx, Pipeline, Scratch};
+use p4jet_engine::{ControlBlock, ControlState, Engine, Externs, PacketBuf, PacketCtx, Scratch};
 use p4jet_ir::expr::FieldRef;
 
 use crate::latency::{LatencyHist, Stamps};
@@ -12,20 +12,7 @@ use crate::tm::{Pkt, QueueConfig, SharedQueues, Tm};
 use crate::{Active, Clock, Dataplane, Digest, DigestQueue, SwitchConfig};
 
 /// instance_type values (v1model).
-pub mod instance {
-    /// A packet received on a port.
-    pub const NORMAL: u32 = 0;
-    /// Ingress-to-egress clone.
-    pub const INGRESS_CLONE: u32 = 1;
-    /// Egress-to-egress clone.
-    pub const EGRESS_CLONE: u32 = 2;
-    /// Recirculated.
-    pub const RECIRC: u32 = 4;
-    /// Multicast copy.
-    pub const REPLICATION: u32 = 5;
-    /// Resubmitted.
-    pub const RESUBMIT: u32 = 6;
-}
+pub use p4jet_engine::v1model::instance;
 
 /// Per-port packet counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -508,7 +495,7 @@ impl Core {
     #[inline(always)]
     fn queue_received(&mut self, mut ctx: Pkt, port: u32) {
         ctx.arch.port = port;
-        ctx.arch.instance_type = crate::worker::instance::NORMAL;
+        ctx.arch.instance_type = instance::NORMAL;
         ctx.arch.passes = 0;
         ctx.arch.preserved.clear();
         ctx.arch.rx_ns = self.rx_stamp;
@@ -563,7 +550,7 @@ impl Core {
             let tm = &self.tm;
             for ctx in self.egress.iter_mut() {
                 let d = deq_qdepth(tm, ctx) as u128;
-                e.std_inform(&mut ctx.phv, e.sm.deq_qdepth, d);
+                e.std_inform(&mut ctx.phv, e.std_meta.deq_qdepth, d);
             }
             out.append(&mut self.egress);
         }
@@ -703,7 +690,7 @@ impl Core {
         let engine = self.engine.clone();
         let e: &Engine = &engine;
         let p = &*e.prog;
-        let std = &e.sm;
+        let std = &e.std_meta;
         let now = self.clock.now_us();
         let mut batch = std::mem::take(&mut self.batch);
         for ctx in batch.iter_mut() {
@@ -737,7 +724,7 @@ impl Core {
         e.run_control(
             cs,
             &self.externs,
-            Pipeline::Ingress,
+            ControlBlock::Ingress,
             &mut batch,
             &mut self.scratch,
             now,
@@ -762,25 +749,25 @@ impl Core {
     }
 
     fn after_ingress(&mut self, e: &Engine, cs: &ControlState, mut ctx: Pkt, now: u64) {
-        let std = &e.sm;
+        let std = &e.std_meta;
         // 1. I2E clone: the packet as it entered this pass, re-parsed, metadata reset
-        if let Some((session, fl)) = ctx.clone {
+        if let Some((session, fl)) = ctx.req.clone {
             self.clone_i2e(e, cs, &ctx, session, fl, now);
         }
         // 2. digest
-        if let Some(id) = ctx.digest {
+        if let Some(id) = ctx.req.digest {
             self.learn(e, &ctx, id);
         }
         // 3. resubmit: the original packet goes back to ingress
-        if let Some(fl) = ctx.resubmit {
-            return self.requeue(e, ctx, fl, crate::worker::instance::RESUBMIT);
+        if let Some(fl) = ctx.req.resubmit {
+            return self.requeue(e, ctx, fl, instance::RESUBMIT);
         }
         // 4. multicast
         let mgid = e.std_read(&ctx.phv, std.mcast_grp) as u32;
         if mgid != 0 {
             // the copies are REPLICATION instances (clones sent to a session's group keep
             // their own instance_type: replicate gives each copy the packet's)
-            ctx.arch.instance_type = crate::worker::instance::REPLICATION;
+            ctx.arch.instance_type = instance::REPLICATION;
             self.replicate(e, cs, &ctx, mgid, now);
             return self.free(ctx);
         }
@@ -791,14 +778,14 @@ impl Core {
                 ctx.log.push("dropped in ingress".into());
             }
             let port = ctx.arch.port;
-            if ctx.arch.instance_type == crate::worker::instance::NORMAL {
+            if ctx.arch.instance_type == instance::NORMAL {
                 self.port_mut(port).drop += 1;
             }
             return self.free(ctx);
         }
         // simple_switch marks a unicast packet NORMAL before enqueueing it: a resubmitted
         // or recirculated packet reads instance_type 0 in egress
-        ctx.arch.instance_type = crate::worker::instance::NORMAL;
+        ctx.arch.instance_type = instance::NORMAL;
         e.std_inform(&mut ctx.phv, std.instance_type, 0);
         self.enqueue(e, ctx, spec, now);
     }
@@ -846,7 +833,7 @@ impl Core {
         now: u64,
     ) {
         let p = &*e.prog;
-        let std = &e.sm;
+        let std = &e.std_meta;
         let Some((mut c, ms)) = self.clone_for(cs, ctx, session) else {
             return;
         };
@@ -854,7 +841,7 @@ impl Core {
         e.std_inform(&mut c.phv, std.ingress_port, ctx.arch.port as u128);
         e.parse(cs, std::slice::from_mut(&mut c), &mut self.scratch);
         self.zero_metadata_but(e, ctx, &mut c, fl);
-        c.arch.instance_type = crate::worker::instance::INGRESS_CLONE;
+        c.arch.instance_type = instance::INGRESS_CLONE;
         e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
         e.std_inform(&mut c.phv, std.packet_length, c.pkt.len() as u128);
         c.ingress_len = ctx.ingress_len;
@@ -876,15 +863,15 @@ impl Core {
         fl: u32,
         now: u64,
     ) {
-        let std = &e.sm;
+        let std = &e.std_meta;
         let Some((mut c, ms)) = self.clone_for(cs, ctx, session) else {
             return;
         };
         self.zero_metadata_but(e, ctx, &mut c, fl);
-        c.clone = None;
-        c.truncate = None;
-        c.recirculate = None;
-        c.arch.instance_type = crate::worker::instance::EGRESS_CLONE;
+        c.req.clone = None;
+        c.req.truncate = None;
+        c.req.recirculate = None;
+        c.arch.instance_type = instance::EGRESS_CLONE;
         e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
         self.send_to_session(e, cs, c, ms, now);
     }
@@ -896,7 +883,7 @@ impl Core {
     #[cold]
     #[inline(never)]
     fn requeue(&mut self, e: &Engine, mut ctx: Pkt, fl: u32, instance_type: u32) {
-        let resubmit = instance_type == crate::worker::instance::RESUBMIT;
+        let resubmit = instance_type == instance::RESUBMIT;
         if ctx.arch.passes >= self.cfg.max_passes {
             self.errors.push(format!(
                 "packet dropped after {} resubmit/recirculate passes (loop guard)",
@@ -970,11 +957,15 @@ impl Core {
                 c.copy_from(ctx);
                 // a new packet (simple_switch: clone_with_phv + clear_all): not truncated,
                 // no recirculation requested
-                c.truncate = None;
-                c.recirculate = None;
+                c.req.truncate = None;
+                c.req.recirculate = None;
                 c.arch.rx_ns = ctx.arch.rx_ns;
-                e.std_inform(&mut c.phv, e.sm.egress_rid, node.rid as u128);
-                e.std_inform(&mut c.phv, e.sm.instance_type, c.arch.instance_type as u128);
+                e.std_inform(&mut c.phv, e.std_meta.egress_rid, node.rid as u128);
+                e.std_inform(
+                    &mut c.phv,
+                    e.std_meta.instance_type,
+                    c.arch.instance_type as u128,
+                );
                 self.enqueue(e, c, port, now);
             }
         }
@@ -1007,7 +998,7 @@ impl Core {
     /// the fast lane).
     #[inline(always)]
     fn enqueue(&mut self, e: &Engine, mut ctx: Pkt, port: u32, now: u64) {
-        let prio = e.std_read(&ctx.phv, e.sm.priority) as u32;
+        let prio = e.std_read(&ctx.phv, e.std_meta.priority) as u32;
         let cfg = &self.qcfg;
         if prio >= cfg.nqueues {
             return self.drop_bad_priority(ctx, prio);
@@ -1043,7 +1034,7 @@ impl Core {
     fn run_egress(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8]), compute_deq: bool) {
         let engine = self.engine.clone();
         let e: &Engine = &engine;
-        let std = &e.sm;
+        let std = &e.std_meta;
         let mut t = None;
         let on = self.timing;
         lap(on, &mut t, &mut 0);
@@ -1085,12 +1076,12 @@ impl Core {
             }
             // a recirculation requested in ingress stays with the packet (simple_switch
             // keeps it in the packet's registers) and happens after egress
-            ctx.clone = None;
+            ctx.req.clone = None;
         }
         e.run_control(
             cs,
             &self.externs,
-            Pipeline::Egress,
+            ControlBlock::Egress,
             &mut batch,
             &mut self.scratch,
             now,
@@ -1099,7 +1090,7 @@ impl Core {
         let tx_ns = self.stamps.as_ref().map(|s| s.now_ns());
         for mut ctx in batch.drain(..) {
             // 1. E2E clone: current headers, metadata reset but the field list
-            if let Some((session, fl)) = ctx.clone {
+            if let Some((session, fl)) = ctx.req.clone {
                 self.clone_e2e(e, cs, &ctx, session, fl, now);
             }
             // 2. drop
@@ -1113,14 +1104,14 @@ impl Core {
             }
             // 3. deparse
             e.deparse(&mut ctx, &mut self.scratch, cs);
-            if let Some(fl) = ctx.recirculate {
-                self.requeue(e, ctx, fl, crate::worker::instance::RECIRC);
+            if let Some(fl) = ctx.req.recirculate {
+                self.requeue(e, ctx, fl, instance::RECIRC);
                 continue;
             }
             // 4. transmit
             let port = ctx.arch.port;
             let data = ctx.pkt.data();
-            let n = match ctx.truncate {
+            let n = match ctx.req.truncate {
                 Some(t) => (t as usize).min(data.len()),
                 None => data.len(),
             };

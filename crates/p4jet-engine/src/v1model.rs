@@ -1,0 +1,209 @@
+//! The v1model architecture's part of a packet, in one place: where the standard metadata
+//! fields the switch reads and writes live ([`StandardMetadata`]), the requests a program
+//! makes of the architecture ([`Requests`]: clone, resubmit, recirculate, digest,
+//! truncate), the per-packet bookkeeping of the switch around the engine ([`ArchMeta`]),
+//! `instance_type` values ([`instance`]) and `mark_to_drop`'s meaning (the drop port).
+//! The switch (`p4jet-switch`) runs the architecture's flow with these: the traffic
+//! manager, replication, and the order of the after-ingress and after-egress decisions.
+
+use num_bigint::BigUint;
+use p4jet_ir::Program;
+
+use crate::Engine;
+use crate::phv::{Phv, Window64};
+
+/// `instance_type` values (v1model).
+pub mod instance {
+    /// A packet received on a port.
+    pub const NORMAL: u32 = 0;
+    /// Ingress-to-egress clone.
+    pub const INGRESS_CLONE: u32 = 1;
+    /// Egress-to-egress clone.
+    pub const EGRESS_CLONE: u32 = 2;
+    /// Recirculated.
+    pub const RECIRC: u32 = 4;
+    /// Multicast copy.
+    pub const REPLICATION: u32 = 5;
+    /// Resubmitted.
+    pub const RESUBMIT: u32 = 6;
+}
+
+/// What a program asked of the architecture during a pass (v1model's `clone`,
+/// `resubmit`, `recirculate`, `digest` and `truncate` externs); the switch acts on them
+/// after ingress or egress.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Requests {
+    /// Clone requested: (session, field list id).
+    pub clone: Option<(u32, u32)>,
+    /// Resubmit requested with this field list id.
+    pub resubmit: Option<u32>,
+    /// Recirculate requested with this field list id.
+    pub recirculate: Option<u32>,
+    /// Digest requested: learn list id.
+    pub digest: Option<u32>,
+    /// Truncate the transmitted frame to this many bytes.
+    pub truncate: Option<u32>,
+}
+
+/// Per-packet bookkeeping of the architecture around the engine.
+#[derive(Debug, Clone, Default)]
+pub struct ArchMeta {
+    /// Port the packet arrived on (or is to be sent to, after the traffic manager).
+    pub port: u32,
+    /// `instance_type` of this pass.
+    pub instance_type: u32,
+    /// Resubmit/recirculate passes so far.
+    pub passes: u32,
+    /// Field values preserved from the previous pass (field id, value).
+    pub preserved: Vec<(u32, BigUint)>,
+    /// Enqueue time (µs).
+    pub enq_us: u64,
+    /// Queue depth seen at enqueue.
+    pub enq_qdepth: u32,
+    /// Priority queue.
+    pub qid: u32,
+    /// Injection time on the worker's latency clock (ns; 0 when latency is not
+    /// measured); clones and recirculated packets keep their original's.
+    pub rx_ns: u64,
+}
+
+/// Locations of the standard metadata fields the switch reads and writes, resolved once.
+/// Informational fields (ports, lengths, timestamps, queue figures, errors) are `None`
+/// when the program never reads them, so the switch does not spend time writing them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StandardMetadata {
+    /// `ingress_port`
+    pub ingress_port: Option<Window64>,
+    /// `egress_spec` (always resolved: the switch reads it)
+    pub egress_spec: Option<Window64>,
+    /// `egress_port`
+    pub egress_port: Option<Window64>,
+    /// `instance_type`
+    pub instance_type: Option<Window64>,
+    /// `packet_length`
+    pub packet_length: Option<Window64>,
+    /// `enq_timestamp`
+    pub enq_timestamp: Option<Window64>,
+    /// `enq_qdepth`
+    pub enq_qdepth: Option<Window64>,
+    /// `deq_timedelta`
+    pub deq_timedelta: Option<Window64>,
+    /// `deq_qdepth`
+    pub deq_qdepth: Option<Window64>,
+    /// `ingress_global_timestamp`
+    pub ingress_global_timestamp: Option<Window64>,
+    /// `egress_global_timestamp`
+    pub egress_global_timestamp: Option<Window64>,
+    /// `mcast_grp` (resolved when the program may write it: otherwise it is 0 and
+    /// the switch does not read it)
+    pub mcast_grp: Option<Window64>,
+    /// `egress_rid`
+    pub egress_rid: Option<Window64>,
+    /// `checksum_error`
+    pub checksum_error: Option<Window64>,
+    /// `parser_error`
+    pub parser_error: Option<Window64>,
+    /// `priority` (resolved when the program may write it, as `mcast_grp`)
+    pub priority: Option<Window64>,
+    /// `qid`
+    pub qid: Option<Window64>,
+    /// The program reads one of the fields the switch writes as a packet enters
+    /// ingress (`ingress_port`, `packet_length`, `instance_type`,
+    /// `ingress_global_timestamp`): when false, the switch skips them all.
+    pub ingress_info: bool,
+    /// The program reads one of the informational fields the switch writes as a packet
+    /// enters egress (`egress_port`, `packet_length`, the queue figures and timestamps,
+    /// `qid`).
+    pub egress_info: bool,
+}
+
+impl StandardMetadata {
+    pub(crate) fn new(p: &Program) -> StandardMetadata {
+        let any = |f: Option<u32>| f.map(|f| Window64::new(p.fields[f as usize].loc));
+        let read = |f: Option<u32>| {
+            f.filter(|f| p.reads[*f as usize])
+                .map(|f| Window64::new(p.fields[f as usize].loc))
+        };
+        let written = |f: Option<u32>| {
+            f.filter(|f| p.writes.get(*f as usize).copied().unwrap_or(true))
+                .map(|f| Window64::new(p.fields[f as usize].loc))
+        };
+        let s = &p.std;
+        let mut l = StandardMetadata {
+            ingress_port: read(s.ingress_port),
+            egress_spec: any(s.egress_spec),
+            egress_port: read(s.egress_port),
+            instance_type: read(s.instance_type),
+            packet_length: read(s.packet_length),
+            enq_timestamp: read(s.enq_timestamp),
+            enq_qdepth: read(s.enq_qdepth),
+            deq_timedelta: read(s.deq_timedelta),
+            deq_qdepth: read(s.deq_qdepth),
+            ingress_global_timestamp: read(s.ingress_global_timestamp),
+            egress_global_timestamp: read(s.egress_global_timestamp),
+            mcast_grp: written(s.mcast_grp),
+            egress_rid: read(s.egress_rid),
+            checksum_error: read(s.checksum_error),
+            parser_error: read(s.parser_error),
+            priority: written(s.priority),
+            qid: read(s.qid),
+            ingress_info: false,
+            egress_info: false,
+        };
+        l.ingress_info = [
+            l.ingress_port,
+            l.packet_length,
+            l.instance_type,
+            l.ingress_global_timestamp,
+        ]
+        .iter()
+        .any(Option::is_some);
+        l.egress_info = [
+            l.egress_port,
+            l.packet_length,
+            l.enq_timestamp,
+            l.enq_qdepth,
+            l.deq_timedelta,
+            l.deq_qdepth,
+            l.egress_global_timestamp,
+            l.qid,
+        ]
+        .iter()
+        .any(Option::is_some);
+        l
+    }
+}
+
+impl Engine {
+    /// Reads a standard metadata field (0 if absent).
+    #[inline(always)]
+    pub fn std_read(&self, phv: &Phv, f: Option<Window64>) -> u128 {
+        match f {
+            Some(s) => u128::from(phv.read64(s)),
+            None => 0,
+        }
+    }
+
+    /// Writes a standard metadata field (if present; see [`StandardMetadata`]).
+    #[inline(always)]
+    pub fn std_set(&self, phv: &mut Phv, f: Option<Window64>, v: u128) {
+        if let Some(s) = f {
+            phv.write64(s, v as u64);
+        }
+    }
+
+    /// Same as [`Engine::std_set`] (informational fields are already filtered in
+    /// [`StandardMetadata`]).
+    #[inline(always)]
+    pub fn std_inform(&self, phv: &mut Phv, f: Option<Window64>, v: u128) {
+        self.std_set(phv, f, v)
+    }
+
+    /// v1model's `mark_to_drop`: `egress_spec` to the drop port, `mcast_grp` to 0.
+    #[inline(always)]
+    pub(crate) fn mark_to_drop(&self, phv: &mut Phv) {
+        let drop = self.cfg.drop_port as u128;
+        self.std_set(phv, self.std_meta.egress_spec, drop);
+        self.std_set(phv, self.std_meta.mcast_grp, 0);
+    }
+}

@@ -11,6 +11,7 @@ use crate::eval::{
     self, EvalCtx, eval_bits, eval_bool, eval_exact, eval_index, resolve_field, resolve_header,
 };
 use crate::phv::{Phv, Window64};
+use crate::plan::action::Op;
 use crate::state::{ControlState, Externs};
 use crate::{Engine, PacketCtx, Scratch, header_bytes, plan};
 
@@ -117,25 +118,16 @@ impl Engine {
 }
 
 impl Engine {
-    /// Runs a [`plan::action::Action::Steps`] body (the action data is long enough).
+    /// Runs a [`Form::Steps`] body (the action data is long enough).
     #[inline(never)]
-    pub(crate) fn run_steps(
-        &self,
-        steps: &[plan::action::Step],
-        ctx: &mut PacketCtx,
-        call: &ActionCall,
-    ) {
-        for st in steps {
-            match st {
-                plan::action::Step::Copy(pc) => {
+    pub(crate) fn run_steps(&self, ops: &[Op], ctx: &mut PacketCtx, call: &ActionCall) {
+        for op in ops {
+            match op {
+                Op::Copy(pc) => {
                     copy_param(&mut ctx.phv, &call.data, *pc);
                 }
-                plan::action::Step::FieldAdd { dst, src, k } => {
-                    field_add(&mut ctx.phv, *dst, *src, *k)
-                }
-                plan::action::Step::Const(..)
-                | plan::action::Step::Expr(..)
-                | plan::action::Step::FieldOps { .. } => self.step_other(st, ctx, call),
+                Op::FieldAdd { dst, src, k } => field_add(&mut ctx.phv, *dst, *src, *k),
+                _ => self.step_other(op, ctx, call),
             }
         }
     }
@@ -143,24 +135,19 @@ impl Engine {
     /// The steps other than copies and additions (which `run_steps` runs itself), out
     /// of line: their general writes would otherwise enlarge every `run_steps` frame.
     #[inline(never)]
-    pub(crate) fn step_other(
-        &self,
-        st: &plan::action::Step,
-        ctx: &mut PacketCtx,
-        call: &ActionCall,
-    ) {
-        match st {
-            plan::action::Step::Const(loc, v) => ctx.phv.write(*loc, *v),
-            plan::action::Step::Expr(loc, fe) => self.step_expr(*loc, fe, ctx, call),
-            plan::action::Step::FieldOps { dst, src, ops, n } => {
+    pub(crate) fn step_other(&self, op: &Op, ctx: &mut PacketCtx, call: &ActionCall) {
+        match op {
+            Op::Const(loc, v) => ctx.phv.write(*loc, *v),
+            Op::Expr(loc, fe) => self.step_expr(*loc, fe, ctx, call),
+            Op::FieldOps { dst, src, ops, n } => {
                 field_ops(&mut ctx.phv, *dst, *src, &ops[..*n as usize])
             }
-            plan::action::Step::Copy(_) | plan::action::Step::FieldAdd { .. } => {}
+            _ => {}
         }
     }
 
-    /// A [`plan::action::Step::Expr`], out of line: the 128-bit evaluator's stack would
-    /// otherwise enlarge every `run_steps` frame.
+    /// An [`Op::Expr`], out of line: the 128-bit evaluator's stack would otherwise
+    /// enlarge every `run_steps` frame.
     #[inline(never)]
     pub(crate) fn step_expr(
         &self,
@@ -174,7 +161,8 @@ impl Engine {
         }
     }
 
-    /// Runs an action on one packet.
+    /// Runs an action on one packet: its operations in order, the planned ones here,
+    /// the others by the primitive interpreter.
     pub fn run_action(
         &self,
         cs: &ControlState,
@@ -185,59 +173,45 @@ impl Engine {
         now_us: u64,
     ) {
         let p = &*self.prog;
-        let Some(a) = p.actions.get(call.action as usize) else {
+        let (Some(a), Some(plan)) = (
+            p.actions.get(call.action as usize),
+            self.plan.actions.get(call.action as usize),
+        ) else {
             return;
         };
         let mut pc = 0usize;
         let mut guard = 0u32;
-        while pc < a.body.len() {
+        while let Some(op) = plan.ops.get(pc) {
             guard += 1;
             if guard > 1_000_000 {
                 break;
             }
-            // the commonest primitives without the general dispatcher's frame
-            match &a.body[pc] {
-                Prim::AssignConst { dst, value } => {
-                    ctx.phv.write(p.fields[*dst as usize].loc, *value);
+            // the planned operations without the general dispatcher's frame
+            match op {
+                Op::Const(loc, value) => {
+                    ctx.phv.write(*loc, *value);
                     pc += 1;
                     continue;
                 }
-                Prim::AssignParam { dst, param } => {
-                    if let Some(Some(copy)) = self
-                        .plan
-                        .param_copies
-                        .get(call.action as usize)
-                        .and_then(|v| v.get(pc))
-                        && copy_param(&mut ctx.phv, &call.data, *copy)
-                    {
-                        pc += 1;
-                        continue;
-                    }
-                    let off = a.param_offsets[*param as usize] as usize;
-                    let w = a.params[*param as usize].1;
-                    let v = crate::phv::read_param(&call.data, off, w);
-                    ctx.phv.write(p.fields[*dst as usize].loc, v);
+                Op::Copy(copy) if copy_param(&mut ctx.phv, &call.data, *copy) => {
                     pc += 1;
                     continue;
                 }
-                Prim::CopyField { dst, src } => {
-                    let v = ctx.phv.read(p.fields[*src as usize].loc);
-                    ctx.phv.write(p.fields[*dst as usize].loc, v);
+                Op::CopyField { dst, src } => {
+                    let v = ctx.phv.read(*src);
+                    ctx.phv.write(*dst, v);
                     pc += 1;
                     continue;
                 }
-                Prim::Assign {
-                    dst: FieldRef::Static(fid),
-                    src,
-                } => {
-                    if let Some(Some(fe)) = self.plan.exprs.get(*src as usize) {
-                        let loc = p.fields[*fid as usize].loc;
-                        if loc.width <= 128 {
-                            assign_flat(ctx, loc, fe, a, &call.data);
-                            pc += 1;
-                            continue;
-                        }
-                    }
+                Op::Expr(loc, fe) => {
+                    assign_flat(ctx, *loc, fe, a, &call.data);
+                    pc += 1;
+                    continue;
+                }
+                Op::FieldOps { .. } | Op::FieldAdd { .. } => {
+                    self.step_other_or_add(op, ctx, call);
+                    pc += 1;
+                    continue;
                 }
                 _ => {}
             }
@@ -257,6 +231,15 @@ impl Engine {
             if ctx.exit {
                 break;
             }
+        }
+    }
+
+    /// An [`Op::FieldOps`] or [`Op::FieldAdd`] in the interpreter's loop (out of line).
+    #[inline(never)]
+    fn step_other_or_add(&self, op: &Op, ctx: &mut PacketCtx, call: &ActionCall) {
+        match op {
+            Op::FieldAdd { dst, src, k } => field_add(&mut ctx.phv, *dst, *src, *k),
+            _ => self.step_other(op, ctx, call),
         }
     }
 
@@ -613,7 +596,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::action::{Step, field_ops_step};
+    use crate::plan::action::{Op as Step, field_ops_step};
     use p4jet_ir::FieldLoc;
 
     /// `dst = src OP k ...` as a [`Step::FieldOps`] against the flattened

@@ -2,61 +2,56 @@
 //! plans ([`crate::plan::checksum`]) or the general calculation.
 
 use crate::eval::{EvalCtx, resolve_field};
-use crate::phv::{Phv, Window64};
+use crate::phv::Phv;
+use crate::plan::checksum::{Checksum, CsumOp};
+use crate::plan::control::CondTest;
 use crate::state::ControlState;
-use crate::{Engine, PacketCtx, Scratch, hash, mask_of, plan};
+use crate::{Engine, PacketCtx, Scratch, hash, mask_of};
 
-impl plan::checksum::Checksums {
-    /// Verifies the checksums, setting `checksum_error` when one fails.
+impl Checksum {
+    /// Whether the checksum is checked and fails.
     #[inline(always)]
-    pub(crate) fn verify(&self, phv: &mut Phv, error: Option<Window64>) {
-        let mut bad = false;
-        for c in &self.verify {
-            if !phv.valid.get(c.header as usize).copied().unwrap_or(false)
-                || c.cond.as_ref().is_some_and(|fc| !fc.test(phv))
-            {
-                continue;
-            }
-            // the target's header is valid: so is the quad's
-            if let (Some(q), Some(t)) = (&c.quad, c.target16)
-                && let Some(win) = hash::quad_window(&phv.data, q)
-            {
-                let have = win[t..]
-                    .first_chunk::<2>()
-                    .map_or(0, |b| u16::from_le_bytes(*b));
-                bad |= hash::quad_sum_le(win, q) != have;
-                continue;
-            }
-            let got = match c.quad.as_ref().and_then(|q| hash::csum16_quad(phv, q)) {
-                Some(v) => v,
-                None => hash::csum16_planned(phv, &c.pieces),
-            };
-            bad |= got & c.target.mask != phv.read64(c.target);
+    pub(crate) fn fails(&self, phv: &Phv) -> bool {
+        if !phv
+            .valid
+            .get(self.header as usize)
+            .copied()
+            .unwrap_or(false)
+            || self.cond.as_ref().is_some_and(|fc| !fc.test(phv))
+        {
+            return false;
         }
-        if bad && let Some(e) = error {
-            phv.write64(e, 1);
+        // the target's header is valid: so is the quad's
+        if let (Some(q), Some(t)) = (&self.quad, self.target16)
+            && let Some(win) = hash::quad_window(&phv.data, q)
+        {
+            let have = win[t..]
+                .first_chunk::<2>()
+                .map_or(0, |b| u16::from_le_bytes(*b));
+            return hash::quad_sum_le(win, q) != have;
         }
+        let got = match self.quad.as_ref().and_then(|q| hash::csum16_quad(phv, q)) {
+            Some(v) => v,
+            None => hash::csum16_planned(phv, &self.pieces),
+        };
+        got & self.target.mask != phv.read64(self.target)
     }
 
-    /// Writes the updated checksums (all of them have a plan).
+    /// Writes the checksum.
     #[inline(always)]
     pub(crate) fn update(&self, phv: &mut Phv) {
-        for c in &self.update {
-            Self::update_one(c, phv);
-        }
-    }
-
-    /// Writes checksum `c`.
-    #[inline(always)]
-    pub(crate) fn update_one(c: &plan::checksum::Checksum, phv: &mut Phv) {
-        if c.cond.as_ref().is_some_and(|fc| !fc.test(phv)) {
+        if self.cond.as_ref().is_some_and(|fc| !fc.test(phv)) {
             return;
         }
-        let valid = phv.valid.get(c.header as usize).copied().unwrap_or(false);
-        if c.only_valid && !valid {
+        let valid = phv
+            .valid
+            .get(self.header as usize)
+            .copied()
+            .unwrap_or(false);
+        if self.only_valid && !valid {
             return;
         }
-        if let (Some(q), Some(t), true) = (&c.quad, c.target16, valid)
+        if let (Some(q), Some(t), true) = (&self.quad, self.target16, valid)
             && let Some(win) = hash::quad_window_mut(&mut phv.data, q)
         {
             let v = hash::quad_sum_le(win, q);
@@ -65,42 +60,52 @@ impl plan::checksum::Checksums {
             }
             return;
         }
-        let quad_sum = match &c.quad {
+        let quad_sum = match &self.quad {
             Some(q) if valid => hash::csum16_quad(phv, q),
             _ => None,
         };
-        let v = quad_sum.unwrap_or_else(|| hash::csum16_planned(phv, &c.pieces));
-        phv.write64(c.target, v);
+        let v = quad_sum.unwrap_or_else(|| hash::csum16_planned(phv, &self.pieces));
+        phv.write64(self.target, v);
     }
 }
 
 impl Engine {
-    #[inline(never)]
-    pub(crate) fn verify_checksums(&self, ctx: &mut PacketCtx, sc: &mut Scratch) {
-        let p = &*self.prog;
-        if let Some(fc) = &self.plan.mixed_checksums
-            && !self.cfg.trace
-        {
-            fc.verify(&mut ctx.phv, self.std_meta.checksum_error);
-            return self.verify_general(ctx, sc, &fc.general_verify);
-        }
+    /// Verifies the checksums when every one is planned (inlined into the parser):
+    /// `checksum_error` set when one fails.
+    #[inline(always)]
+    pub(crate) fn verify_planned(&self, phv: &mut Phv) {
         let mut bad = false;
-        for ck in p.checksums.iter().filter(|c| c.verify) {
-            bad |= self.verify_one(ctx, ck, sc);
+        for op in &self.plan.checksums.verify {
+            if let CsumOp::Planned(c) = op {
+                bad |= c.fails(phv);
+            }
         }
-        if bad {
-            self.std_set(&mut ctx.phv, self.std_meta.checksum_error, 1);
+        if bad && let Some(e) = self.std_meta.checksum_error {
+            phv.write64(e, 1);
         }
     }
 
-    /// The verified checksums `which` (indexes in the program) by the general code,
-    /// after the planned ones.
-    pub(crate) fn verify_general(&self, ctx: &mut PacketCtx, sc: &mut Scratch, which: &[u32]) {
+    /// Verifies the checksums, planned or not (every one by the general code when
+    /// tracing, for its trace lines).
+    #[inline(never)]
+    pub(crate) fn verify_checksums(&self, ctx: &mut PacketCtx, sc: &mut Scratch) {
         let p = &*self.prog;
         let mut bad = false;
-        for &i in which {
-            if let Some(ck) = p.checksums.get(i as usize) {
-                bad |= self.verify_one(ctx, ck, sc);
+        if self.cfg.trace {
+            for (i, ck) in p.checksums.iter().enumerate() {
+                if ck.verify {
+                    let cond = ck.cond.map(CondTest::General);
+                    bad |= self.verify_one(ctx, i as u32, cond.as_ref(), sc);
+                }
+            }
+        } else {
+            for op in &self.plan.checksums.verify {
+                bad |= match op {
+                    CsumOp::Planned(c) => c.fails(&ctx.phv),
+                    CsumOp::General { index, cond } => {
+                        self.verify_one(ctx, *index, cond.as_ref(), sc)
+                    }
+                };
             }
         }
         if bad {
@@ -108,14 +113,19 @@ impl Engine {
         }
     }
 
-    /// Whether checksum `ck` is checked and fails.
+    /// Whether checksum `index` of the program, under condition `cond`, is checked and
+    /// fails (the general code).
     pub(crate) fn verify_one(
         &self,
         ctx: &mut PacketCtx,
-        ck: &p4jet_ir::ChecksumInfo,
+        index: u32,
+        cond: Option<&CondTest>,
         sc: &mut Scratch,
     ) -> bool {
         let p = &*self.prog;
+        let Some(ck) = p.checksums.get(index as usize) else {
+            return false;
+        };
         let ec = EvalCtx::of_phv(&ctx.phv);
         let Some(fid) = resolve_field(p, &ec, &ck.target) else {
             return false;
@@ -124,8 +134,8 @@ impl Engine {
         if !ctx.phv.valid[fi.header as usize] {
             return false;
         }
-        if let Some(c) = ck.cond
-            && !self.test_cond(&ctx.phv, c)
+        if let Some(c) = cond
+            && !self.test(&ctx.phv, c)
         {
             return false;
         }
@@ -170,10 +180,19 @@ impl Engine {
             .and_then(|s| cs.and_then(|cs| cs.crc.get(s as usize).copied().flatten()));
         hash::run(c.algo, &sc.calc, custom.as_ref())
     }
-}
 
-impl Engine {
-    /// The deparser's checksum updates (out of line: most programs have none or one).
+    /// Updates the checksums when every one is planned (inlined into the deparser).
+    #[inline(always)]
+    pub(crate) fn update_planned(&self, phv: &mut Phv) {
+        for op in &self.plan.checksums.update {
+            if let CsumOp::Planned(c) = op {
+                c.update(phv);
+            }
+        }
+    }
+
+    /// The deparser's checksum updates, planned or not, in program order (out of line:
+    /// most programs have none or only planned ones).
     #[inline(never)]
     pub(crate) fn update_checksums(
         &self,
@@ -181,56 +200,32 @@ impl Engine {
         sc: &mut Scratch,
         cs: &ControlState,
     ) {
-        let p = &*self.prog;
-        if let Some(fc) = &self.plan.mixed_checksums {
-            return match &fc.update_order {
-                Some(order) => self.update_mixed(fc, order, ctx, sc, cs),
-                // every updated checksum has a plan (some verified one has not)
-                None => fc.update(&mut ctx.phv),
-            };
-        }
-        for ck in p.checksums.iter().filter(|c| c.update) {
-            self.update_one(ctx, ck, sc, cs);
-        }
-    }
-
-    /// The updates of a program whose checksums are partly planned, in program order.
-    pub(crate) fn update_mixed(
-        &self,
-        fc: &plan::checksum::Checksums,
-        order: &[Result<u32, u32>],
-        ctx: &mut PacketCtx,
-        sc: &mut Scratch,
-        cs: &ControlState,
-    ) {
-        let p = &*self.prog;
-        for step in order {
-            match *step {
-                Ok(i) => {
-                    if let Some(c) = fc.update.get(i as usize) {
-                        plan::checksum::Checksums::update_one(c, &mut ctx.phv);
-                    }
-                }
-                Err(i) => {
-                    if let Some(ck) = p.checksums.get(i as usize) {
-                        self.update_one(ctx, ck, sc, cs);
-                    }
+        for op in &self.plan.checksums.update {
+            match op {
+                CsumOp::Planned(c) => c.update(&mut ctx.phv),
+                CsumOp::General { index, cond } => {
+                    self.update_one(ctx, *index, cond.as_ref(), sc, cs)
                 }
             }
         }
     }
 
-    /// Updates checksum `ck` by the general code.
+    /// Updates checksum `index` of the program, under condition `cond`, by the general
+    /// code.
     pub(crate) fn update_one(
         &self,
         ctx: &mut PacketCtx,
-        ck: &p4jet_ir::ChecksumInfo,
+        index: u32,
+        cond: Option<&CondTest>,
         sc: &mut Scratch,
         cs: &ControlState,
     ) {
         let p = &*self.prog;
-        if let Some(c) = ck.cond
-            && !self.test_cond(&ctx.phv, c)
+        let Some(ck) = p.checksums.get(index as usize) else {
+            return;
+        };
+        if let Some(c) = cond
+            && !self.test(&ctx.phv, c)
         {
             return;
         }

@@ -9,6 +9,7 @@ use p4jet_ir::{ActionCall, ControlNode};
 
 use crate::eval::{EvalCtx, eval_bool};
 use crate::phv::Phv;
+use crate::plan::control::{CondTest, Node};
 use crate::state::{ControlState, Externs};
 use crate::{ControlBlock, Engine, PacketCtx, SUB_BATCH, Scratch};
 
@@ -34,21 +35,17 @@ pub(crate) fn move_all(at: &mut [u64], m: u64, next: Option<u32>) {
 }
 
 impl Engine {
-    /// A condition's truth, through its load-time form when it has one.
+    /// A condition's truth.
     #[inline]
-    pub(crate) fn test_cond(&self, phv: &Phv, expr: u32) -> bool {
-        match self.plan.conds.get(expr as usize) {
-            Some(Some(fc)) => fc.test(phv),
-            _ => {
+    pub(crate) fn test(&self, phv: &Phv, c: &CondTest) -> bool {
+        match c {
+            CondTest::Planned(fc) => fc.test(phv),
+            CondTest::General(expr) => {
                 let ec = EvalCtx::of_phv(phv);
-                eval_bool(&self.prog, &ec, expr)
+                eval_bool(&self.prog, &ec, *expr)
             }
         }
     }
-}
-
-impl Engine {
-    // ------------------------------------------------------------------ controls
 
     /// Runs a control over a batch. Packets walk the control graph together: nodes are
     /// visited in topological order, and at a table node every packet waiting there is
@@ -62,12 +59,10 @@ impl Engine {
         sc: &mut Scratch,
         now_us: u64,
     ) {
-        let p = &*self.prog;
-        let ctl = match which {
-            ControlBlock::Ingress => &p.ingress,
-            ControlBlock::Egress => &p.egress,
+        let (ctl, ir) = match which {
+            ControlBlock::Ingress => (&self.plan.ingress, &self.prog.ingress),
+            ControlBlock::Egress => (&self.plan.egress, &self.prog.egress),
         };
-        let conds = &self.plan.node_conds[which as usize];
         for ctx in pkts.iter_mut() {
             ctx.exit = false;
         }
@@ -86,24 +81,30 @@ impl Engine {
                 if here == 0 {
                     continue;
                 }
-                match (conds.get(ni), node) {
-                    (Some(Some(cond)), ControlNode::Cond { t, f, .. }) if !self.cfg.trace => {
+                match node {
+                    Node::Cond {
+                        test: CondTest::Planned(cond),
+                        t,
+                        f,
+                    } if !self.cfg.trace => {
                         let yes = cond.truth_mask(here, chunk);
                         move_all(&mut sc.at, yes, *t);
                         move_all(&mut sc.at, here & !yes, *f);
                     }
-                    (_, ControlNode::Cond { expr, t, f, name }) => {
+                    Node::Cond { test, t, f } => {
                         while here != 0 {
                             let i = here.trailing_zeros() as usize;
                             here &= here - 1;
-                            let b = self.test_cond(&chunk[i].phv, *expr);
-                            if self.cfg.trace {
+                            let b = self.test(&chunk[i].phv, test);
+                            if self.cfg.trace
+                                && let Some(ControlNode::Cond { name, .. }) = ir.nodes.get(ni)
+                            {
                                 chunk[i].log.push(format!("condition {name} is {b}"));
                             }
                             move_to(&mut sc.at, i, if b { *t } else { *f });
                         }
                     }
-                    (_, ControlNode::Call { action, next, .. }) => {
+                    Node::Call { action, next } => {
                         while here != 0 {
                             let i = here.trailing_zeros() as usize;
                             here &= here - 1;
@@ -117,8 +118,8 @@ impl Engine {
                             }
                         }
                     }
-                    (_, ControlNode::Table(t)) => {
-                        self.apply_table(cs, ex, *t, here, chunk, sc, now_us)
+                    Node::Apply { table } => {
+                        self.apply_table(cs, ex, *table, here, chunk, sc, now_us)
                     }
                 }
             }

@@ -14,9 +14,10 @@ impl Engine {
     pub fn deparse(&self, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState) {
         let p = &*self.prog;
         if self.plan.deparser.has_update {
-            match &self.plan.checksums {
-                Some(fc) => fc.update(&mut ctx.phv),
-                None => self.update_checksums(ctx, sc, cs),
+            if self.plan.checksums.update_planned {
+                self.update_planned(&mut ctx.phv);
+            } else {
+                self.update_checksums(ctx, sc, cs);
             }
         }
         let mut emitted = 0usize;

@@ -71,6 +71,60 @@ pub enum ControlBlock {
     Egress,
 }
 
+/// Which engine runs a program (`--engine`): all three run the same plan and give the
+/// same results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineKind {
+    /// The reference plan ([`Plan::reference`]: the plain reading of the program, no
+    /// fusion), interpreted: the oracle the others are checked against.
+    Reference,
+    /// The fused plan ([`Plan::fused`]), interpreted.
+    #[default]
+    Interp,
+    /// The fused plan compiled to native code by `p4jet-jit` (interpreted until
+    /// compiled code is attached: [`Engine::set_native`]).
+    Jit,
+}
+
+impl EngineKind {
+    /// Every engine, in the order above.
+    pub const ALL: [EngineKind; 3] = [EngineKind::Reference, EngineKind::Interp, EngineKind::Jit];
+
+    /// The engine's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Reference => "reference",
+            EngineKind::Interp => "interp",
+            EngineKind::Jit => "jit",
+        }
+    }
+
+    /// The plan this engine runs.
+    pub fn fusion(self) -> plan::Fusion {
+        match self {
+            EngineKind::Reference => plan::Fusion::None,
+            EngineKind::Interp | EngineKind::Jit => plan::Fusion::All,
+        }
+    }
+}
+
+impl std::fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for EngineKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<EngineKind, String> {
+        EngineKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown engine `{s}` (reference, interp or jit)"))
+    }
+}
+
 /// Engine options.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -78,9 +132,8 @@ pub struct EngineConfig {
     pub drop_port: u32,
     /// Record a per-packet trace in [`PacketCtx::log`].
     pub trace: bool,
-    /// Run every parser state and the deparser through the general code instead of
-    /// their load-time plans (the reference for differential tests).
-    pub general_parser: bool,
+    /// Which engine: the plan it runs.
+    pub engine: EngineKind,
     /// Keys per stage of a batched table lookup (hash or index them all, prefetch,
     /// resolve): the sub-batch, 1 to 64.
     pub sub_batch: usize,
@@ -91,7 +144,7 @@ impl Default for EngineConfig {
         EngineConfig {
             drop_port: 511,
             trace: false,
-            general_parser: false,
+            engine: EngineKind::default(),
             sub_batch: DEFAULT_SUB_BATCH,
         }
     }
@@ -139,15 +192,21 @@ pub fn header_bytes(p: &Program, phv: &Phv, h: u32) -> u32 {
 }
 
 impl Engine {
-    /// Prepares a program for execution: plans it ([`Plan::new`]).
+    /// Prepares a program for execution: plans it ([`Plan::new`]) for the engine
+    /// `cfg.engine` runs.
     pub fn new(prog: Arc<Program>, cfg: EngineConfig) -> Engine {
-        let plan = Plan::new(&prog, cfg.general_parser);
+        let plan = Plan::new(&prog, cfg.engine.fusion());
         Engine {
             std_meta: StandardMetadata::new(&prog),
             prog,
             cfg,
             plan,
         }
+    }
+
+    /// The plan this engine runs.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
     }
 
     /// Fresh control state (empty tables, defaults, const entries).

@@ -11,6 +11,7 @@ use p4jet_ir::{FieldLoc, KeyElem, ParserOp, TransitionKind};
 use crate::eval::{EvalCtx, eval_bool, eval_index, resolve_field, resolve_header};
 use crate::packet::trace_line;
 use crate::phv::Phv;
+use crate::plan::parser::Next;
 use crate::state::ControlState;
 use crate::{Engine, PacketCtx, Scratch, plan};
 
@@ -60,12 +61,12 @@ impl Engine {
         if error != p.error_codes.no_error {
             self.trace_parser_error(ctx, error);
         }
-        if self.plan.has_verify {
-            match &self.plan.checksums {
-                Some(fc) if !self.cfg.trace => {
-                    fc.verify(&mut ctx.phv, self.std_meta.checksum_error)
-                }
-                _ => self.verify_checksums(ctx, sc),
+        let ck = &self.plan.checksums;
+        if !ck.verify.is_empty() {
+            if ck.verify_planned && !self.cfg.trace {
+                self.verify_planned(&mut ctx.phv);
+            } else {
+                self.verify_checksums(ctx, sc);
             }
         }
     }
@@ -95,13 +96,13 @@ impl Engine {
         if self.cfg.trace {
             return Err((state, cursor, steps));
         }
-        if let Some(path) = &self.plan.path
+        if let Some(path) = &self.plan.parser.path
             && let Some(c) = path.run(ctx.pkt.data(), &mut ctx.phv)
         {
             (state, cursor, steps) = (path.next, c, path.states());
         }
         while let Some(si) = state {
-            let plan = &self.plan.states[si as usize];
+            let plan = &self.plan.parser.states[si as usize];
             if !plan.simple {
                 return Err((state, cursor, steps));
             }
@@ -116,17 +117,26 @@ impl Engine {
                 }
             } else {
                 for op in &plan.ops {
-                    if let plan::parser::ParseOp::Extract { h, off, len, .. } = *op {
-                        match extract_planned(ctx, h, off, len, cursor) {
-                            Some(c) => cursor = c,
-                            None => return Ok((cursor, p.error_codes.packet_too_short)),
+                    match *op {
+                        plan::parser::ParseOp::Extract { h, off, len, .. } => {
+                            match extract_planned(ctx, h, off, len, cursor) {
+                                Some(c) => cursor = c,
+                                None => return Ok((cursor, p.error_codes.packet_too_short)),
+                            }
                         }
+                        plan::parser::ParseOp::ExtractN { h, n, off, len } => {
+                            match self.extract_n(ctx, h, n, off, len, cursor) {
+                                Ok(c) => cursor = c,
+                                Err(c) => return Ok((c, p.error_codes.packet_too_short)),
+                            }
+                        }
+                        _ => {}
                     }
                 }
             }
-            state = match (plan.goto, &plan.select) {
-                (Some(next), _) => next,
-                (None, Some(sel)) => {
+            state = match &plan.next {
+                Next::Goto(next) => *next,
+                Next::Select(sel) => {
                     match sel.next(
                         &ctx.phv,
                         ctx.pkt.data(),
@@ -138,10 +148,35 @@ impl Engine {
                     }
                 }
                 // not simple
-                (None, None) => return Err((state, cursor, steps)),
+                Next::General => return Err((state, cursor, steps)),
             };
         }
         Ok((cursor, p.error_codes.no_error))
+    }
+
+    /// A [`plan::parser::ParseOp::ExtractN`] at `cursor`: the cursor after it, or the
+    /// cursor after the headers the packet holds when it is too short for all.
+    #[inline(always)]
+    pub(crate) fn extract_n(
+        &self,
+        ctx: &mut PacketCtx,
+        h: u32,
+        n: u32,
+        off: u32,
+        len: u32,
+        mut cursor: usize,
+    ) -> Result<usize, usize> {
+        if let Some(c) = extract_planned(ctx, h, off, len, cursor) {
+            for v in ctx.phv.valid[h as usize..(h + n) as usize].iter_mut() {
+                *v = true;
+            }
+            return Ok(c);
+        }
+        for h in h..h + n {
+            let hi = &self.prog.headers[h as usize];
+            cursor = extract_planned(ctx, h, hi.offset, hi.max_bytes, cursor).ok_or(cursor)?;
+        }
+        Ok(cursor)
     }
 
     /// The parser's general path, from state `state` at `cursor` after `steps` states:
@@ -164,13 +199,30 @@ impl Engine {
                 error = p.error_codes.parser_timeout;
                 break;
             }
-            let plan = &self.plan.states[si as usize];
+            let plan = &self.plan.parser.states[si as usize];
             if self.cfg.trace {
                 let name = &p.parser.states[si as usize].name;
                 self.trace(ctx, || format!("parser state {name}"));
             }
             for op in &plan.ops {
                 let r = match *op {
+                    plan::parser::ParseOp::ExtractN { h, n, off, len } if !self.cfg.trace => {
+                        match self.extract_n(ctx, h, n, off, len, cursor) {
+                            Ok(c) => {
+                                cursor = c;
+                                Ok(())
+                            }
+                            Err(c) => {
+                                cursor = c;
+                                Err(p.error_codes.packet_too_short)
+                            }
+                        }
+                    }
+                    plan::parser::ParseOp::ExtractN { h, n, .. } => (h..h + n).try_for_each(|h| {
+                        let hi = &p.headers[h as usize];
+                        let (off, len) = (hi.offset as usize, hi.max_bytes as usize);
+                        self.extract_fixed(ctx, h, off, len, false, &mut cursor)
+                    }),
                     plan::parser::ParseOp::Extract { h, off, len, union } => {
                         self.extract_fixed(ctx, h, off as usize, len as usize, union, &mut cursor)
                     }
@@ -222,26 +274,29 @@ impl Engine {
                     break 'states;
                 }
             }
-            if let Some(next) = plan.goto {
-                state = next;
-                continue;
-            }
-            if let Some(sel) = &plan.select {
-                match sel.next(
-                    &ctx.phv,
-                    ctx.pkt.data(),
-                    cursor,
-                    p.error_codes.packet_too_short,
-                ) {
-                    Ok(next) => {
-                        state = next;
-                        continue;
-                    }
-                    Err(e) => {
-                        error = e;
-                        break;
+            match &plan.next {
+                Next::Goto(next) => {
+                    state = *next;
+                    continue;
+                }
+                Next::Select(sel) => {
+                    match sel.next(
+                        &ctx.phv,
+                        ctx.pkt.data(),
+                        cursor,
+                        p.error_codes.packet_too_short,
+                    ) {
+                        Ok(next) => {
+                            state = next;
+                            continue;
+                        }
+                        Err(e) => {
+                            error = e;
+                            break;
+                        }
                     }
                 }
+                Next::General => {}
             }
             let st = &p.parser.states[si as usize];
             match self.select_general(cs, ctx, st, cursor) {

@@ -4,7 +4,7 @@
 
 use std::ops::DerefMut;
 
-use p4jet_ir::{ActionCall, TableNext};
+use p4jet_ir::ActionCall;
 use p4jet_tables::EntryHandle;
 
 use crate::action::copy_param;
@@ -13,9 +13,10 @@ use crate::copy::copy_short;
 use crate::eval::{EvalCtx, resolve_field};
 use crate::parse::put_big;
 use crate::phv::Phv;
-use crate::plan::table::KeyPart;
+use crate::plan::action::Form;
+use crate::plan::table::{ApplyNext, Key, KeyPart};
 use crate::state::{self, ControlState, EntryAction, EntryValue, Externs};
-use crate::{Engine, PacketCtx, SUB_BATCH, Scratch, plan};
+use crate::{Engine, PacketCtx, SUB_BATCH, Scratch};
 
 /// Room past a table key for whole-word writes (`Engine::build_key`,
 /// `key_from_runs`).
@@ -48,9 +49,9 @@ impl Engine {
     /// `KEY_SLACK` bytes of room past the key: short parts are written as whole
     /// 8-byte words, and the bytes past a part are overwritten by the next
     /// part (parts are in key order) or lie past the key.
-    pub(crate) fn build_key(&self, t: u32, phv: &Phv, out: &mut [u8]) {
+    pub(crate) fn build_key(&self, parts: &[KeyPart], phv: &Phv, out: &mut [u8]) {
         let mut off = 0;
-        for part in &self.plan.keys[t as usize] {
+        for part in parts {
             match part {
                 KeyPart::Bytes { byte, n } => {
                     let (byte, n) = (*byte, *n);
@@ -119,7 +120,15 @@ impl Engine {
         let mut w = 0usize;
         sc.keys.clear();
         sc.keys.resize(n * kb.max(1) + KEY_SLACK, 0);
-        let runs = self.plan.key_runs[t as usize].as_deref();
+        let tp = &self.plan.tables[t as usize];
+        let runs = match &tp.key {
+            Key::Runs(r) => Some(&r[..]),
+            _ => None,
+        };
+        let parts = match &tp.key {
+            Key::Parts(parts) => &parts[..],
+            _ => &[],
+        };
         let mut m = here;
         while m != 0 {
             let i = m.trailing_zeros() as usize;
@@ -129,7 +138,7 @@ impl Engine {
                 let out = &mut sc.keys[w * kb..];
                 match runs {
                     Some(r) => key_from_runs(r, &chunk[i].phv.data, out),
-                    None => self.build_key(t, &chunk[i].phv, out),
+                    None => self.build_key(parts, &chunk[i].phv, out),
                 }
             }
             w += 1;
@@ -143,17 +152,13 @@ impl Engine {
             sc.keys = keys;
         }
         // 3. actions (whether the table has direct counters or meters: once per batch)
-        let direct = ti.direct_meter.is_some()
-            || ex
-                .direct_counters
-                .get(t as usize)
-                .is_some_and(Option::is_some);
+        let direct = tp.direct;
         // the common case without per-packet tests of what the table cannot have: no
         // direct counter or meter, no trace, the next node fixed or by hit/miss
-        let fixed_next = match (&ti.next, self.plan.same_next[t as usize]) {
-            (_, Some(next)) => Some((next, next)),
-            (TableNext::HitMiss { hit, miss }, None) => Some((*hit, *miss)),
-            _ => None,
+        let fixed_next = match tp.next {
+            ApplyNext::Same(next) => Some((next, next)),
+            ApplyNext::HitMiss { hit, miss } => Some((hit, miss)),
+            ApplyNext::ByAction { .. } => None,
         };
         if let Some((on_hit, on_miss)) = fixed_next
             && !direct
@@ -214,18 +219,18 @@ impl Engine {
                 Some(a) => self.resolve_entry_action(cs, t, a, ctx, sc),
                 None => None,
             };
-            let next = match &ti.next {
-                TableNext::HitMiss { hit, miss } => {
+            let next = match &tp.next {
+                ApplyNext::Same(next) => *next,
+                ApplyNext::HitMiss { hit, miss } => {
                     if is_hit {
                         *hit
                     } else {
                         *miss
                     }
                 }
-                TableNext::ByAction(v) => match (&call, self.plan.same_next[t as usize]) {
-                    (_, Some(next)) => next,
-                    (Some(c), None) => ti.action_slot(c.action).and_then(|s| v[s]),
-                    (None, None) => ti.base_default_next,
+                ApplyNext::ByAction { slots, default } => match &call {
+                    Some(c) => ti.action_slot(c.action).and_then(|s| slots[s]),
+                    None => *default,
                 },
             };
             if let Some(call) = call {
@@ -252,13 +257,13 @@ impl Engine {
         sc: &mut Scratch,
         now_us: u64,
     ) {
-        match self.plan.actions.get(call.action as usize) {
-            Some(plan::action::Action::Nothing) => {}
-            Some(&plan::action::Action::ParamCopy(pc))
-                if copy_param(&mut ctx.phv, &call.data, pc) => {}
-            Some(plan::action::Action::Steps { steps, need }) if call.data.len() >= *need => {
-                self.run_steps(steps, ctx, call)
-            }
+        let Some(a) = self.plan.actions.get(call.action as usize) else {
+            return;
+        };
+        match a.form {
+            Form::Empty => {}
+            Form::Copy(pc) if copy_param(&mut ctx.phv, &call.data, pc) => {}
+            Form::Steps { need } if call.data.len() >= need => self.run_steps(&a.ops, ctx, call),
             _ => self.run_action(cs, ex, ctx, call, sc, now_us),
         }
     }

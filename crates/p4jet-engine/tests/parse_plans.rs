@@ -135,7 +135,7 @@ fn planned_parser_and_deparser_match_the_general_code() {
         let general = p4jet_engine::load(
             &json,
             EngineConfig {
-                general_parser: true,
+                engine: p4jet_engine::EngineKind::Reference,
                 ..EngineConfig::default()
             },
         )

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use p4jet_engine::{ControlState, Engine, EngineConfig, Externs, Op, OpResult};
+use p4jet_engine::{ControlState, Engine, EngineConfig, EngineKind, Externs, Op, OpResult};
 
 pub use latency::{LatencyHist, Stamps};
 pub use pipeline::{EgressStage, IngressStage};
@@ -96,6 +96,8 @@ pub struct SwitchConfig {
     pub manual_clock: Option<Arc<AtomicU64>>,
     /// simple_switch's `--enable-swap`: allow `bm_load_new_config` / `bm_swap_configs`.
     pub enable_swap: bool,
+    /// Which engine runs the program (`--engine`).
+    pub engine: EngineKind,
 }
 
 impl Default for SwitchConfig {
@@ -110,6 +112,7 @@ impl Default for SwitchConfig {
             max_passes: 64,
             manual_clock: None,
             enable_swap: false,
+            engine: EngineKind::default(),
         }
     }
 }
@@ -300,7 +303,7 @@ impl Switch {
                 drop_port: cfg.drop_port,
                 trace: cfg.trace,
                 sub_batch: cfg.sub_batch,
-                ..EngineConfig::default()
+                engine: cfg.engine,
             },
         )?);
         let fresh = engine.new_control_state()?;

@@ -70,6 +70,11 @@ pub struct BenchArgs {
     /// Ingress port of the replayed frames.
     #[arg(long = "port", default_value_t = 0)]
     pub port: u32,
+    /// The engine: `reference` (the plain reading of the program), `interp` (the fused
+    /// plan, interpreted) or `jit` (compiled to native code). The null program runs on
+    /// the same engine.
+    #[arg(long = "engine", default_value_t = crate::engine::default_engine())]
+    pub engine: p4jet_engine::EngineKind,
     /// Skip the null program and the instrumented stage run (for profilers: only the
     /// program's own replay runs; null figures are reported as 0).
     #[arg(long = "profile-only")]
@@ -651,6 +656,7 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
     let cfg = SwitchConfig {
         batch: a.batch.max(1),
         sub_batch: usize::from(a.sub_batch),
+        engine: a.engine,
         ..SwitchConfig::default()
     };
     let t_load = Instant::now();

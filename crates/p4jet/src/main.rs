@@ -4,6 +4,7 @@
 
 mod bench;
 mod cli_cmd;
+mod engine;
 mod forward;
 mod run;
 mod stf;
@@ -36,6 +37,8 @@ enum Cmd {
     Cli(cli_cmd::CliArgs),
     /// Generate a benchmark trace and matching table commands.
     Gen(p4jet_gen::GenArgs),
+    /// Print a program's executable plan (the operations the engines run).
+    Plan(engine::PlanArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Cmd::Bench(a) => bench::main(a),
         Cmd::Cli(a) => cli_cmd::main(a),
         Cmd::Gen(a) => p4jet_gen::main(a),
+        Cmd::Plan(a) => engine::plan_main(a),
     };
     match r {
         Ok(code) => code,

@@ -95,6 +95,10 @@ pub struct RunArgs {
     #[arg(long = "sub-batch", default_value_t = p4jet_engine::DEFAULT_SUB_BATCH as u8,
           value_parser = clap::value_parser!(u8).range(1..=64))]
     pub sub_batch: u8,
+    /// The engine: `reference` (the plain reading of the program), `interp` (the fused
+    /// plan, interpreted) or `jit` (compiled to native code).
+    #[arg(long = "engine", default_value_t = crate::engine::default_engine())]
+    pub engine: p4jet_engine::EngineKind,
     /// Exit after this many seconds (live ports; 0 = run until SIGTERM).
     #[arg(long = "duration", default_value_t = 0.0)]
     pub duration: f64,
@@ -326,6 +330,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         batch: a.batch.max(1),
         sub_batch: usize::from(a.sub_batch),
         enable_swap: target.enable_swap,
+        engine: a.engine,
         ..SwitchConfig::default()
     };
     let mut sw = Switch::new(&json, cfg).map_err(|e| format!("{}: {e}", a.program.display()))?;

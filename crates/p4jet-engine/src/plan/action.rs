@@ -1,67 +1,178 @@
-//! Action plans: what a table hit or miss runs, chosen per action at load. The
-//! commonest bodies (nothing: `NoAction`, `permit`; one parameter copied into a field that
-//! owns its bytes: `forward(port)`; lists of parameter copies, constant assignments and
-//! flattened expressions: `set_next_hop`) run without the action interpreter's call and
-//! per-primitive dispatch.
+//! Action plans: an action's body as operations, one per primitive (so that jumps keep
+//! their targets). Assignments from parameters, constants, fields and wrapping
+//! expressions are planned (`forward(port)` is a byte copy, `ttl - 1` one 64-bit read,
+//! addition and write); anything else is a primitive run by the interpreter. A body of
+//! planned assignments only runs as a list of steps, without the interpreter's call,
+//! and an empty body or a single parameter copy (`NoAction`, `forward`) has its own form.
 
 use p4jet_ir::expr::{BinOp, FieldRef};
-use p4jet_ir::{Prim, Program};
+use p4jet_ir::{FieldLoc, Prim, Program};
 
 use crate::phv::Window64;
 use crate::plan::FlatExpr;
 
 /// An `AssignParam` that is a byte copy: (PHV byte, blob offset, bytes).
-pub(crate) type ParamCopy = Option<(u32, u32, u32)>;
+pub type ParamCopy = (u32, u32, u32);
 
-/// What a table hit or miss runs, decided per action at load: the commonest bodies
-/// (nothing: `NoAction`, `permit`; one parameter copied into a field that owns its
-/// bytes: `forward(port)`) without the action interpreter's call.
+/// One operation of an action body.
 #[derive(Debug, Clone)]
-pub(crate) enum Action {
-    /// An empty body.
-    Nothing,
-    /// One `AssignParam` that is a byte copy (see `Plan::param_copies`).
-    ParamCopy((u32, u32, u32)),
-    /// A body of parameter copies, constant assignments and flattened expressions
-    /// only (`set_next_hop(hop, port)` with its `ttl - 1`), run as a list when the
-    /// action data has at least `need` bytes (else `Engine::run_action`, which
-    /// handles short data).
-    Steps { steps: Box<[Step]>, need: usize },
-    /// Anything else: `Engine::run_action`.
-    Run,
-}
-
-/// One primitive of a [`Action::Steps`] body.
-#[derive(Debug, Clone)]
-pub(crate) enum Step {
-    /// A parameter's bytes into a field that owns its bytes (`Plan::param_copies`).
-    Copy((u32, u32, u32)),
+pub enum Op {
+    /// A parameter's bytes into a field that owns as many bytes (a parameter no wider;
+    /// both loaders store action data masked to the parameter's width): (PHV byte, blob
+    /// offset, bytes). Data shorter than that takes the primitive's general code.
+    Copy(ParamCopy),
     /// A constant into a field.
-    Const(p4jet_ir::FieldLoc, u128),
+    Const(FieldLoc, u128),
+    /// One field into another.
+    CopyField {
+        /// Destination.
+        dst: FieldLoc,
+        /// Source.
+        src: FieldLoc,
+    },
     /// A flattened expression into a field of at most 128 bits.
-    Expr(p4jet_ir::FieldLoc, FlatExpr),
+    Expr(FieldLoc, FlatExpr),
     /// `dst = src OP k [OP k]` on fields read and written as 64-bit windows
     /// (`ttl = ttl - 1`): the operations in order, a trailing `& mask` that keeps every
     /// bit of `dst` dropped at load (the write masks).
     FieldOps {
+        /// Destination.
         dst: Window64,
+        /// Source.
         src: Window64,
+        /// The operations (the first `n`).
         ops: [(BinOp, u64); 2],
+        /// Operations used.
         n: u8,
     },
-    /// [`Step::FieldOps`] of one addition (p4c's `ttl - 1` is `ttl + 0xff`, an
+    /// [`Op::FieldOps`] of one addition (p4c's `ttl - 1` is `ttl + 0xff`, an
     /// increment `+ 1`): no operation dispatch.
     FieldAdd {
+        /// Destination.
         dst: Window64,
+        /// Source.
         src: Window64,
+        /// The constant added.
         k: u64,
     },
+    /// v1model's `mark_to_drop`.
+    MarkToDrop,
+    /// The primitive at this index of the body, by the interpreter.
+    Prim,
 }
 
-/// The [`Step::FieldOps`] form of `dst = fe`, when `fe` is one field and at most
+impl Op {
+    /// Whether a body of such operations runs as a list of steps.
+    fn is_step(&self) -> bool {
+        matches!(
+            self,
+            Op::Copy(_) | Op::Const(..) | Op::Expr(..) | Op::FieldOps { .. } | Op::FieldAdd { .. }
+        )
+    }
+}
+
+/// How an action's body runs.
+#[derive(Debug, Clone)]
+pub enum Form {
+    /// An empty body: nothing runs.
+    Empty,
+    /// One parameter copy (`forward(port)`), done in place.
+    Copy(ParamCopy),
+    /// Steps only (parameter copies, constants, flattened expressions: `set_next_hop`
+    /// with its `ttl - 1`), run as a list when the action data has at least `need`
+    /// bytes (else by the interpreter, which handles short data).
+    Steps {
+        /// Action data bytes the parameter copies read.
+        need: usize,
+    },
+    /// Anything else: the interpreter, operation by operation.
+    General,
+}
+
+/// One action's plan.
+#[derive(Debug, Clone)]
+pub struct ActionPlan {
+    /// Per primitive of the body, its operation.
+    pub ops: Vec<Op>,
+    /// How the body runs.
+    pub form: Form,
+}
+
+/// Per action of `prog`, its plan: every primitive by the interpreter, unless `plan`.
+pub(crate) fn actions(prog: &Program, plan: bool) -> Vec<ActionPlan> {
+    prog.actions
+        .iter()
+        .map(|a| {
+            if !plan {
+                return ActionPlan {
+                    ops: vec![Op::Prim; a.body.len()],
+                    form: Form::General,
+                };
+            }
+            let ops: Vec<Op> = a.body.iter().map(|prim| op_of(prog, a, prim)).collect();
+            let form = match &ops[..] {
+                [] => Form::Empty,
+                [Op::Copy(c)] => Form::Copy(*c),
+                _ if ops.iter().all(Op::is_step) => Form::Steps {
+                    need: ops
+                        .iter()
+                        .map(|op| match op {
+                            Op::Copy((_, off, n)) => (*off + *n) as usize,
+                            _ => 0,
+                        })
+                        .max()
+                        .unwrap_or(0),
+                },
+                _ => Form::General,
+            };
+            ActionPlan { ops, form }
+        })
+        .collect()
+}
+
+/// The planned operation of primitive `prim` of action `a`.
+fn op_of(p: &Program, a: &p4jet_ir::Action, prim: &Prim) -> Op {
+    let loc_of = |f: u32| p.fields.get(f as usize).map(|f| f.loc);
+    match prim {
+        Prim::AssignParam { dst, param } => {
+            param_copy(p, a, *dst, *param).map_or(Op::Prim, Op::Copy)
+        }
+        Prim::AssignConst { dst, value } => loc_of(*dst).map_or(Op::Prim, |l| Op::Const(l, *value)),
+        Prim::CopyField { dst, src } => match (loc_of(*dst), loc_of(*src)) {
+            (Some(dst), Some(src)) if dst.width <= 128 && src.width <= 128 => {
+                Op::CopyField { dst, src }
+            }
+            _ => Op::Prim,
+        },
+        Prim::Assign {
+            dst: FieldRef::Static(f),
+            src,
+        } => match (loc_of(*f), FlatExpr::of(p, *src)) {
+            (Some(loc), Some(fe)) if loc.width <= 128 => {
+                field_ops_step(loc, &fe).unwrap_or(Op::Expr(loc, fe))
+            }
+            _ => Op::Prim,
+        },
+        Prim::MarkToDrop => Op::MarkToDrop,
+        _ => Op::Prim,
+    }
+}
+
+/// `dst = param` of action `a` as a byte copy, when the field owns its bytes (zero bits
+/// before it) and the blob holds the parameter in as many bytes, masked to its width
+/// (both loaders mask): then the copy is the masked write.
+fn param_copy(p: &Program, a: &p4jet_ir::Action, dst: u32, param: u32) -> Option<ParamCopy> {
+    let loc = p.fields.get(dst as usize)?.loc;
+    let pw = a.params.get(param as usize)?.1;
+    let off = *a.param_offsets.get(param as usize)?;
+    let nb = loc.nbytes as u32;
+    (loc.own && nb <= 16 && pw <= loc.width && pw.div_ceil(8) == nb).then_some((loc.byte, off, nb))
+}
+
+/// The [`Op::FieldOps`] form of `dst = fe`, when `fe` is one field and at most
 /// two constant operations (after dropping a trailing mask that keeps all of `dst`)
 /// and both fields have 64-bit windows.
-pub(crate) fn field_ops_step(dst: p4jet_ir::FieldLoc, fe: &FlatExpr) -> Option<Step> {
+pub(crate) fn field_ops_step(dst: p4jet_ir::FieldLoc, fe: &FlatExpr) -> Option<Op> {
     let (src, mut ops) = fe.field_const_ops()?;
     let (dst, src) = (Window64::new(dst), Window64::new(src));
     if dst.n == 0 || src.n == 0 {
@@ -76,7 +187,7 @@ pub(crate) fn field_ops_step(dst: p4jet_ir::FieldLoc, fe: &FlatExpr) -> Option<S
         return None;
     }
     if let [(BinOp::Add, k)] = ops[..] {
-        return Some(Step::FieldAdd {
+        return Some(Op::FieldAdd {
             dst,
             src,
             k: k as u64,
@@ -87,101 +198,10 @@ pub(crate) fn field_ops_step(dst: p4jet_ir::FieldLoc, fe: &FlatExpr) -> Option<S
         // the low 64 bits of the constant are all that reach a field of at most 64 bits
         *slot = (*op, *k as u64);
     }
-    Some(Step::FieldOps {
+    Some(Op::FieldOps {
         dst,
         src,
         ops: arr,
         n: ops.len() as u8,
     })
-}
-
-/// The [`Action::Steps`] form of action `a`, or [`Action::Run`] when a
-/// primitive is not a parameter copy, a constant assignment or a flattened expression
-/// assigned to a static field of at most 128 bits.
-fn steps_of(
-    p: &Program,
-    a: &p4jet_ir::Action,
-    copies: &[ParamCopy],
-    exprs: &[Option<FlatExpr>],
-) -> Action {
-    let mut steps = Vec::with_capacity(a.body.len());
-    let mut need = 0usize;
-    for (pc, prim) in a.body.iter().enumerate() {
-        let loc_of = |f: u32| p.fields.get(f as usize).map(|f| f.loc);
-        let step = match prim {
-            Prim::AssignParam { .. } => match copies.get(pc) {
-                Some(Some(c)) => {
-                    need = need.max(c.1 as usize + c.2 as usize);
-                    Step::Copy(*c)
-                }
-                _ => return Action::Run,
-            },
-            Prim::AssignConst { dst, value } => match loc_of(*dst) {
-                Some(loc) => Step::Const(loc, *value),
-                None => return Action::Run,
-            },
-            Prim::Assign {
-                dst: FieldRef::Static(f),
-                src,
-            } => match (loc_of(*f), exprs.get(*src as usize)) {
-                (Some(loc), Some(Some(fe))) if loc.width <= 128 => {
-                    field_ops_step(loc, fe).unwrap_or_else(|| Step::Expr(loc, fe.clone()))
-                }
-                _ => return Action::Run,
-            },
-            _ => return Action::Run,
-        };
-        steps.push(step);
-    }
-    Action::Steps {
-        steps: steps.into_boxed_slice(),
-        need,
-    }
-}
-
-/// Per action and primitive of `prog`: an `AssignParam` that is a plain byte copy (a
-/// field owning its bytes, a parameter no wider in as many bytes), as (PHV byte, blob
-/// offset, bytes).
-pub(crate) fn param_copies(prog: &Program) -> Vec<Vec<ParamCopy>> {
-    prog.actions
-        .iter()
-        .map(|a| {
-            a.body
-                .iter()
-                .map(|prim| {
-                    let Prim::AssignParam { dst, param } = prim else {
-                        return None;
-                    };
-                    let loc = prog.fields.get(*dst as usize)?.loc;
-                    let pw = a.params.get(*param as usize)?.1;
-                    let off = *a.param_offsets.get(*param as usize)?;
-                    // the field owns its bytes (zero bits before it) and the blob
-                    // holds the parameter in as many bytes, masked to its width
-                    // (both loaders mask): a byte copy is the masked write
-                    let nb = loc.nbytes as u32;
-                    (loc.own && nb <= 16 && pw <= loc.width && pw.div_ceil(8) == nb)
-                        .then_some((loc.byte, off, nb))
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// Per action of `prog`, its plan.
-pub(crate) fn actions(
-    prog: &Program,
-    copies: &[Vec<ParamCopy>],
-    exprs: &[Option<FlatExpr>],
-) -> Vec<Action> {
-    prog.actions
-        .iter()
-        .zip(copies)
-        .map(
-            |(a, copies): (&p4jet_ir::Action, &Vec<ParamCopy>)| match (&a.body[..], &copies[..]) {
-                ([], _) => Action::Nothing,
-                ([Prim::AssignParam { .. }], [Some(copy)]) => Action::ParamCopy(*copy),
-                _ => steps_of(prog, a, copies, exprs),
-            },
-        )
-        .collect()
 }

@@ -7,44 +7,88 @@ use p4jet_ir::expr::FieldRef;
 use crate::hash;
 use crate::phv::Window64;
 use crate::plan::Cond;
+use crate::plan::control::CondTest;
 
 /// A checksum verified or updated without the general code: an internet checksum
 /// summed straight from the PHV (`hash::csum16_planned`) into a field with a 64-bit
 /// window, under no condition or one with a load-time form (the IPv4 header checksum).
 #[derive(Debug, Clone)]
-pub(crate) struct Checksum {
-    pub(crate) target: Window64,
+pub struct Checksum {
+    /// The checksum field.
+    pub target: Window64,
     /// The target's header: verification skips the checksum when it is invalid.
-    pub(crate) header: u32,
+    pub header: u32,
     /// The condition, unless it is [`Checksum::only_valid`]'s.
-    pub(crate) cond: Option<Cond>,
+    pub cond: Option<Cond>,
     /// The condition is "`header` is valid".
-    pub(crate) only_valid: bool,
-    pub(crate) pieces: Box<[hash::CsumPiece]>,
+    pub only_valid: bool,
+    /// The 16-bit words summed: byte runs of the PHV.
+    pub pieces: Box<[hash::CsumPiece]>,
     /// The pieces as a fixed list when they fit one (the IPv4 header checksum's three).
-    pub(crate) quad: Option<hash::CsumQuad>,
+    pub quad: Option<hash::CsumQuad>,
     /// With `quad`: the offset in the quad's window of a target that is a plain
     /// byte-aligned 16-bit field (the IPv4 `hdrChecksum`), compared and stored there
     /// in the byte order the quad's sum comes in.
-    pub(crate) target16: Option<usize>,
+    pub target16: Option<usize>,
 }
 
-/// The program's verified and updated checksums in their [`Checksum`] form, in
-/// program order.
+/// One checksum verified or updated.
 #[derive(Debug, Clone)]
-pub(crate) struct Checksums {
-    /// The verified checksums that have a planned form.
-    pub(crate) verify: Box<[Checksum]>,
-    /// The updated checksums that have a planned form.
-    pub(crate) update: Box<[Checksum]>,
-    /// The verified checksums without one (their indexes in the program), verified by
-    /// the general code after the planned ones (verification only sets a flag: its order
-    /// does not matter).
-    pub(crate) general_verify: Box<[u32]>,
-    /// When some updated checksum has no planned form: every update in program order (a
-    /// later checksum may cover an earlier one's target), `Ok(i)` the `i`th of
-    /// `update`, `Err(i)` the program's checksum `i` by the general code.
-    pub(crate) update_order: Option<Box<[Result<u32, u32>]>>,
+pub enum CsumOp {
+    /// Through its plan.
+    Planned(Checksum),
+    /// By the general code: checksum `index` of the program, its condition tested by
+    /// `cond`.
+    General {
+        /// Index in the program's checksums.
+        index: u32,
+        /// Its condition.
+        cond: Option<CondTest>,
+    },
+}
+
+/// The program's checksums: those verified after parsing and those updated before
+/// deparsing, in program order (a later checksum may cover an earlier one's target).
+#[derive(Debug, Clone)]
+pub struct ChecksumPlan {
+    /// Verified checksums (verification only sets a flag: its order does not matter).
+    pub verify: Vec<CsumOp>,
+    /// Updated checksums, in program order.
+    pub update: Vec<CsumOp>,
+    /// Every verified checksum is planned (the parser runs them inline).
+    pub verify_planned: bool,
+    /// Every updated checksum is planned (the deparser runs them inline).
+    pub update_planned: bool,
+}
+
+impl ChecksumPlan {
+    /// The checksums of `p`, each planned when `plan` and it has a planned form
+    /// (calculation plans `calcs`).
+    pub(crate) fn new(p: &Program, calcs: &[Option<hash::CalcPlan>], plan: bool) -> ChecksumPlan {
+        let (mut verify, mut update) = (vec![], vec![]);
+        for (i, ck) in p.checksums.iter().enumerate() {
+            let op = match Checksum::of(p, ck, calcs).filter(|_| plan) {
+                Some(c) => CsumOp::Planned(c),
+                None => CsumOp::General {
+                    index: i as u32,
+                    cond: ck.cond.map(|c| CondTest::of(p, c, plan)),
+                },
+            };
+            if ck.verify {
+                verify.push(op.clone());
+            }
+            if ck.update {
+                update.push(op);
+            }
+        }
+        let planned = |ops: &[CsumOp]| ops.iter().all(|o| matches!(o, CsumOp::Planned(_)));
+        ChecksumPlan {
+            verify_planned: planned(&verify),
+            update_planned: planned(&update),
+            verify,
+            update,
+        }
+    }
 }
 
 impl Checksum {
@@ -53,7 +97,6 @@ impl Checksum {
         p: &Program,
         ck: &p4jet_ir::ChecksumInfo,
         plans: &[Option<hash::CalcPlan>],
-        conds: &[Option<Cond>],
     ) -> Option<Checksum> {
         let FieldRef::Static(fid) = ck.target else {
             return None;
@@ -64,7 +107,7 @@ impl Checksum {
             return None;
         }
         let cond = match ck.cond {
-            Some(c) => Some((*conds.get(c as usize)?)?),
+            Some(c) => Some(Cond::of(p, c)?),
             None => None,
         };
         // the condition "the target's header is valid" (p4c's usual one) is the
@@ -90,49 +133,6 @@ impl Checksum {
                 .and_then(|q| q.target_offset(fi.loc.byte)),
             quad,
             pieces,
-        })
-    }
-}
-
-impl Checksums {
-    /// The checksums' planned forms, with the general code for those that have none
-    /// (None when no checksum has one).
-    pub(crate) fn new(
-        p: &Program,
-        plans: &[Option<hash::CalcPlan>],
-        conds: &[Option<Cond>],
-    ) -> Option<Checksums> {
-        let (mut verify, mut update) = (vec![], vec![]);
-        let (mut general_verify, mut order, mut mixed) = (vec![], vec![], false);
-        for (i, ck) in p.checksums.iter().enumerate() {
-            let planned = Checksum::of(p, ck, plans, conds);
-            if ck.verify {
-                match &planned {
-                    Some(f) => verify.push(f.clone()),
-                    None => general_verify.push(i as u32),
-                }
-            }
-            if ck.update {
-                match planned {
-                    Some(f) => {
-                        order.push(Ok(update.len() as u32));
-                        update.push(f);
-                    }
-                    None => {
-                        order.push(Err(i as u32));
-                        mixed = true;
-                    }
-                }
-            }
-        }
-        if verify.is_empty() && update.is_empty() {
-            return None;
-        }
-        Some(Checksums {
-            verify: verify.into_boxed_slice(),
-            update: update.into_boxed_slice(),
-            general_verify: general_verify.into_boxed_slice(),
-            update_order: mixed.then(|| order.into_boxed_slice()),
         })
     }
 }

@@ -2,8 +2,8 @@
 //! conditions (`hdr.isValid()`, an unsigned field compared with a constant, their
 //! negations), recognised at load and tested without walking the expression tree.
 
+use p4jet_ir::Program;
 use p4jet_ir::expr::{BinOp, Expr, ExprId, FieldRef, HeaderRef, Interp, UnOp};
-use p4jet_ir::{ControlNode, Program};
 
 use crate::phv::Phv;
 
@@ -12,25 +12,32 @@ use crate::phv::Phv;
 /// without walking the expression tree.
 #[derive(Debug, Clone, Copy)]
 pub struct Cond {
-    kind: CondKind,
-    negate: bool,
+    /// The test.
+    pub kind: CondKind,
+    /// The result is negated.
+    pub negate: bool,
 }
 
 /// [`CondKind::Range64`]: `v - lo <= span` (wrapping) with `v` read by one 8-byte load
 /// from PHV byte `byte`, shifted and masked (the PHV's padding keeps the load in bounds).
 #[derive(Debug, Clone, Copy)]
-struct Range64 {
-    byte: u32,
-    shift: u32,
-    mask: u64,
-    lo: u64,
-    span: u64,
+pub struct Range64 {
+    /// PHV byte of the 8-byte load.
+    pub byte: u32,
+    /// Right shift of the loaded big-endian word.
+    pub shift: u32,
+    /// Mask after the shift.
+    pub mask: u64,
+    /// Lowest value in the range.
+    pub lo: u64,
+    /// Highest value minus the lowest.
+    pub span: u64,
 }
 
 impl Range64 {
     /// The field's value lies in `lo..=lo + span`.
     #[inline(always)]
-    fn holds(&self, phv: &Phv) -> bool {
+    pub fn holds(&self, phv: &Phv) -> bool {
         let v = phv
             .load8(self.byte as usize)
             .map_or(0, |w| (w >> self.shift) & self.mask);
@@ -38,16 +45,21 @@ impl Range64 {
     }
 }
 
+/// What a [`Cond`] tests.
 #[derive(Debug, Clone, Copy)]
-enum CondKind {
+pub enum CondKind {
+    /// Header `h` is valid.
     Valid(u32),
     /// `field OP k` on an unsigned field whose bits lie within 8 bytes from its first
     /// byte, as a range test.
     Range64(Range64),
     /// `field OP k` on an unsigned field of at most 128 bits.
     Cmp {
+        /// The field.
         loc: p4jet_ir::FieldLoc,
+        /// The comparison (`==`, `!=`, `<`, `<=`, `>`, `>=`).
         op: BinOp,
+        /// The constant.
         k: u128,
     },
 }
@@ -233,39 +245,6 @@ fn valid_holds(phv: &Phv, h: u32) -> bool {
 #[inline(always)]
 fn low_bits(n: usize) -> u64 {
     if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
-}
-
-/// Per expression id of `prog`, the plan of each condition of its controls and
-/// checksums.
-pub(crate) fn conds(prog: &Program) -> Vec<Option<Cond>> {
-    let mut conds = vec![None; prog.exprs.nodes.len()];
-    for node in prog.ingress.nodes.iter().chain(&prog.egress.nodes) {
-        if let ControlNode::Cond { expr, .. } = node
-            && let Some(slot) = conds.get_mut(*expr as usize)
-        {
-            *slot = Cond::of(prog, *expr);
-        }
-    }
-    for ck in &prog.checksums {
-        if let Some(c) = ck.cond
-            && let Some(slot) = conds.get_mut(c as usize)
-        {
-            *slot = Cond::of(prog, c);
-        }
-    }
-    conds
-}
-
-/// Per node of control `ctl`, the plan of its condition (None for tables, calls and
-/// conditions without one).
-pub(crate) fn node_conds(ctl: &p4jet_ir::Control, conds: &[Option<Cond>]) -> Box<[Option<Cond>]> {
-    ctl.nodes
-        .iter()
-        .map(|n| match n {
-            ControlNode::Cond { expr, .. } => conds.get(*expr as usize).copied().flatten(),
-            _ => None,
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use p4jet_ir::Program;
 
 /// What the deparser emits, decided at load time.
 #[derive(Debug, Clone)]
-pub(crate) struct Deparser {
+pub struct Deparser {
     /// Per header in deparser order: (header id, PHV offset, fixed length or None for a
     /// varbit header).
     pub headers: Vec<(u32, u32, Option<u32>)>,

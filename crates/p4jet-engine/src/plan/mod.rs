@@ -1,155 +1,131 @@
-//! Load-time planning: what would otherwise be resolved per packet, resolved once when a
-//! program loads.
+//! The executable plan: a program lowered once more, into the operations the engines
+//! run.
 //!
-//! A *plan* is the form of a piece of the program chosen at load time: a parser state
-//! whose extracts are copies of known lengths to known offsets and whose select compares
-//! 128-bit numbers ([`parser`]), the parser's likeliest path as one step, a deparser with
-//! fixed lengths, a condition tested without walking its expression tree ([`cond`]), an
-//! assignment source flattened to postfix form ([`expr`]), a table key built from byte
-//! runs ([`table`]), an action body run as a list of steps without the action
-//! interpreter ([`action`]), a checksum summed straight from the PHV ([`checksum`]).
-//! Anything without a plan runs through the general code, which reads the lowered
-//! program ([`p4jet_ir::Program`]) directly.
+//! Between the lowered program ([`p4jet_ir::Program`]) and execution sits one printable
+//! program of operations per stage: parser states as extracts, field copies and selects
+//! ([`parser`]), checksums ([`checksum`]), control nodes ([`control`]) and table applies
+//! with their key building and successors ([`table`]), action bodies ([`action`]) and
+//! the deparser ([`deparser`]). [`Plan::reference`] is the plain reading of the program:
+//! every operation runs through the general code, which reads the lowered program
+//! directly (the oracle). [`Plan::fused`] runs passes over it that replace what can be
+//! decided once per program with fused operations: the parser's likeliest path as one
+//! extract of N headers, fixed extracts as copies of known lengths to known offsets,
+//! selects on 128-bit numbers, conditions tested without walking their expression
+//! ([`cond`]), table keys as byte runs, action bodies as steps (parameter copies,
+//! constants, field operation chains, flattened expressions: [`expr`]), internet
+//! checksums summed from PHV byte runs, the deparser's valid headers as one copy.
 //!
-//! [`Plan::new`] builds every plan of a program, stage by stage; the stage files of the
-//! crate (`parse.rs`, `control.rs`, `table.rs`, `action.rs`, `checksum.rs`,
-//! `deparse.rs`) run them.
+//! The interpreter (the stage files of this crate: `parse.rs`, `control.rs`,
+//! `table.rs`, `action.rs`, `checksum.rs`, `deparse.rs`) runs either plan; `p4jet-jit`
+//! compiles the fused one to native code. `p4jet plan PROGRAM.json` prints it
+//! ([`std::fmt::Display`], `print.rs`).
 
-pub(crate) mod action;
-pub(crate) mod checksum;
-pub(crate) mod cond;
-pub(crate) mod deparser;
-pub(crate) mod expr;
-pub(crate) mod parser;
-pub(crate) mod table;
+pub mod action;
+pub mod checksum;
+pub mod cond;
+pub mod control;
+pub mod deparser;
+pub mod expr;
+pub mod parser;
+mod print;
+pub mod table;
 
-use p4jet_ir::{Prim, Program};
+use p4jet_ir::Program;
 
 use crate::hash;
 
 pub use cond::Cond;
 pub use expr::FlatExpr;
 
-/// Every plan of one program.
+/// Which plan: the plain reading of the program, or the fused one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fusion {
+    /// No fusion: every operation by the general code ([`Plan::reference`]).
+    None,
+    /// Every pass ([`Plan::fused`]).
+    All,
+}
+
+/// A program's executable plan.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// Per table, its key's parts in key order.
-    pub(crate) keys: Vec<Vec<table::KeyPart>>,
-    /// Per table, when every key part is a byte run of at most 16 bytes (with
-    /// 16 PHV bytes readable from its start): (PHV byte, length) of each run,
-    /// for `key_from_runs`.
-    pub(crate) key_runs: Vec<Option<table::KeyRuns>>,
-    /// Per calculation, its inputs resolved at load time (None: resolved per packet).
-    pub(crate) calcs: Vec<Option<hash::CalcPlan>>,
-    /// Per expression id, the control conditions recognised at load time.
-    pub(crate) conds: Vec<Option<Cond>>,
-    /// Per expression id, assignment sources flattened at load time.
-    pub(crate) exprs: Vec<Option<FlatExpr>>,
-    /// Per parser state, its plan.
-    pub(crate) states: Vec<parser::State>,
-    /// The parser's likeliest path as one step (see [`parser::ParsePath`]).
-    pub(crate) path: Option<parser::ParsePath>,
-    /// The deparser's plan.
-    pub(crate) deparser: deparser::Deparser,
-    /// Some checksum is verified in the parser.
-    pub(crate) has_verify: bool,
-    /// Every checksum of the program in its planned form, when all have one.
-    pub(crate) checksums: Option<checksum::Checksums>,
-    /// When some checksums have a planned form and others not: the planned ones and
-    /// the order in which both kinds run (taken by the general checksum functions, so
-    /// that programs whose checksums all have one keep `checksums`'s inlined path).
-    pub(crate) mixed_checksums: Option<Box<checksum::Checksums>>,
-    /// Per table: Some(next) when every action (and no action) leads to the same next
-    /// node (a plain `t.apply()`), so no per-packet action-slot search.
-    pub(crate) same_next: Vec<Option<Option<u32>>>,
-    /// Per node of the ingress and egress controls, its condition's plan (the walk
-    /// reads it by node, not through the expression id).
-    pub(crate) node_conds: [Box<[Option<Cond>]>; 2],
-    /// Per action and primitive: an `AssignParam` that is a plain byte copy (a field
-    /// owning its bytes, a parameter no wider in as many bytes; blobs are masked to the
-    /// parameter's width), as (PHV byte, blob offset, bytes).
-    pub(crate) param_copies: Vec<Vec<action::ParamCopy>>,
-    /// Per action: what a table hit runs without calling the action interpreter.
-    pub(crate) actions: Vec<action::Action>,
+    /// Which passes made it.
+    pub fusion: Fusion,
+    /// Per calculation (hash or checksum), its inputs resolved at load time as PHV bit
+    /// runs (None: resolved per packet).
+    pub calcs: Vec<Option<hash::CalcPlan>>,
+    /// The parser.
+    pub parser: parser::ParserPlan,
+    /// Checksums verified after parsing and updated before deparsing.
+    pub checksums: checksum::ChecksumPlan,
+    /// The ingress control.
+    pub ingress: control::ControlPlan,
+    /// The egress control.
+    pub egress: control::ControlPlan,
+    /// Per table.
+    pub tables: Vec<table::TablePlan>,
+    /// Per action.
+    pub actions: Vec<action::ActionPlan>,
+    /// The deparser.
+    pub deparser: deparser::Deparser,
 }
 
 impl Plan {
-    /// Plans program `prog`; `general_parser`: the parser, the checksums and the
-    /// deparser keep their general code (the reference for differential tests).
-    pub fn new(prog: &Program, general_parser: bool) -> Plan {
-        let keys = table::key_parts(prog);
-        let key_runs = table::key_runs(prog, &keys);
-        let calcs: Vec<_> = prog
+    /// The plan of `prog` with the given fusion.
+    pub fn new(prog: &Program, fusion: Fusion) -> Plan {
+        match fusion {
+            Fusion::None => Plan::reference(prog),
+            Fusion::All => Plan::fused(prog),
+        }
+    }
+
+    /// The plain reading of `prog`: every parser operation and select, condition, key
+    /// part, action primitive, checksum and emit by the general code.
+    pub fn reference(prog: &Program) -> Plan {
+        Plan {
+            fusion: Fusion::None,
+            calcs: vec![None; prog.calculations.len()],
+            parser: parser::ParserPlan::reference(prog),
+            checksums: checksum::ChecksumPlan::new(prog, &[], false),
+            ingress: control::ControlPlan::new(prog, &prog.ingress, false),
+            egress: control::ControlPlan::new(prog, &prog.egress, false),
+            tables: table::tables(prog, false),
+            actions: action::actions(prog, false),
+            deparser: deparser::Deparser::new(prog, true),
+        }
+    }
+
+    /// The reference plan of `prog` after every pass.
+    pub fn fused(prog: &Program) -> Plan {
+        let mut plan = Plan::reference(prog);
+        plan.fusion = Fusion::All;
+        plan.plan_calculations(prog);
+        plan.parser.plan_states(prog);
+        plan.parser.fuse_path();
+        plan.parser.fuse_extracts();
+        plan.plan_conditions(prog);
+        plan.tables = table::tables(prog, true);
+        plan.actions = action::actions(prog, true);
+        plan.checksums = checksum::ChecksumPlan::new(prog, &plan.calcs, true);
+        plan.deparser = deparser::Deparser::new(prog, false);
+        plan
+    }
+
+    /// Pass: hash and checksum inputs of static fields as runs of adjacent PHV bits
+    /// (the IPv4 header is two runs), internet checksums over whole 16-bit words as
+    /// byte pieces.
+    fn plan_calculations(&mut self, prog: &Program) {
+        self.calcs = prog
             .calculations
             .iter()
             .map(|c| hash::plan(prog, c))
             .collect();
-        let conds = cond::conds(prog);
-        let mut exprs = vec![None; prog.exprs.nodes.len()];
-        for a in &prog.actions {
-            for prim in &a.body {
-                if let Prim::Assign { src, .. } = prim
-                    && let Some(slot) = exprs.get_mut(*src as usize)
-                {
-                    *slot = FlatExpr::of(prog, *src);
-                }
-            }
-        }
-        let states: Vec<_> = prog
-            .parser
-            .states
-            .iter()
-            .map(|st| {
-                if general_parser {
-                    parser::State::general(st)
-                } else {
-                    parser::State::new(prog, st)
-                }
-            })
-            .collect();
-        let path = if general_parser {
-            None
-        } else {
-            parser::ParsePath::new(&states, prog.parser.init)
-        };
-        let deparser = deparser::Deparser::new(prog, general_parser);
-        let has_verify = prog.checksums.iter().any(|c| c.verify);
-        let same_next = table::same_next(prog);
-        let node_conds = [
-            cond::node_conds(&prog.ingress, &conds),
-            cond::node_conds(&prog.egress, &conds),
-        ];
-        let planned = if general_parser {
-            None
-        } else {
-            checksum::Checksums::new(prog, &calcs, &conds)
-        };
-        let all_planned = planned
-            .as_ref()
-            .is_some_and(|c| c.general_verify.is_empty() && c.update_order.is_none());
-        let (checksums, mixed_checksums) = match planned {
-            Some(c) if all_planned => (Some(c), None),
-            c => (None, c.map(Box::new)),
-        };
-        let param_copies = action::param_copies(prog);
-        let actions = action::actions(prog, &param_copies, &exprs);
-        Plan {
-            keys,
-            key_runs,
-            calcs,
-            conds,
-            exprs,
-            states,
-            path,
-            deparser,
-            has_verify,
-            checksums,
-            mixed_checksums,
-            same_next,
-            node_conds,
-            param_copies,
-            actions,
-        }
+    }
+
+    /// Pass: conditions of the shapes p4c emits tested through their plans.
+    fn plan_conditions(&mut self, prog: &Program) {
+        self.ingress = control::ControlPlan::new(prog, &prog.ingress, true);
+        self.egress = control::ControlPlan::new(prog, &prog.egress, true);
     }
 }
 
@@ -173,7 +149,12 @@ mod tests {
     fn parse_path_takes_only_packets_on_it() {
         // simple_router: Ethernet, then IPv4 on EtherType 0x0800, then accept
         let e = corpus_engine("simple_router");
-        let path = e.plan.path.clone().expect("simple_router has a parse path");
+        let path = e
+            .plan
+            .parser
+            .path
+            .clone()
+            .expect("simple_router has a parse path");
         assert_eq!((path.states(), path.next), (2, None));
         let mut frame = vec![0u8; 60];
         frame[12..14].copy_from_slice(&[0x08, 0x00]);
@@ -205,7 +186,12 @@ mod tests {
         }
         // acl_firewall: Ethernet, IPv4, then TCP's state (extract and sets) by state
         let e = corpus_engine("acl_firewall");
-        let path = e.plan.path.clone().expect("acl_firewall has a parse path");
+        let path = e
+            .plan
+            .parser
+            .path
+            .clone()
+            .expect("acl_firewall has a parse path");
         let tcp = e
             .prog
             .parser
@@ -215,7 +201,7 @@ mod tests {
         assert_eq!(path.states(), 2);
         assert_eq!(path.next.map(|s| s as usize), tcp);
         // basic_l2: one state, nothing to gain
-        assert!(corpus_engine("basic_l2").plan.path.is_none());
+        assert!(corpus_engine("basic_l2").plan.parser.path.is_none());
         // the general parser has none
         let json = std::fs::read_to_string(format!(
             "{}/../../tests/corpus/simple_router/simple_router.json",
@@ -225,12 +211,12 @@ mod tests {
         let g = load(
             &json,
             EngineConfig {
-                general_parser: true,
+                engine: crate::EngineKind::Reference,
                 ..EngineConfig::default()
             },
         )
         .unwrap();
-        assert!(g.plan.path.is_none());
+        assert!(g.plan.parser.path.is_none());
     }
 
     /// vxlan_gateway's start state copies a 304-bit lookahead into a temporary and
@@ -242,7 +228,7 @@ mod tests {
     fn wide_lookahead_and_its_slices_are_planned() {
         let e = corpus_engine("vxlan_gateway");
         let start = e.prog.parser.init.unwrap() as usize;
-        let ops = &e.plan.states[start].ops;
+        let ops = &e.plan.parser.states[start].ops;
         let count = |f: fn(&super::parser::ParseOp) -> bool| ops.iter().filter(|o| f(o)).count();
         assert_eq!(
             count(|o| matches!(o, super::parser::ParseOp::SetAhead { n: 38, .. })),
@@ -261,32 +247,40 @@ mod tests {
 
     /// A program whose checksums are only partly planned (bng: IPv4 header checksums, and
     /// TCP checksums over a pseudo-header with a constant and metadata) keeps the plans
-    /// form for those that have one and runs the others by the general code, updates in
-    /// program order; a program whose checksums all have plans keeps the inlined path.
-    /// (The planned-vs-general parser and deparser test checks the values.)
+    /// for those that have one and runs the others by the general code, updates in
+    /// program order; a program whose checksums all have plans runs them inline.
     #[test]
     fn partly_planned_checksums_keep_their_plans() {
+        use super::checksum::CsumOp;
+        let planned = |ops: &[CsumOp]| {
+            ops.iter()
+                .filter(|o| matches!(o, CsumOp::Planned(_)))
+                .count()
+        };
         let e = corpus_engine("bng");
-        assert!(e.plan.checksums.is_none());
-        let m = e
-            .plan
-            .mixed_checksums
-            .as_ref()
-            .expect("bng's checksums are partly planned");
+        let ck = &e.plan.checksums;
         // bng verifies only IPv4 header checksums: all planned
-        assert!(!m.verify.is_empty() && m.general_verify.is_empty(), "{m:?}");
-        let order = m.update_order.as_ref().expect("some update is general");
-        assert!(order.iter().any(|o| o.is_ok()) && order.iter().any(|o| o.is_err()));
+        assert!(!ck.verify.is_empty() && ck.verify_planned, "{ck:?}");
+        assert!(!ck.update_planned);
+        let n = ck.update.len();
+        assert!(planned(&ck.update) > 0 && planned(&ck.update) < n);
         let updates = e.prog.checksums.iter().filter(|c| c.update).count();
-        assert_eq!(order.len(), updates);
+        assert_eq!(n, updates);
         // in program order: the general ones' indexes increase
-        let general: Vec<u32> = order.iter().filter_map(|o| o.err()).collect();
+        let general: Vec<u32> = ck
+            .update
+            .iter()
+            .filter_map(|o| match o {
+                CsumOp::General { index, .. } => Some(*index),
+                CsumOp::Planned(_) => None,
+            })
+            .collect();
         assert!(general.windows(2).all(|w| w[0] < w[1]));
         // udp_tcp_checksum verifies IPv4 (planned), TCP and UDP (general)
         let e = corpus_engine("udp_tcp_checksum");
-        let m = e.plan.mixed_checksums.as_ref().expect("partly planned");
-        assert_eq!((m.verify.len(), m.general_verify.len()), (1, 2), "{m:?}");
+        let ck = &e.plan.checksums;
+        assert_eq!((planned(&ck.verify), ck.verify.len()), (1, 3), "{ck:?}");
         let e = corpus_engine("simple_router");
-        assert!(e.plan.checksums.is_some() && e.plan.mixed_checksums.is_none());
+        assert!(e.plan.checksums.verify_planned && e.plan.checksums.update_planned);
     }
 }

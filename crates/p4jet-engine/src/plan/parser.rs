@@ -18,7 +18,7 @@ use crate::phv::{Phv, Window64, read_bits};
 
 /// One parser operation of a planned state.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum ParseOp {
+pub enum ParseOp {
     /// `extract` of a fixed-size header named statically.
     Extract {
         /// Header id.
@@ -29,6 +29,19 @@ pub(crate) enum ParseOp {
         len: u32,
         /// The header is a member of a union (making it valid invalidates the others).
         union: bool,
+    },
+    /// Consecutive `extract`s of `n` fixed headers outside unions, `h`, `h + 1`, ...,
+    /// lying back to back in the PHV from `off` (`len` bytes in all): one copy when the
+    /// packet holds them all, else header by header.
+    ExtractN {
+        /// The first header.
+        h: u32,
+        /// Headers.
+        n: u32,
+        /// PHV offset of the first.
+        off: u32,
+        /// Bytes of all.
+        len: u32,
     },
     /// `set(dst, src)` of one unsigned field into another, both named statically and
     /// at most 128 bits wide (p4c's `meta.x = hdr.y` in a parser state): the
@@ -84,46 +97,82 @@ pub(crate) enum ParseOp {
 
 /// One element of a planned select key.
 #[derive(Debug, Clone, Copy)]
-enum SelectKey {
+pub enum SelectKey {
     /// A field, read without sign extension, `bits` = its key bytes * 8.
-    Field { loc: FieldLoc, bits: u32 },
+    Field {
+        /// The field.
+        loc: FieldLoc,
+        /// Its key bits.
+        bits: u32,
+    },
     /// Packet bits after the cursor.
-    Ahead { offset: u32, width: u32, bits: u32 },
+    Ahead {
+        /// Bit offset from the cursor.
+        offset: u32,
+        /// Width in bits.
+        width: u32,
+        /// Its key bits.
+        bits: u32,
+    },
 }
 
 /// A planned select: key and transitions as 128-bit numbers (key bytes big-endian).
 #[derive(Debug, Clone)]
-pub(crate) struct Select {
-    key: Vec<SelectKey>,
+pub struct Select {
+    /// Key elements in order (the key is their concatenation).
+    pub key: Vec<SelectKey>,
     /// (value, mask, next state); a default transition has mask 0.
-    trans: Vec<(u128, u128, Option<u32>)>,
+    pub trans: Vec<(u128, u128, Option<u32>)>,
     /// The same select in 64 bits, when the key is one field whose bits lie within 8
     /// bytes from its first byte.
-    word: Option<Select64>,
+    pub word: Option<Select64>,
 }
 
 /// A [`Select`] on one field read with one 8-byte load from its first byte (the
 /// PHV's padding keeps it in bounds), shifted and masked.
 #[derive(Debug, Clone)]
-struct Select64 {
-    byte: u32,
-    shift: u32,
-    mask: u64,
+pub struct Select64 {
+    /// PHV byte of the 8-byte load.
+    pub byte: u32,
+    /// Right shift of the loaded big-endian word.
+    pub shift: u32,
+    /// Mask after the shift.
+    pub mask: u64,
     /// (value, mask, next state), as in [`Select`].
-    trans: Vec<(u64, u64, Option<u32>)>,
+    pub trans: Vec<(u64, u64, Option<u32>)>,
+}
+
+/// The parser's plan.
+#[derive(Debug, Clone)]
+pub struct ParserPlan {
+    /// The first state.
+    pub init: Option<u32>,
+    /// Per state of the program, its plan.
+    pub states: Vec<State>,
+    /// The likeliest path from the start as one step (extract-N), if there is one.
+    pub path: Option<ParsePath>,
+}
+
+/// How a state chooses the next one.
+#[derive(Debug, Clone)]
+pub enum Next {
+    /// Known without a select (None: parsing ends after the operations): the state has
+    /// no transitions, or no key and a first transition that always matches.
+    Goto(Option<u32>),
+    /// A select of 128-bit numbers.
+    Select(Box<Select>),
+    /// The general code builds the key and matches the transitions (value sets, keys
+    /// wider than 128 bits, stack fields chosen at run time).
+    General,
 }
 
 /// The plan of one parser state.
 #[derive(Debug, Clone)]
-pub(crate) struct State {
+pub struct State {
     /// Operations in order.
     pub ops: Vec<ParseOp>,
-    /// The select, when it can be planned (None: the general code builds the key).
-    pub select: Option<Select>,
-    /// The next state is known without a select (`Some(None)`: parsing ends after the
-    /// operations): the state has no transitions, or no key and a first transition
-    /// that always matches.
-    pub goto: Option<Option<u32>>,
+    /// The next state.
+    pub next: Next,
     /// Only extracts of headers outside unions, and a next state known without the
     /// general select: the state runs on the parser's planned path.
     pub simple: bool,
@@ -132,7 +181,7 @@ pub(crate) struct State {
     pub single: Option<(u32, u32, u32)>,
 }
 
-/// [`State::goto`] of `st`.
+/// [`Next::Goto`] of `st`, if it has one.
 fn fixed_next(st: &ParseState) -> Option<Option<u32>> {
     match st.transitions.first() {
         None => Some(None),
@@ -149,13 +198,91 @@ fn be_u128(bytes: &[u8]) -> u128 {
     bytes.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b))
 }
 
+impl ParserPlan {
+    /// The plain reading of `p`'s parser: every operation and select by the general
+    /// code.
+    pub(crate) fn reference(p: &Program) -> ParserPlan {
+        ParserPlan {
+            init: p.parser.init,
+            states: p.parser.states.iter().map(State::general).collect(),
+            path: None,
+        }
+    }
+
+    /// Pass: every operation and select that has a planned form takes it (copies of
+    /// known lengths to known offsets, selects on 128-bit numbers, fixed next states).
+    pub(crate) fn plan_states(&mut self, p: &Program) {
+        for (st, ir) in self.states.iter_mut().zip(&p.parser.states) {
+            *st = State::new(p, ir);
+        }
+    }
+
+    /// Pass: consecutive extracts of headers outside unions that lie back to back in
+    /// the PHV (and have consecutive ids) as one [`ParseOp::ExtractN`] (VXLAN's outer
+    /// Ethernet, IPv4, UDP and VXLAN headers).
+    pub(crate) fn fuse_extracts(&mut self) {
+        for st in &mut self.states {
+            let mut ops: Vec<ParseOp> = Vec::with_capacity(st.ops.len());
+            for op in st.ops.drain(..) {
+                let ParseOp::Extract {
+                    h,
+                    off,
+                    len,
+                    union: false,
+                } = op
+                else {
+                    ops.push(op);
+                    continue;
+                };
+                match ops.last_mut() {
+                    Some(ParseOp::Extract {
+                        h: h0,
+                        off: o0,
+                        len: l0,
+                        union: false,
+                    }) if *h0 + 1 == h && *o0 + *l0 == off => {
+                        *ops.last_mut().expect("just matched") = ParseOp::ExtractN {
+                            h: *h0,
+                            n: 2,
+                            off: *o0,
+                            len: *l0 + len,
+                        };
+                    }
+                    Some(ParseOp::ExtractN {
+                        h: h0,
+                        n,
+                        off: o0,
+                        len: l0,
+                    }) if *h0 + *n == h && *o0 + *l0 == off => {
+                        *n += 1;
+                        *l0 += len;
+                    }
+                    _ => ops.push(op),
+                }
+            }
+            st.ops = ops;
+            st.simple = st.simple
+                || (st.ops.iter().all(|op| {
+                    matches!(
+                        op,
+                        ParseOp::Extract { union: false, .. } | ParseOp::ExtractN { .. }
+                    )
+                }) && !matches!(st.next, Next::General));
+        }
+    }
+
+    /// Pass: the likeliest path from the start as one step ([`ParsePath`]).
+    pub(crate) fn fuse_path(&mut self) {
+        self.path = ParsePath::new(&self.states, self.init);
+    }
+}
+
 impl State {
     /// A plan that runs everything of `st` through the general code.
     pub(crate) fn general(st: &ParseState) -> State {
         State {
             ops: (0..st.ops.len() as u32).map(ParseOp::General).collect(),
-            select: None,
-            goto: fixed_next(st),
+            next: Next::General,
             simple: false,
             single: None,
         }
@@ -169,12 +296,17 @@ impl State {
             .enumerate()
             .map(|(i, op)| plan_op(p, i as u32, op).unwrap_or(ParseOp::General(i as u32)))
             .collect();
-        let select = Select::new(p, st);
-        let goto = fixed_next(st);
-        let simple = ops
-            .iter()
-            .all(|op| matches!(op, ParseOp::Extract { union: false, .. }))
-            && (goto.is_some() || select.is_some());
+        let next = match (fixed_next(st), Select::new(p, st)) {
+            (Some(next), _) => Next::Goto(next),
+            (None, Some(sel)) => Next::Select(Box::new(sel)),
+            (None, None) => Next::General,
+        };
+        let simple = ops.iter().all(|op| {
+            matches!(
+                op,
+                ParseOp::Extract { union: false, .. } | ParseOp::ExtractN { .. }
+            )
+        }) && !matches!(next, Next::General);
         let single = match ops[..] {
             [
                 ParseOp::Extract {
@@ -188,8 +320,7 @@ impl State {
         };
         State {
             ops,
-            select,
-            goto,
+            next,
             simple,
             single,
         }
@@ -483,17 +614,17 @@ impl Select {
 /// copy, a few valid bits and as many compares as selects. Any other packet is parsed
 /// state by state, from the start, as before.
 #[derive(Debug, Clone)]
-pub(crate) struct ParsePath {
+pub struct ParsePath {
     /// Packet bytes extracted (from the packet's first byte).
-    len: u32,
+    pub len: u32,
     /// PHV offset of the first header; the others follow it.
-    phv_off: u32,
+    pub phv_off: u32,
     /// Headers made valid.
-    headers: Box<[u32]>,
+    pub headers: Box<[u32]>,
     /// Per select on the path: (packet byte of the key field's first byte, shift,
     /// mask, value): the 8 bytes from there read big-endian, shifted and masked, equal
     /// the value (all eight bytes lie in the path's).
-    checks: Box<[(u32, u32, u64, u64)]>,
+    pub checks: Box<[(u32, u32, u64, u64)]>,
     /// The state after the path (None: parsing ends).
     pub next: Option<u32>,
 }
@@ -519,9 +650,13 @@ impl ParsePath {
                 break;
             }
             let plan = &plans[si as usize];
-            let (next, check) = match (plan.goto, &plan.select) {
-                (Some(next), _) => (next, None),
-                (None, Some(Select { word: Some(f), .. })) => {
+            let word = match &plan.next {
+                Next::Select(s) => s.word.as_ref(),
+                _ => None,
+            };
+            let (next, check) = match (&plan.next, word) {
+                (Next::Goto(next), _) => (*next, None),
+                (Next::Select(_), Some(f)) => {
                     // the key is a field of a header on the path (read from the packet)
                     let Some(at) = f.byte.checked_sub(start).filter(|b| *b < len + hlen) else {
                         break;

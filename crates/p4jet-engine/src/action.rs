@@ -172,10 +172,25 @@ impl Engine {
         sc: &mut Scratch,
         now_us: u64,
     ) {
+        self.step_action(cs, ex, ctx, call.action, &call.data, sc, now_us)
+    }
+
+    /// [`Engine::run_action`] of action `action` with action data `data`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn step_action(
+        &self,
+        cs: &ControlState,
+        ex: &Externs,
+        ctx: &mut PacketCtx,
+        action: u32,
+        data: &[u8],
+        sc: &mut Scratch,
+        now_us: u64,
+    ) {
         let p = &*self.prog;
         let (Some(a), Some(plan)) = (
-            p.actions.get(call.action as usize),
-            self.plan.actions.get(call.action as usize),
+            p.actions.get(action as usize),
+            self.plan.actions.get(action as usize),
         ) else {
             return;
         };
@@ -193,7 +208,7 @@ impl Engine {
                     pc += 1;
                     continue;
                 }
-                Op::Copy(copy) if copy_param(&mut ctx.phv, &call.data, *copy) => {
+                Op::Copy(copy) if copy_param(&mut ctx.phv, data, *copy) => {
                     pc += 1;
                     continue;
                 }
@@ -204,12 +219,12 @@ impl Engine {
                     continue;
                 }
                 Op::Expr(loc, fe) => {
-                    assign_flat(ctx, *loc, fe, a, &call.data);
+                    assign_flat(ctx, *loc, fe, a, data);
                     pc += 1;
                     continue;
                 }
                 Op::FieldOps { .. } | Op::FieldAdd { .. } => {
-                    self.step_other_or_add(op, ctx, call);
+                    Self::field_step(op, ctx);
                     pc += 1;
                     continue;
                 }
@@ -221,7 +236,7 @@ impl Engine {
                 ctx,
                 &a.body,
                 &mut pc,
-                Some((a, &call.data)),
+                Some((a, data)),
                 sc,
                 now_us,
             );
@@ -236,10 +251,13 @@ impl Engine {
 
     /// An [`Op::FieldOps`] or [`Op::FieldAdd`] in the interpreter's loop (out of line).
     #[inline(never)]
-    fn step_other_or_add(&self, op: &Op, ctx: &mut PacketCtx, call: &ActionCall) {
+    fn field_step(op: &Op, ctx: &mut PacketCtx) {
         match op {
             Op::FieldAdd { dst, src, k } => field_add(&mut ctx.phv, *dst, *src, *k),
-            _ => self.step_other(op, ctx, call),
+            Op::FieldOps { dst, src, ops, n } => {
+                field_ops(&mut ctx.phv, *dst, *src, &ops[..*n as usize])
+            }
+            _ => {}
         }
     }
 

@@ -3,15 +3,13 @@
 //! packet waiting at it, and at a table every packet waiting there is looked up in one
 //! batch (`table.rs`).
 
-use std::ops::DerefMut;
-
 use p4jet_ir::{ActionCall, ControlNode};
 
 use crate::eval::{EvalCtx, eval_bool};
 use crate::phv::Phv;
 use crate::plan::control::{CondTest, Node};
 use crate::state::{ControlState, Externs};
-use crate::{ControlBlock, Engine, PacketCtx, SUB_BATCH, Scratch};
+use crate::{ControlBlock, Engine, Pkt, SUB_BATCH, Scratch};
 
 /// Moves packet `i` of a sub-batch to control node `next` (None: the control ends for
 /// it).
@@ -50,12 +48,28 @@ impl Engine {
     /// Runs a control over a batch. Packets walk the control graph together: nodes are
     /// visited in topological order, and at a table node every packet waiting there is
     /// looked up in one batch.
-    pub fn run_control<P: DerefMut<Target = PacketCtx>>(
+    pub fn run_control(
         &self,
         cs: &ControlState,
         ex: &Externs,
         which: ControlBlock,
-        pkts: &mut [P],
+        pkts: &mut [Pkt],
+        sc: &mut Scratch,
+        now_us: u64,
+    ) {
+        match self.run_native() {
+            Some(n) => n.run_control(self, cs, ex, which, pkts, sc, now_us),
+            None => self.run_control_interp(cs, ex, which, pkts, sc, now_us),
+        }
+    }
+
+    /// [`Engine::run_control`] by the interpreter.
+    pub fn run_control_interp(
+        &self,
+        cs: &ControlState,
+        ex: &Externs,
+        which: ControlBlock,
+        pkts: &mut [Pkt],
         sc: &mut Scratch,
         now_us: u64,
     ) {

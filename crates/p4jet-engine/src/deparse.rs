@@ -12,6 +12,16 @@ impl Engine {
     /// headroom) are out of line.
     #[inline(always)]
     pub fn deparse(&self, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState) {
+        if let Some(n) = self.run_native() {
+            return n.deparse(self, ctx, sc, cs);
+        }
+        self.deparse_interp(ctx, sc, cs)
+    }
+
+    /// [`Engine::deparse`] by the interpreter (also native code's way out when the
+    /// headers outgrow the headroom).
+    #[inline(always)]
+    pub fn deparse_interp(&self, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState) {
         let p = &*self.prog;
         if self.plan.deparser.has_update {
             if self.plan.checksums.update_planned {

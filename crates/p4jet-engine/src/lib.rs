@@ -33,11 +33,13 @@ mod copy;
 mod deparse;
 pub mod eval;
 pub mod hash;
+pub mod native;
 mod packet;
 mod parse;
 pub mod phv;
 pub mod plan;
 pub mod state;
+mod step;
 mod table;
 pub mod v1model;
 
@@ -48,11 +50,15 @@ use num_traits::ToPrimitive;
 use p4jet_ir::Program;
 
 pub use eval::EvalCtx;
+pub use native::{Native, NativeStats};
 pub use packet::{PacketCtx, Scratch};
 pub use phv::{Phv, Window64};
 pub use plan::Plan;
 pub use state::{ControlState, EntryAction, EntryValue, Externs, Op, OpResult};
 pub use v1model::{ArchMeta, StandardMetadata};
+
+/// A packet as the stages pass it around: a boxed context (moves are pointer moves).
+pub type Pkt = Box<PacketCtx>;
 
 /// Most packets a control processes in one table-lookup batch.
 pub const SUB_BATCH: usize = 64;
@@ -165,6 +171,10 @@ pub struct Engine {
     pub std_meta: StandardMetadata,
     /// The program's load-time forms.
     pub(crate) plan: Plan,
+    /// The plan compiled to native code ([`EngineKind::Jit`], attached by
+    /// [`Engine::set_native`]); the stages run it instead of interpreting the plan,
+    /// except when tracing.
+    native: Option<Box<dyn Native>>,
 }
 
 /// Loads a bmv2 JSON text into an engine.
@@ -201,6 +211,27 @@ impl Engine {
             prog,
             cfg,
             plan,
+            native: None,
+        }
+    }
+
+    /// Attaches native code compiled from this engine's plan (`p4jet-jit`).
+    pub fn set_native(&mut self, native: Box<dyn Native>) {
+        self.native = Some(native);
+    }
+
+    /// The native code the stages run, if any.
+    pub fn native(&self) -> Option<&dyn Native> {
+        self.native.as_deref()
+    }
+
+    /// The native code to run now: attached, and not tracing (the trace is written by
+    /// the interpreter).
+    #[inline(always)]
+    pub(crate) fn run_native(&self) -> Option<&dyn Native> {
+        match &self.native {
+            Some(n) if !self.cfg.trace => Some(&**n),
+            _ => None,
         }
     }
 

@@ -24,6 +24,8 @@ pub struct PacketCtx {
     pub length_reg: u64,
     /// `exit` was called in this control.
     pub exit: bool,
+    /// The deparser ran for this pass ([`crate::Engine::egress_pass`]).
+    pub deparsed: bool,
     /// What the program asked of the architecture (clone, resubmit, recirculate,
     /// digest, truncate).
     pub req: Requests,
@@ -43,6 +45,7 @@ impl PacketCtx {
             ingress_len: 0,
             length_reg: 0,
             exit: false,
+            deparsed: false,
             req: Requests::default(),
             log: Vec::new(),
             arch: ArchMeta::default(),
@@ -57,6 +60,24 @@ impl PacketCtx {
         self.exit = false;
         self.req = Requests::default();
         self.log.clear();
+    }
+
+    /// [`PacketCtx::reset`] of everything but the PHV's bytes and validity (which
+    /// compiled code resets itself as a packet enters ingress).
+    #[inline(always)]
+    pub fn reset_but_phv(&mut self) {
+        if !self.phv.stack_next.is_empty() {
+            self.phv.stack_next.fill(0);
+        }
+        if !self.phv.varbit_bits.is_empty() {
+            self.phv.varbit_bits.fill(0);
+        }
+        self.payload_off = 0;
+        self.exit = false;
+        self.req = Requests::default();
+        if !self.log.is_empty() {
+            self.log.clear();
+        }
     }
 
     /// Copies frame, headers and requests of `other` into `self` without allocating
@@ -78,6 +99,7 @@ impl PacketCtx {
         self.ingress_len = other.ingress_len;
         self.length_reg = other.length_reg;
         self.exit = other.exit;
+        self.deparsed = other.deparsed;
         self.req = other.req;
         self.log.clear();
         self.arch.port = other.arch.port;
@@ -86,6 +108,7 @@ impl PacketCtx {
         self.arch.preserved.clear();
         self.arch.enq_us = other.arch.enq_us;
         self.arch.enq_qdepth = other.arch.enq_qdepth;
+        self.arch.deq_qdepth = other.arch.deq_qdepth;
         self.arch.qid = other.arch.qid;
     }
 

@@ -3,8 +3,6 @@
 //! and anything else state by state and operation by operation through the general code.
 //! Checksum verification follows (`checksum.rs`).
 
-use std::ops::DerefMut;
-
 use num_bigint::BigUint;
 use p4jet_ir::{FieldLoc, KeyElem, ParserOp, TransitionKind};
 
@@ -13,7 +11,7 @@ use crate::packet::trace_line;
 use crate::phv::Phv;
 use crate::plan::parser::Next;
 use crate::state::ControlState;
-use crate::{Engine, PacketCtx, Scratch, plan};
+use crate::{Engine, PacketCtx, Pkt, Scratch, plan};
 
 /// The planned path's extract of fixed header `h` (`len` bytes to PHV offset `off`)
 /// at `cursor`: the cursor after it, or None when the packet is too short.
@@ -37,12 +35,15 @@ impl Engine {
 
     /// Parses the frame of every context (which must have been reset and given its
     /// standard metadata) and verifies checksums.
-    pub fn parse<P: DerefMut<Target = PacketCtx>>(
-        &self,
-        cs: &ControlState,
-        pkts: &mut [P],
-        sc: &mut Scratch,
-    ) {
+    pub fn parse(&self, cs: &ControlState, pkts: &mut [Pkt], sc: &mut Scratch) {
+        match self.run_native() {
+            Some(n) => n.parse(self, cs, pkts, sc),
+            None => self.parse_interp(cs, pkts, sc),
+        }
+    }
+
+    /// [`Engine::parse`] by the interpreter.
+    pub fn parse_interp(&self, cs: &ControlState, pkts: &mut [Pkt], sc: &mut Scratch) {
         for ctx in pkts {
             self.parse_one(cs, ctx, sc);
         }
@@ -205,71 +206,7 @@ impl Engine {
                 self.trace(ctx, || format!("parser state {name}"));
             }
             for op in &plan.ops {
-                let r = match *op {
-                    plan::parser::ParseOp::ExtractN { h, n, off, len } if !self.cfg.trace => {
-                        match self.extract_n(ctx, h, n, off, len, cursor) {
-                            Ok(c) => {
-                                cursor = c;
-                                Ok(())
-                            }
-                            Err(c) => {
-                                cursor = c;
-                                Err(p.error_codes.packet_too_short)
-                            }
-                        }
-                    }
-                    plan::parser::ParseOp::ExtractN { h, n, .. } => (h..h + n).try_for_each(|h| {
-                        let hi = &p.headers[h as usize];
-                        let (off, len) = (hi.offset as usize, hi.max_bytes as usize);
-                        self.extract_fixed(ctx, h, off, len, false, &mut cursor)
-                    }),
-                    plan::parser::ParseOp::Extract { h, off, len, union } => {
-                        self.extract_fixed(ctx, h, off as usize, len as usize, union, &mut cursor)
-                    }
-                    plan::parser::ParseOp::Copy { dst, src } => {
-                        let v = ctx.phv.read_raw(src);
-                        ctx.phv.write(dst, v);
-                        Ok(())
-                    }
-                    plan::parser::ParseOp::Copy64 {
-                        dst,
-                        src,
-                        shift,
-                        mask,
-                    } => {
-                        let v = match ctx.phv.load8(src.byte as usize) {
-                            Some(w) => (w >> shift) & mask,
-                            None => ctx.phv.read_raw(src) as u64,
-                        };
-                        ctx.phv.write64(dst, v);
-                        Ok(())
-                    }
-                    plan::parser::ParseOp::CopyBytes { dst, src, n } => {
-                        let (dst, src, n) = (dst as usize, src as usize, n as usize);
-                        let v = crate::phv::load_be(&ctx.phv.data, src, n);
-                        crate::phv::store_be(&mut ctx.phv.data, dst, n, v);
-                        Ok(())
-                    }
-                    plan::parser::ParseOp::SetAhead { dst, at, n, i } => {
-                        let (dst, n) = (dst as usize, n as usize);
-                        let from = cursor + at as usize;
-                        match ctx.pkt.data().get(from..from + n) {
-                            Some(src) => {
-                                ctx.phv.data[dst..dst + n].copy_from_slice(src);
-                                Ok(())
-                            }
-                            None => {
-                                let op = &p.parser.states[si as usize].ops[i as usize];
-                                self.parser_op(cs, ctx, op, &mut cursor, sc)
-                            }
-                        }
-                    }
-                    plan::parser::ParseOp::General(i) => {
-                        let op = &p.parser.states[si as usize].ops[i as usize];
-                        self.parser_op(cs, ctx, op, &mut cursor, sc)
-                    }
-                };
-                if let Err(e) = r {
+                if let Err(e) = self.parse_op(cs, ctx, si, *op, &mut cursor, sc) {
                     error = e;
                     break 'states;
                 }
@@ -308,6 +245,84 @@ impl Engine {
             }
         }
         (cursor, error)
+    }
+
+    /// Operation `op` of parser state `si` at `*cursor`, as the interpreter runs it.
+    #[inline(always)]
+    pub(crate) fn parse_op(
+        &self,
+        cs: &ControlState,
+        ctx: &mut PacketCtx,
+        si: u32,
+        op: plan::parser::ParseOp,
+        cursor: &mut usize,
+        sc: &mut Scratch,
+    ) -> Result<(), u32> {
+        let p = &*self.prog;
+        match op {
+            plan::parser::ParseOp::ExtractN { h, n, off, len } if !self.cfg.trace => {
+                match self.extract_n(ctx, h, n, off, len, *cursor) {
+                    Ok(c) => {
+                        *cursor = c;
+                        Ok(())
+                    }
+                    Err(c) => {
+                        *cursor = c;
+                        Err(p.error_codes.packet_too_short)
+                    }
+                }
+            }
+            plan::parser::ParseOp::ExtractN { h, n, .. } => (h..h + n).try_for_each(|h| {
+                let hi = &p.headers[h as usize];
+                let (off, len) = (hi.offset as usize, hi.max_bytes as usize);
+                self.extract_fixed(ctx, h, off, len, false, cursor)
+            }),
+            plan::parser::ParseOp::Extract { h, off, len, union } => {
+                self.extract_fixed(ctx, h, off as usize, len as usize, union, cursor)
+            }
+            plan::parser::ParseOp::Copy { dst, src } => {
+                let v = ctx.phv.read_raw(src);
+                ctx.phv.write(dst, v);
+                Ok(())
+            }
+            plan::parser::ParseOp::Copy64 {
+                dst,
+                src,
+                shift,
+                mask,
+            } => {
+                let v = match ctx.phv.load8(src.byte as usize) {
+                    Some(w) => (w >> shift) & mask,
+                    None => ctx.phv.read_raw(src) as u64,
+                };
+                ctx.phv.write64(dst, v);
+                Ok(())
+            }
+            plan::parser::ParseOp::CopyBytes { dst, src, n } => {
+                let (dst, src, n) = (dst as usize, src as usize, n as usize);
+                let v = crate::phv::load_be(&ctx.phv.data, src, n);
+                crate::phv::store_be(&mut ctx.phv.data, dst, n, v);
+                Ok(())
+            }
+            plan::parser::ParseOp::SetAhead { dst, at, n, i } => {
+                let (dst, n) = (dst as usize, n as usize);
+                let from = *cursor + at as usize;
+                match ctx.pkt.data().get(from..from + n) {
+                    Some(src) => {
+                        ctx.phv.data[dst..dst + n].copy_from_slice(src);
+                        Ok(())
+                    }
+                    None => {
+                        let op = &p.parser.states[si as usize].ops[i as usize];
+                        self.parser_op(cs, ctx, op, cursor, sc)
+                    }
+                }
+            }
+            plan::parser::ParseOp::General(i) => {
+                let op = &p.parser.states[si as usize].ops[i as usize];
+                self.parser_op(cs, ctx, op, cursor, sc)
+            }
+        }
     }
 
     /// The select of parser state `st` by the general code (value sets, keys wider than

@@ -2,8 +2,6 @@
 //! one batched lookup, then each packet's action (its plan, or the interpreter) and
 //! its next node by hit, miss or action.
 
-use std::ops::DerefMut;
-
 use p4jet_ir::ActionCall;
 use p4jet_tables::EntryHandle;
 
@@ -16,7 +14,7 @@ use crate::phv::Phv;
 use crate::plan::action::Form;
 use crate::plan::table::{ApplyNext, Key, KeyPart};
 use crate::state::{self, ControlState, EntryAction, EntryValue, Externs};
-use crate::{Engine, PacketCtx, SUB_BATCH, Scratch};
+use crate::{Engine, PacketCtx, Pkt, SUB_BATCH, Scratch};
 
 /// Room past a table key for whole-word writes (`Engine::build_key`,
 /// `key_from_runs`).
@@ -100,13 +98,13 @@ impl Engine {
     }
 
     #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
-    pub(crate) fn apply_table<P: DerefMut<Target = PacketCtx>>(
+    pub(crate) fn apply_table(
         &self,
         cs: &ControlState,
         ex: &Externs,
         t: u32,
         here: u64,
-        chunk: &mut [P],
+        chunk: &mut [Pkt],
         sc: &mut Scratch,
         now_us: u64,
     ) {

@@ -9,8 +9,9 @@
 use num_bigint::BigUint;
 use p4jet_ir::Program;
 
-use crate::Engine;
 use crate::phv::{Phv, Window64};
+use crate::state::{ControlState, Externs};
+use crate::{ControlBlock, Engine, PacketCtx, Pkt, Scratch};
 
 /// `instance_type` values (v1model).
 pub mod instance {
@@ -60,6 +61,9 @@ pub struct ArchMeta {
     pub enq_us: u64,
     /// Queue depth seen at enqueue.
     pub enq_qdepth: u32,
+    /// Queue depth left behind at dequeue (set by the traffic manager when the program
+    /// reads `deq_qdepth`).
+    pub deq_qdepth: u32,
     /// Priority queue.
     pub qid: u32,
     /// Injection time on the worker's latency clock (ns; 0 when latency is not
@@ -197,6 +201,137 @@ impl Engine {
     #[inline(always)]
     pub fn std_inform(&self, phv: &mut Phv, f: Option<Window64>, v: u128) {
         self.std_set(phv, f, v)
+    }
+
+    /// A packet entering ingress: the context reset for a new pass, its lengths (as
+    /// received: counters, meters and simple_switch's packet length register), the
+    /// arrival metadata the program reads (`ingress_port`, `packet_length`,
+    /// `instance_type`, `ingress_global_timestamp`) and the fields preserved from the
+    /// pass before (resubmit, recirculate).
+    #[inline(always)]
+    pub fn begin_ingress(&self, ctx: &mut PacketCtx, now_us: u64) {
+        let p = &*self.prog;
+        let std = &self.std_meta;
+        ctx.reset(p);
+        let len = ctx.pkt.len() as u128;
+        ctx.ingress_len = len as u32;
+        ctx.length_reg = len as u64;
+        if std.ingress_info {
+            self.std_inform(&mut ctx.phv, std.ingress_port, ctx.arch.port as u128);
+            self.std_inform(&mut ctx.phv, std.packet_length, len);
+            self.std_inform(
+                &mut ctx.phv,
+                std.instance_type,
+                ctx.arch.instance_type as u128,
+            );
+            self.std_inform(&mut ctx.phv, std.ingress_global_timestamp, now_us as u128);
+        }
+        if !ctx.arch.preserved.is_empty() {
+            self.restore_preserved(ctx);
+        }
+    }
+
+    /// The field values preserved from the pass before, written back.
+    #[cold]
+    #[inline(never)]
+    fn restore_preserved(&self, ctx: &mut PacketCtx) {
+        let p = &*self.prog;
+        for (f, v) in std::mem::take(&mut ctx.arch.preserved) {
+            ctx.phv.write_big(p.fields[f as usize].loc, &v);
+        }
+    }
+
+    /// A packet entering egress: `egress_spec` set to the drop port + 1 when the
+    /// program has an egress control (afterwards, `egress_spec` equal to the drop port
+    /// means the control dropped it), the informational metadata the program reads
+    /// (`egress_port`, `packet_length`, the queueing figures and timestamps, `qid`), and
+    /// an ingress clone request forgotten (a recirculation requested in ingress stays:
+    /// simple_switch keeps it in the packet's registers and acts on it after egress).
+    #[inline(always)]
+    pub fn begin_egress(&self, ctx: &mut PacketCtx, now_us: u64) {
+        let std = &self.std_meta;
+        if self.prog.egress.init.is_some() {
+            self.std_set(
+                &mut ctx.phv,
+                std.egress_spec,
+                u128::from(self.cfg.drop_port + 1),
+            );
+        }
+        if std.egress_info {
+            let a = &ctx.arch;
+            let (port, enq_us, enq_qdepth, deq, qid) =
+                (a.port, a.enq_us, a.enq_qdepth, a.deq_qdepth, a.qid);
+            let phv = &mut ctx.phv;
+            self.std_inform(phv, std.egress_port, u128::from(port));
+            self.std_inform(phv, std.packet_length, u128::from(ctx.length_reg));
+            self.std_inform(phv, std.enq_timestamp, u128::from(enq_us));
+            self.std_inform(phv, std.enq_qdepth, u128::from(enq_qdepth));
+            self.std_inform(
+                phv,
+                std.deq_timedelta,
+                u128::from(now_us.saturating_sub(enq_us)),
+            );
+            self.std_inform(phv, std.deq_qdepth, u128::from(deq));
+            self.std_inform(phv, std.egress_global_timestamp, u128::from(now_us));
+            self.std_inform(phv, std.qid, u128::from(qid));
+        }
+        ctx.req.clone = None;
+        ctx.deparsed = false;
+    }
+
+    /// Whether the egress control dropped the packet (`egress_spec` set to the drop
+    /// port; a program without an egress control drops nothing in egress).
+    #[inline(always)]
+    pub fn dropped_in_egress(&self, ctx: &PacketCtx) -> bool {
+        self.prog.egress.init.is_some()
+            && self.std_read(&ctx.phv, self.std_meta.egress_spec) as u32 == self.cfg.drop_port
+    }
+
+    /// The ingress pass of a batch: [`Engine::begin_ingress`], the parser with
+    /// checksum verification, the ingress control.
+    pub fn ingress_pass(
+        &self,
+        cs: &ControlState,
+        ex: &Externs,
+        pkts: &mut [Pkt],
+        sc: &mut Scratch,
+        now_us: u64,
+    ) {
+        if let Some(n) = self.run_native() {
+            return n.ingress_pass(self, cs, ex, pkts, sc, now_us);
+        }
+        for ctx in pkts.iter_mut() {
+            self.begin_ingress(ctx, now_us);
+        }
+        self.parse_interp(cs, pkts, sc);
+        self.run_control_interp(cs, ex, ControlBlock::Ingress, pkts, sc, now_us);
+    }
+
+    /// The egress pass of a batch: [`Engine::begin_egress`], the egress control, then
+    /// the deparser for every packet that leaves (not dropped, no egress clone
+    /// requested: a clone copies the packet before it is deparsed), marked
+    /// [`PacketCtx::deparsed`]; the caller deparses the others it sends.
+    pub fn egress_pass(
+        &self,
+        cs: &ControlState,
+        ex: &Externs,
+        pkts: &mut [Pkt],
+        sc: &mut Scratch,
+        now_us: u64,
+    ) {
+        if let Some(n) = self.run_native() {
+            return n.egress_pass(self, cs, ex, pkts, sc, now_us);
+        }
+        for ctx in pkts.iter_mut() {
+            self.begin_egress(ctx, now_us);
+        }
+        self.run_control_interp(cs, ex, ControlBlock::Egress, pkts, sc, now_us);
+        for ctx in pkts.iter_mut() {
+            if ctx.req.clone.is_none() && !self.dropped_in_egress(ctx) {
+                self.deparse_interp(ctx, sc, cs);
+                ctx.deparsed = true;
+            }
+        }
     }
 
     /// v1model's `mark_to_drop`: `egress_spec` to the drop port, `mcast_grp` to 0.

@@ -96,7 +96,8 @@ pub struct SwitchConfig {
     pub manual_clock: Option<Arc<AtomicU64>>,
     /// simple_switch's `--enable-swap`: allow `bm_load_new_config` / `bm_swap_configs`.
     pub enable_swap: bool,
-    /// Which engine runs the program (`--engine`).
+    /// Which engine runs the program (`--engine`; by default `jit` where Cranelift
+    /// generates code for the host, else `interp`).
     pub engine: EngineKind,
 }
 
@@ -112,7 +113,11 @@ impl Default for SwitchConfig {
             max_passes: 64,
             manual_clock: None,
             enable_swap: false,
-            engine: EngineKind::default(),
+            engine: if p4jet_jit::supported() {
+                EngineKind::Jit
+            } else {
+                EngineKind::Interp
+            },
         }
     }
 }
@@ -297,7 +302,7 @@ impl Switch {
         ),
         String,
     > {
-        let engine = Arc::new(p4jet_engine::load(
+        let mut engine = p4jet_engine::load(
             json,
             EngineConfig {
                 drop_port: cfg.drop_port,
@@ -305,7 +310,21 @@ impl Switch {
                 sub_batch: cfg.sub_batch,
                 engine: cfg.engine,
             },
-        )?);
+        )?;
+        if cfg.engine == EngineKind::Jit {
+            // compiled here, on the thread that loads the program (a swap's control
+            // thread), never on a forwarding thread; should Cranelift refuse the
+            // program, the fused plan is interpreted
+            match p4jet_jit::attach(&mut engine) {
+                Ok(stats) => tracing::debug!(
+                    "compiled to {} bytes of native code in {:?}",
+                    stats.code_bytes,
+                    stats.compile_time
+                ),
+                Err(e) => tracing::warn!("not compiled ({e}): the plan is interpreted"),
+            }
+        }
+        let engine = Arc::new(engine);
         let fresh = engine.new_control_state()?;
         let (mut writer, reader) = left_right::new_from_empty::<ControlState, Op>(fresh.clone());
         writer.publish();

@@ -548,9 +548,10 @@ impl Core {
         let e: &Engine = &engine;
         while self.next_egress_batch() {
             let tm = &self.tm;
-            for ctx in self.egress.iter_mut() {
-                let d = deq_qdepth(tm, ctx) as u128;
-                e.std_inform(&mut ctx.phv, e.std_meta.deq_qdepth, d);
+            if e.std_meta.deq_qdepth.is_some() {
+                for ctx in self.egress.iter_mut() {
+                    ctx.arch.deq_qdepth = deq_qdepth(tm, ctx) as u32;
+                }
             }
             out.append(&mut self.egress);
         }
@@ -689,51 +690,38 @@ impl Core {
     fn ingress(&mut self, cs: &ControlState) {
         let engine = self.engine.clone();
         let e: &Engine = &engine;
-        let p = &*e.prog;
-        let std = &e.std_meta;
         let now = self.clock.now_us();
         let mut batch = std::mem::take(&mut self.batch);
-        for ctx in batch.iter_mut() {
-            ctx.reset(p);
-            let len = ctx.pkt.len() as u128;
-            ctx.ingress_len = len as u32;
-            ctx.length_reg = len as u64;
-            if std.ingress_info {
-                e.std_inform(&mut ctx.phv, std.ingress_port, ctx.arch.port as u128);
-                e.std_inform(&mut ctx.phv, std.packet_length, len);
-                e.std_inform(
-                    &mut ctx.phv,
-                    std.instance_type,
-                    ctx.arch.instance_type as u128,
-                );
-                e.std_inform(&mut ctx.phv, std.ingress_global_timestamp, now as u128);
-            }
-            if !ctx.arch.preserved.is_empty() {
-                for (f, v) in std::mem::take(&mut ctx.arch.preserved) {
-                    ctx.phv.write_big(p.fields[f as usize].loc, &v);
-                }
-            }
-        }
         // simple_switch: a resubmitted/recirculated/cloned instance has ingress_port 0
         // unless preserved; the port was recorded as 0 when it was requeued.
-        let mut t = None;
-        let on = self.timing;
-        lap(on, &mut t, &mut 0);
-        e.parse(cs, &mut batch, &mut self.scratch);
-        lap(on, &mut t, &mut self.stage_ns[0]);
-        e.run_control(
-            cs,
-            &self.externs,
-            ControlBlock::Ingress,
-            &mut batch,
-            &mut self.scratch,
-            now,
-        );
-        lap(on, &mut t, &mut self.stage_ns[1]);
-        for ctx in batch.drain(..) {
-            self.after_ingress(e, cs, ctx, now);
+        if self.timing {
+            // the stages one by one, to time them
+            let mut t = None;
+            lap(true, &mut t, &mut 0);
+            for ctx in batch.iter_mut() {
+                e.begin_ingress(ctx, now);
+            }
+            e.parse(cs, &mut batch, &mut self.scratch);
+            lap(true, &mut t, &mut self.stage_ns[0]);
+            e.run_control(
+                cs,
+                &self.externs,
+                ControlBlock::Ingress,
+                &mut batch,
+                &mut self.scratch,
+                now,
+            );
+            lap(true, &mut t, &mut self.stage_ns[1]);
+            for ctx in batch.drain(..) {
+                self.after_ingress(e, cs, ctx, now);
+            }
+            lap(true, &mut t, &mut self.stage_ns[2]);
+        } else {
+            e.ingress_pass(cs, &self.externs, &mut batch, &mut self.scratch, now);
+            for ctx in batch.drain(..) {
+                self.after_ingress(e, cs, ctx, now);
+            }
         }
-        lap(on, &mut t, &mut self.stage_ns[2]);
         self.batch = batch;
     }
 
@@ -1048,44 +1036,26 @@ impl Core {
             0
         };
         let mut batch = std::mem::take(&mut self.egress);
-        for ctx in batch.iter_mut() {
-            if egress_control {
-                e.std_set(
-                    &mut ctx.phv,
-                    std.egress_spec,
-                    (self.cfg.drop_port + 1) as u128,
-                );
+        if compute_deq && std.deq_qdepth.is_some() {
+            for ctx in batch.iter_mut() {
+                ctx.arch.deq_qdepth = deq_qdepth(&self.tm, ctx) as u32;
             }
-            if std.egress_info {
-                let port = ctx.arch.port as u128;
-                e.std_inform(&mut ctx.phv, std.egress_port, port);
-                e.std_inform(&mut ctx.phv, std.packet_length, ctx.length_reg as u128);
-                e.std_inform(&mut ctx.phv, std.enq_timestamp, ctx.arch.enq_us as u128);
-                e.std_inform(&mut ctx.phv, std.enq_qdepth, ctx.arch.enq_qdepth as u128);
-                e.std_inform(
-                    &mut ctx.phv,
-                    std.deq_timedelta,
-                    now.saturating_sub(ctx.arch.enq_us) as u128,
-                );
-                if compute_deq {
-                    let d = deq_qdepth(&self.tm, ctx) as u128;
-                    e.std_inform(&mut ctx.phv, std.deq_qdepth, d);
-                }
-                e.std_inform(&mut ctx.phv, std.egress_global_timestamp, now as u128);
-                e.std_inform(&mut ctx.phv, std.qid, ctx.arch.qid as u128);
-            }
-            // a recirculation requested in ingress stays with the packet (simple_switch
-            // keeps it in the packet's registers) and happens after egress
-            ctx.req.clone = None;
         }
-        e.run_control(
-            cs,
-            &self.externs,
-            ControlBlock::Egress,
-            &mut batch,
-            &mut self.scratch,
-            now,
-        );
+        if on {
+            for ctx in batch.iter_mut() {
+                e.begin_egress(ctx, now);
+            }
+            e.run_control(
+                cs,
+                &self.externs,
+                ControlBlock::Egress,
+                &mut batch,
+                &mut self.scratch,
+                now,
+            );
+        } else {
+            e.egress_pass(cs, &self.externs, &mut batch, &mut self.scratch, now);
+        }
         lap(on, &mut t, &mut self.stage_ns[3]);
         let tx_ns = self.stamps.as_ref().map(|s| s.now_ns());
         for mut ctx in batch.drain(..) {
@@ -1094,16 +1064,17 @@ impl Core {
                 self.clone_e2e(e, cs, &ctx, session, fl, now);
             }
             // 2. drop
-            if egress_control && e.std_read(&ctx.phv, std.egress_spec) as u32 == self.cfg.drop_port
-            {
+            if !ctx.deparsed && e.dropped_in_egress(&ctx) {
                 if self.cfg.trace {
                     ctx.log.push("dropped in egress".into());
                 }
                 self.free(ctx);
                 continue;
             }
-            // 3. deparse
-            e.deparse(&mut ctx, &mut self.scratch, cs);
+            // 3. deparse (done by the egress pass for packets without a clone)
+            if !ctx.deparsed {
+                e.deparse(&mut ctx, &mut self.scratch, cs);
+            }
             if let Some(fl) = ctx.req.recirculate {
                 self.requeue(e, ctx, fl, instance::RECIRC);
                 continue;

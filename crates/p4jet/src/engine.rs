@@ -8,9 +8,14 @@ use std::process::ExitCode;
 use clap::Args;
 use p4jet_engine::{EngineConfig, EngineKind};
 
-/// The engine used when `--engine` is not given.
+/// The engine used when `--engine` is not given: `jit` where Cranelift generates code
+/// for the host (x86-64, aarch64), else `interp`.
 pub fn default_engine() -> EngineKind {
-    EngineKind::Interp
+    if p4jet_jit::supported() {
+        EngineKind::Jit
+    } else {
+        EngineKind::Interp
+    }
 }
 
 /// `p4jet plan` options.

@@ -24,17 +24,24 @@ pub(crate) fn bin64(op: BinOp, x: u64, y: u64) -> u64 {
 /// without the recursive walk.
 #[derive(Debug, Clone)]
 pub struct FlatExpr {
-    ops: Vec<FlatOp>,
+    /// The operations in postfix order.
+    pub ops: Vec<FlatOp>,
 }
 
+/// One operation of a [`FlatExpr`].
 #[derive(Debug, Clone, Copy)]
-enum FlatOp {
+pub enum FlatOp {
+    /// Push a constant.
     Const(u128),
+    /// Push an unsigned field's bits.
     Field(p4jet_ir::FieldLoc),
+    /// Push action parameter `i`.
     Param(u32),
+    /// Pop two, push `a OP b` (`+ - * & | ^`, wrapping).
     Bin(BinOp),
     /// `Bin` whose right operand is a constant (`Const(k), Bin(op)` fused at load).
     BinK(BinOp, u128),
+    /// Replace the top with `-a` or `!a`.
     Un(UnOp),
 }
 

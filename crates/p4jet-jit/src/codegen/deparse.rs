@@ -1,0 +1,134 @@
+//! The deparser as native code, for one packet: the emitted length as a branch-free sum
+//! over the headers, the checksum updates, then the valid headers copied in front of
+//! the payload (one copy when they lie back to back in the PHV and all are valid).
+//! Returns the frame's new start in its buffer, or [`GROW`] when the headers outgrow
+//! the headroom (then nothing was written and the interpreter deparses the packet).
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{BlockArg, InstBuilder, Value};
+use p4jet_engine::plan::checksum::CsumOp;
+
+use super::checksum::csum_inline;
+use super::{Gen, H};
+use crate::abi::{GROW, SKIP, off};
+
+/// Emits the deparse function's body: `(env, lane) -> start`.
+pub(crate) fn emit(g: &mut Gen, lane: Value) {
+    let done = g.b.create_block();
+    g.b.append_block_param(done, cranelift_codegen::ir::types::I64);
+    deparse_one(g, lane, done);
+    g.b.switch_to_block(done);
+    let r = g.b.block_params(done)[0];
+    g.b.ins().return_(&[r]);
+}
+
+/// Emits the egress pass's deparser: `(env, lanes, n)`; a lane whose `out` is
+/// [`SKIP`] (an egress clone to make first) or whose packet the egress control
+/// dropped is left alone (`out` = `SKIP`), the others get the new start or [`GROW`].
+pub(crate) fn emit_pass(g: &mut Gen, lanes: Value, n: Value) {
+    let egress = g.e.prog.egress.init.is_some();
+    let spec = g.e.std_meta.egress_spec;
+    let drop_port = g.e.cfg.drop_port;
+    g.each_lane(lanes, n, |g, lane| {
+        let done = g.b.create_block();
+        g.b.append_block_param(done, cranelift_codegen::ir::types::I64);
+        let skip_v = g.k(SKIP);
+        let out = g.b.ins().load(
+            cranelift_codegen::ir::types::I64,
+            super::mem(),
+            lane,
+            off::LANE_OUT,
+        );
+        let skip = g.b.ins().icmp(IntCC::Equal, out, skip_v);
+        let go = g.b.create_block();
+        g.b.ins()
+            .brif(skip, done, &[BlockArg::Value(skip_v)], go, &[]);
+        g.b.switch_to_block(go);
+        if egress && let Some(w) = spec {
+            let phv = g.lane_ptr(lane, off::LANE_PHV);
+            let v = g.read64(phv, w).unwrap_or(skip_v);
+            let dropped = g.b.ins().icmp_imm_s(IntCC::Equal, v, i64::from(drop_port));
+            let keep = g.b.create_block();
+            g.b.ins()
+                .brif(dropped, done, &[BlockArg::Value(skip_v)], keep, &[]);
+            g.b.switch_to_block(keep);
+        }
+        deparse_one(g, lane, done);
+        g.b.switch_to_block(done);
+        let r = g.b.block_params(done)[0];
+        g.b.ins().store(super::mem(), r, lane, off::LANE_OUT);
+    });
+    g.b.ins().return_(&[]);
+}
+
+/// The deparser of one lane, jumping to `done` with the new start or [`GROW`].
+fn deparse_one(g: &mut Gen, lane: Value, done: cranelift_codegen::ir::Block) {
+    let plan = g.e.plan();
+    let d = &plan.deparser;
+    let phv = g.lane_ptr(lane, off::LANE_PHV);
+    let valid = g.lane_ptr(lane, off::LANE_VALID);
+    let buf = g.lane_ptr(lane, off::LANE_PKT);
+    let payload = g.lane_ptr(lane, off::LANE_LEN);
+    let fixed = d.fixed.as_deref().unwrap_or(&[]);
+    let mut emitted = g.k(0);
+    for &(h, n) in fixed {
+        let v = g.valid(valid, h);
+        let add = g.b.ins().imul_imm_s(v, i64::from(n));
+        emitted = g.b.ins().iadd(emitted, add);
+    }
+    let grow = g.b.create_block();
+    let fits = g.b.create_block();
+    let over = g.b.ins().icmp(IntCC::UnsignedGreaterThan, emitted, payload);
+    g.b.ins().brif(over, grow, &[], fits, &[]);
+    g.b.switch_to_block(grow);
+    let gr = g.k(GROW);
+    g.b.ins().jump(done, &[BlockArg::Value(gr)]);
+    g.b.switch_to_block(fits);
+    let ck = &plan.checksums;
+    if d.has_update && !ck.update.is_empty() {
+        let inline = ck.update_planned
+            && ck
+                .update
+                .iter()
+                .all(|o| matches!(o, CsumOp::Planned(c) if csum_inline(c)));
+        if inline {
+            for op in &ck.update {
+                if let CsumOp::Planned(c) = op {
+                    g.csum_update(phv, valid, lane, c);
+                }
+            }
+        } else {
+            let env = g.env;
+            g.call(H::Update, &[env, lane]);
+        }
+    }
+    let at = g.b.ins().isub(payload, emitted);
+    let dst = g.b.ins().iadd(buf, at);
+    if let Some((coff, clen)) = d.contiguous {
+        let whole = g.b.ins().icmp_imm_s(IntCC::Equal, emitted, i64::from(clen));
+        let one = g.b.create_block();
+        let each = g.b.create_block();
+        g.b.ins().brif(whole, one, &[], each, &[]);
+        g.b.switch_to_block(one);
+        g.copy(dst, 0, phv, coff as i32, clen);
+        g.b.ins().jump(done, &[BlockArg::Value(at)]);
+        g.b.switch_to_block(each);
+    }
+    let pos = g.b.declare_var(cranelift_codegen::ir::types::I64);
+    g.b.def_var(pos, dst);
+    for &(h, hoff, len) in &d.headers {
+        let Some(len) = len else { continue };
+        let v = g.valid(valid, h);
+        let put = g.b.create_block();
+        let next = g.b.create_block();
+        g.b.ins().brif(v, put, &[], next, &[]);
+        g.b.switch_to_block(put);
+        let p = g.b.use_var(pos);
+        g.copy(p, 0, phv, hoff as i32, len);
+        let p = g.b.ins().iadd_imm_s(p, i64::from(len));
+        g.b.def_var(pos, p);
+        g.b.ins().jump(next, &[]);
+        g.b.switch_to_block(next);
+    }
+    g.b.ins().jump(done, &[BlockArg::Value(at)]);
+}

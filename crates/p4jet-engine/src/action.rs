@@ -421,6 +421,7 @@ impl Engine {
                 if let Some(v) = eval_index(p, &ec!(), *len) {
                     let v = v.min(u32::MAX as u64) as u32;
                     ctx.req.truncate = Some(ctx.req.truncate.map_or(v, |t| t.min(v)));
+                    ctx.req.pending = true;
                 }
             }
             Prim::LogMsg { fmt, args } => {
@@ -458,6 +459,19 @@ impl Engine {
             } => {
                 let h = self.calc_value(ctx, *calc, sc, Some(cs));
                 let ecx = ec!();
+                // base and max of at most 64 bits and not negative (the usual
+                // constants): the sum in 128 bits is the exact value
+                if let (Some(b), Some(m)) = (eval_index(p, &ecx, *base), eval_index(p, &ecx, *max))
+                {
+                    let v = match m {
+                        0 => u128::from(b),
+                        m => u128::from(b) + u128::from(h % m),
+                    };
+                    if let Some(fid) = resolve_field(p, &ecx, dst) {
+                        self.write_bits(&mut ctx.phv, fid, v);
+                    }
+                    return false;
+                }
                 let base = eval_exact(p, &ecx, *base);
                 let max = eval_exact(p, &ecx, *max);
                 let v = if max.sign() == Sign::NoSign {
@@ -563,10 +577,20 @@ impl Engine {
             } => {
                 let s = eval_index(p, &ec!(), *session).unwrap_or(0);
                 ctx.req.clone = Some(((s & 0xffff) as u32, *field_list));
+                ctx.req.pending = true;
             }
-            Prim::Resubmit(fl) => ctx.req.resubmit = Some(*fl),
-            Prim::Recirculate(fl) => ctx.req.recirculate = Some(*fl),
-            Prim::Digest(id) => ctx.req.digest = Some(*id),
+            Prim::Resubmit(fl) => {
+                ctx.req.resubmit = Some(*fl);
+                ctx.req.pending = true;
+            }
+            Prim::Recirculate(fl) => {
+                ctx.req.recirculate = Some(*fl);
+                ctx.req.pending = true;
+            }
+            Prim::Digest(id) => {
+                ctx.req.digest = Some(*id);
+                ctx.req.pending = true;
+            }
             Prim::Jump(t) => {
                 *pc = *t as usize;
                 return true;

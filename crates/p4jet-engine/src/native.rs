@@ -44,7 +44,8 @@ pub trait Native: Send + Sync {
     /// [`Engine::deparse`]: checksum updates and emit of one packet.
     fn deparse(&self, e: &Engine, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState);
 
-    /// [`Engine::ingress_pass`]: arrival, parser, verification and ingress control.
+    /// [`Engine::ingress_pass`]: arrival, parser, verification, ingress control, and
+    /// the plain unicast packets' fast-lane fields; true when every packet is one.
     fn ingress_pass(
         &self,
         e: &Engine,
@@ -53,7 +54,7 @@ pub trait Native: Send + Sync {
         pkts: &mut [Pkt],
         sc: &mut Scratch,
         now_us: u64,
-    );
+    ) -> bool;
 
     /// [`Engine::egress_pass`]: egress metadata, egress control and the deparser.
     fn egress_pass(

@@ -34,6 +34,9 @@ pub mod instance {
 /// after ingress or egress.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Requests {
+    /// Some request may be set: false means none is (the switch's common path tests
+    /// this one flag; compiled code reads it too).
+    pub pending: bool,
     /// Clone requested: (session, field list id).
     pub clone: Option<(u32, u32)>,
     /// Resubmit requested with this field list id.
@@ -288,7 +291,11 @@ impl Engine {
     }
 
     /// The ingress pass of a batch: [`Engine::begin_ingress`], the parser with
-    /// checksum verification, the ingress control.
+    /// checksum verification, the ingress control. True when every packet is a plain
+    /// unicast (no request pending, `mcast_grp` and `priority` 0, `egress_spec` not the
+    /// drop port) whose architecture fields are already set as the traffic manager's
+    /// fast lane sets them ([`Engine::unicast`]); compiled code checks and sets this,
+    /// the interpreter leaves it to the switch (false).
     pub fn ingress_pass(
         &self,
         cs: &ControlState,
@@ -296,7 +303,7 @@ impl Engine {
         pkts: &mut [Pkt],
         sc: &mut Scratch,
         now_us: u64,
-    ) {
+    ) -> bool {
         if let Some(n) = self.run_native() {
             return n.ingress_pass(self, cs, ex, pkts, sc, now_us);
         }
@@ -305,6 +312,20 @@ impl Engine {
         }
         self.parse_interp(cs, pkts, sc);
         self.run_control_interp(cs, ex, ControlBlock::Ingress, pkts, sc, now_us);
+        false
+    }
+
+    /// A plain unicast packet after ingress handed to the fast lane of an empty
+    /// traffic manager (`egress_spec` = `port`): simple_switch marks it NORMAL, and it
+    /// is enqueued now to queue 0 of `port`, which was empty.
+    #[inline(always)]
+    pub fn unicast(&self, ctx: &mut PacketCtx, port: u32, now_us: u64) {
+        ctx.arch.instance_type = instance::NORMAL;
+        self.std_inform(&mut ctx.phv, self.std_meta.instance_type, 0);
+        ctx.arch.enq_us = now_us;
+        ctx.arch.qid = 0;
+        ctx.arch.port = port;
+        ctx.arch.enq_qdepth = 0;
     }
 
     /// The egress pass of a batch: [`Engine::begin_egress`], the egress control, then

@@ -9,7 +9,8 @@
 use std::mem::{offset_of, size_of};
 
 use p4jet_engine::state::{ControlState, Externs};
-use p4jet_engine::{ArchMeta, Engine, PacketCtx, Scratch};
+use p4jet_engine::v1model::Requests;
+use p4jet_engine::{ArchMeta, Engine, PacketBuf, PacketCtx, Scratch};
 
 /// One packet as the generated code sees it.
 #[repr(C)]
@@ -24,7 +25,8 @@ pub struct Lane {
     pub pkt: *mut u8,
     /// Parse: the frame's length. Deparse: the payload's offset in the buffer.
     pub len: u64,
-    /// Parse: the cursor after parsing (the payload offset). Deparse: unused.
+    /// Parse: [`BEGUN`] or 0 before, the cursor after parsing (the payload offset).
+    /// Deparse: the new start, or [`GROW`].
     pub out: u64,
 }
 
@@ -72,6 +74,8 @@ pub struct Env {
     pub waiting: *mut u8,
     /// The lanes of the current call.
     pub lanes: *mut Lane,
+    /// The compiled program (its per-table action slots).
+    pub compiled: *const crate::Compiled,
 }
 
 /// Byte offsets and sizes for the code generator.
@@ -105,6 +109,10 @@ pub(crate) mod ctx {
 
     const ARCH: usize = offset_of!(PacketCtx, arch);
     pub const LENGTH_REG: i32 = offset_of!(PacketCtx, length_reg) as i32;
+    pub const PAYLOAD_OFF: i32 = offset_of!(PacketCtx, payload_off) as i32;
+    pub const DEPARSED: i32 = offset_of!(PacketCtx, deparsed) as i32;
+    pub const PENDING: i32 = (offset_of!(PacketCtx, req) + offset_of!(Requests, pending)) as i32;
+    pub const PKT_START: i32 = (offset_of!(PacketCtx, pkt) + offset_of!(PacketBuf, start)) as i32;
     pub const PORT: i32 = (ARCH + offset_of!(ArchMeta, port)) as i32;
     pub const INSTANCE_TYPE: i32 = (ARCH + offset_of!(ArchMeta, instance_type)) as i32;
     pub const ENQ_US: i32 = (ARCH + offset_of!(ArchMeta, enq_us)) as i32;
@@ -113,9 +121,9 @@ pub(crate) mod ctx {
     pub const QID: i32 = (ARCH + offset_of!(ArchMeta, qid)) as i32;
 }
 
-/// [`Lane::out`] of a packet the egress pass does not deparse (dropped, or with an
-/// egress clone to make first).
-pub const SKIP: u64 = u64::MAX - 1;
+/// [`Lane::out`] set before the arrival-and-parse function: the packet already entered
+/// ingress (the interpreter restored fields preserved from its pass before).
+pub const BEGUN: u64 = 1;
 
 /// A helper's result: the high bit marks a parser error (its code in the low 32 bits).
 pub const ERR_BIT: u64 = 1 << 63;

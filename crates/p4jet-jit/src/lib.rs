@@ -46,7 +46,7 @@ pub fn attach(e: &mut Engine) -> Result<NativeStats, String> {
 /// What a function takes.
 #[derive(Clone, Copy)]
 enum Kind {
-    /// `(env, lanes, n)`
+    /// `(env, lanes, n) -> u64`
     Batch,
     /// `(env, lane) -> u64`
     One,
@@ -83,6 +83,8 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
     let mut fctx = FunctionBuilderContext::new();
     let mut code_bytes = 0usize;
     let mut functions = 0usize;
+    // P4JET_JIT_DUMP=1: every function's Cranelift IR and machine code on stderr
+    let dump = std::env::var_os("P4JET_JIT_DUMP").is_some();
 
     let mut define = |module: &mut JITModule,
                       name: &str,
@@ -92,10 +94,10 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
         let mut sig = module.make_signature();
         sig.params.push(AbiParam::new(types::I64));
         sig.params.push(AbiParam::new(types::I64));
-        match kind {
-            Kind::Batch => sig.params.push(AbiParam::new(types::I64)),
-            Kind::One => sig.returns.push(AbiParam::new(types::I64)),
+        if let Kind::Batch = kind {
+            sig.params.push(AbiParam::new(types::I64));
         }
+        sig.returns.push(AbiParam::new(types::I64));
         let id = module
             .declare_function(name, Linkage::Local, &sig)
             .map_err(|err| format!("cranelift: {err}"))?;
@@ -113,9 +115,16 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
             g.b.seal_all_blocks();
             g.b.finalize(tcfg);
         }
+        if dump {
+            eprintln!("; {name}\n{}", ctx.func.display());
+            ctx.set_disasm(true);
+        }
         module
             .define_function(id, &mut ctx)
             .map_err(|err| format!("cranelift: compiling {name}: {err:?}"))?;
+        if dump && let Some(vcode) = ctx.compiled_code().and_then(|c| c.vcode.as_ref()) {
+            eprintln!("; {name}: machine code\n{vcode}");
+        }
         code_bytes += ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
         functions += 1;
         module.clear_context(&mut ctx);
@@ -148,6 +157,9 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
         };
     let ingress = control(&mut module, ControlBlock::Ingress)?;
     let egress = control(&mut module, ControlBlock::Egress)?;
+    let unicast = define(&mut module, "unicast", Kind::Batch, &|g, p| {
+        codegen::arch::emit_unicast(g, p[1], p[2])
+    })?;
     let begin_egress = define(&mut module, "begin_egress", Kind::Batch, &|g, p| {
         codegen::arch::emit_begin_egress(g, p[1], p[2])
     })?;
@@ -175,11 +187,13 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
         arrive: addr(arrive),
         ingress: ingress.map(addr),
         egress: egress.map(addr),
+        unicast: addr(unicast),
         begin_egress: addr(begin_egress),
         deparse: deparse.map(addr),
         deparse_pass: deparse_pass.map(addr),
     };
     Ok(native::compiled(
+        e,
         fns,
         module,
         NativeStats {

@@ -20,15 +20,15 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 
 use cranelift_jit::JITModule;
-use p4jet_engine::state::{ControlState, Externs};
+use p4jet_engine::state::{ControlState, EntryAction, Externs};
 use p4jet_engine::{ControlBlock, Engine, Native, NativeStats, PacketCtx, Pkt, SUB_BATCH, Scratch};
 use p4jet_tables::EntryHandle;
 
-use crate::abi::{ACCEPT, ERR_BIT, Env, GROW, Hit, Lane, SKIP, SLOT_NONE, SLOT_OTHER};
+use crate::abi::{ACCEPT, BEGUN, ERR_BIT, Env, GROW, Hit, Lane, SLOT_NONE, SLOT_OTHER};
 use crate::codegen::{H, Helpers};
 
 /// A function over a batch of at most 64 lanes: `(env, lanes, n)`.
-pub(crate) type BatchFn = unsafe extern "C" fn(*mut Env, *mut Lane, u64);
+pub(crate) type BatchFn = unsafe extern "C" fn(*mut Env, *mut Lane, u64) -> u64;
 /// The deparser of one lane: `(env, lane) -> start | GROW`.
 pub(crate) type DeparseFn = unsafe extern "C" fn(*mut Env, *mut Lane) -> u64;
 
@@ -47,6 +47,8 @@ pub struct Compiled {
     /// The controls (None: the program has none).
     pub(crate) ingress: Option<BatchFn>,
     pub(crate) egress: Option<BatchFn>,
+    /// After ingress: the plain unicast packets' fast-lane fields; counts the others.
+    pub(crate) unicast: BatchFn,
     /// Each packet entering egress (egress metadata).
     pub(crate) begin_egress: BatchFn,
     /// The deparser of one packet, and of the packets of an egress pass (None: a
@@ -57,6 +59,9 @@ pub struct Compiled {
     /// it).
     pub(crate) module: Mutex<Option<JITModule>>,
     pub(crate) stats: NativeStats,
+    /// Per table, per action id: the action's slot in the table's list, or
+    /// [`SLOT_OTHER`].
+    pub(crate) slots: Vec<Box<[u32]>>,
 }
 
 impl std::fmt::Debug for Compiled {
@@ -177,7 +182,7 @@ impl Compiled {
         lanes: &mut Lanes,
         n: usize,
         bufs: &mut Bufs,
-    ) {
+    ) -> u64 {
         let lanes_ptr = lanes.as_mut_ptr().cast::<Lane>();
         let mut env = Env {
             engine: e,
@@ -189,7 +194,9 @@ impl Compiled {
             hits: bufs.hits.as_mut_ptr().cast::<Hit>(),
             waiting: bufs.waiting.as_mut_ptr(),
             lanes: lanes_ptr,
+            compiled: self,
         };
+        let mut r = 0;
         for f in fs {
             // SAFETY: the first `n` lanes were written from contexts borrowed mutably
             // by the caller for this call; the key buffer holds 64 keys of the
@@ -197,8 +204,9 @@ impl Compiled {
             // entries; `env`'s pointers come from references that outlive the call.
             // `f` was compiled for this engine; a control function gets externs (its
             // callers pass them).
-            unsafe { f(&mut env, lanes_ptr, n as u64) };
+            r = unsafe { f(&mut env, lanes_ptr, n as u64) };
         }
+        r
     }
 }
 
@@ -208,10 +216,8 @@ impl Native for Compiled {
         for chunk in pkts.chunks_mut(SUB_BATCH) {
             let mut lanes = lanes_of(chunk);
             let n = chunk.len();
+            // (the generated parser writes each context's payload offset)
             self.run(&[self.parse], e, cs, None, sc, 0, &mut lanes, n, &mut bufs);
-            for (i, ctx) in chunk.iter_mut().enumerate() {
-                ctx.payload_off = lane_mut(&mut lanes, i).out as usize;
-            }
         }
     }
 
@@ -252,31 +258,34 @@ impl Native for Compiled {
         pkts: &mut [Pkt],
         sc: &mut Scratch,
         now_us: u64,
-    ) {
+    ) -> bool {
         let mut bufs = Bufs::new(e);
+        let mut others = 0;
         for chunk in pkts.chunks_mut(SUB_BATCH) {
             let n = chunk.len();
-            // packets carrying preserved fields (resubmit, recirculate) enter by the
-            // interpreter's code, which writes them back after the reset
-            let preserved = chunk.iter().any(|c| !c.arch.preserved.is_empty());
-            let first = if preserved {
-                for ctx in chunk.iter_mut() {
-                    e.begin_ingress(ctx, now_us);
-                }
-                self.parse
-            } else {
-                for ctx in chunk.iter_mut() {
+            let mut lanes: Lanes = [const { MaybeUninit::uninit() }; SUB_BATCH];
+            for (l, ctx) in lanes.iter_mut().zip(chunk.iter_mut()) {
+                // packets carrying preserved fields (resubmit, recirculate) enter by
+                // the interpreter's code, which writes them back after the reset; the
+                // generated code resets the PHV of the others and writes their arrival
+                // metadata
+                let begun = if ctx.arch.preserved.is_empty() {
                     ctx.reset_but_phv();
                     let len = ctx.pkt.len();
                     ctx.ingress_len = len as u32;
                     ctx.length_reg = len as u64;
-                }
-                self.arrive
-            };
-            let mut lanes = lanes_of(chunk);
-            match self.ingress {
+                    0
+                } else {
+                    e.begin_ingress(ctx, now_us);
+                    BEGUN
+                };
+                let mut lane = lane_of(ctx);
+                lane.out = begun;
+                l.write(lane);
+            }
+            others += match self.ingress {
                 Some(c) => self.run(
-                    &[first, c],
+                    &[self.arrive, c, self.unicast],
                     e,
                     cs,
                     Some(ex),
@@ -287,7 +296,7 @@ impl Native for Compiled {
                     &mut bufs,
                 ),
                 None => self.run(
-                    &[first],
+                    &[self.arrive, self.unicast],
                     e,
                     cs,
                     Some(ex),
@@ -297,11 +306,9 @@ impl Native for Compiled {
                     n,
                     &mut bufs,
                 ),
-            }
-            for (i, ctx) in chunk.iter_mut().enumerate() {
-                ctx.payload_off = lane_mut(&mut lanes, i).out as usize;
-            }
+            };
         }
+        others == 0
     }
 
     fn egress_pass(
@@ -316,23 +323,22 @@ impl Native for Compiled {
         let mut bufs = Bufs::new(e);
         for chunk in pkts.chunks_mut(SUB_BATCH) {
             let n = chunk.len();
-            for ctx in chunk.iter_mut() {
+            let mut lanes: Lanes = [const { MaybeUninit::uninit() }; SUB_BATCH];
+            for (l, ctx) in lanes.iter_mut().zip(chunk.iter_mut()) {
                 ctx.exit = false;
                 ctx.req.clone = None;
                 ctx.deparsed = false;
-            }
-            let mut lanes = lanes_of(chunk);
-            // the deparser's lanes: the buffer's start and the payload's offset
-            for (i, ctx) in chunk.iter_mut().enumerate() {
+                // the deparser's lane: the buffer's start and the payload's offset
                 let pk = &ctx.pkt;
                 let payload = pk.start + ctx.payload_off.min(pk.end - pk.start);
-                let l = lane_mut(&mut lanes, i);
-                l.pkt = ctx.pkt.buf.as_mut_ptr();
-                l.len = payload as u64;
+                let mut lane = lane_of(ctx);
+                lane.pkt = ctx.pkt.buf.as_mut_ptr();
+                lane.len = payload as u64;
+                l.write(lane);
             }
-            match self.egress {
-                Some(c) => self.run(
-                    &[self.begin_egress, c],
+            let grown = match (self.egress, self.deparse_pass) {
+                (Some(c), Some(d)) => self.run(
+                    &[self.begin_egress, c, d],
                     e,
                     cs,
                     Some(ex),
@@ -342,8 +348,8 @@ impl Native for Compiled {
                     n,
                     &mut bufs,
                 ),
-                None => self.run(
-                    &[self.begin_egress],
+                (None, Some(d)) => self.run(
+                    &[self.begin_egress, d],
                     e,
                     cs,
                     Some(ex),
@@ -353,32 +359,46 @@ impl Native for Compiled {
                     n,
                     &mut bufs,
                 ),
-            }
-            let Some(dp) = self.deparse_pass else {
-                for ctx in chunk.iter_mut() {
-                    if ctx.req.clone.is_none() && !e.dropped_in_egress(ctx) {
-                        e.deparse_interp(ctx, sc, cs);
-                        ctx.deparsed = true;
+                (c, None) => {
+                    // a varbit header: the interpreter deparses
+                    match c {
+                        Some(c) => self.run(
+                            &[self.begin_egress, c],
+                            e,
+                            cs,
+                            Some(ex),
+                            sc,
+                            now_us,
+                            &mut lanes,
+                            n,
+                            &mut bufs,
+                        ),
+                        None => self.run(
+                            &[self.begin_egress],
+                            e,
+                            cs,
+                            Some(ex),
+                            sc,
+                            now_us,
+                            &mut lanes,
+                            n,
+                            &mut bufs,
+                        ),
+                    };
+                    for ctx in chunk.iter_mut() {
+                        if !ctx.req.pending && !e.dropped_in_egress(ctx) {
+                            e.deparse_interp(ctx, sc, cs);
+                            ctx.deparsed = true;
+                        }
                     }
+                    0
                 }
-                continue;
             };
-            for (i, ctx) in chunk.iter().enumerate() {
-                lane_mut(&mut lanes, i).out = if ctx.req.clone.is_some() { SKIP } else { 0 };
-            }
-            self.run(&[dp], e, cs, Some(ex), sc, now_us, &mut lanes, n, &mut bufs);
-            for (i, ctx) in chunk.iter_mut().enumerate() {
-                let l = lane_mut(&mut lanes, i);
-                match l.out {
-                    SKIP => {}
-                    GROW => {
+            if grown > 0 {
+                // headers that outgrew the headroom: the interpreter moves the payload
+                for (i, ctx) in chunk.iter_mut().enumerate() {
+                    if lane_mut(&mut lanes, i).out == GROW {
                         e.deparse_interp(ctx, sc, cs);
-                        ctx.deparsed = true;
-                    }
-                    start => {
-                        let payload = l.len as usize;
-                        ctx.pkt.start = start as usize;
-                        ctx.payload_off = payload - start as usize;
                         ctx.deparsed = true;
                     }
                 }
@@ -405,6 +425,7 @@ impl Native for Compiled {
             hits: std::ptr::null_mut(),
             waiting: std::ptr::null_mut(),
             lanes: &mut lane,
+            compiled: self,
         };
         let lane_ptr = env.lanes;
         // SAFETY: the lane points into `ctx`, borrowed mutably for this call; the
@@ -477,7 +498,9 @@ unsafe fn bytes<'a>(p: *const u8, n: u64) -> &'a [u8] {
 }
 
 /// Runs a helper's body; a panic (a bug: the interpreter does not panic on bad input)
-/// yields `fallback` instead of unwinding through generated code.
+/// yields `fallback` instead of unwinding through generated code. Only the lookup,
+/// once per table and batch, pays for it: in the per-operation helpers a panic
+/// aborts (`extern "C"`), as it would stop the forwarding thread of the interpreter.
 fn guard<T>(fallback: T, f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
 }
@@ -492,29 +515,24 @@ unsafe extern "C" fn h_parse_op(
 ) -> u64 {
     // SAFETY: called by generated code with its env and one of its lanes.
     let (c, ctx) = unsafe { (call(env), ctx(lane)) };
-    let no_error = c.e.prog.error_codes.no_error;
-    guard(ERR_BIT | u64::from(no_error), || {
-        match c
-            .e
-            .step_parse_op(c.cs, ctx, state, op, cursor as usize, c.sc)
-        {
-            Ok(cur) => cur as u64,
-            Err(code) => ERR_BIT | u64::from(code),
-        }
-    })
+    match c
+        .e
+        .step_parse_op(c.cs, ctx, state, op, cursor as usize, c.sc)
+    {
+        Ok(cur) => cur as u64,
+        Err(code) => ERR_BIT | u64::from(code),
+    }
 }
 
 /// A select by the interpreter.
 unsafe extern "C" fn h_select(env: *mut Env, lane: *mut Lane, state: u32, cursor: u64) -> u64 {
     // SAFETY: called by generated code with its env and one of its lanes.
     let (c, ctx) = unsafe { (call(env), ctx(lane)) };
-    guard(ACCEPT, || {
-        match c.e.step_select(c.cs, ctx, state, cursor as usize) {
-            Ok(Some(s)) => u64::from(s),
-            Ok(None) => ACCEPT,
-            Err(code) => ERR_BIT | u64::from(code),
-        }
-    })
+    match c.e.step_select(c.cs, ctx, state, cursor as usize) {
+        Ok(Some(s)) => u64::from(s),
+        Ok(None) => ACCEPT,
+        Err(code) => ERR_BIT | u64::from(code),
+    }
 }
 
 /// Every verified checksum by the interpreter (after the parser: the lane holds the
@@ -523,21 +541,21 @@ unsafe extern "C" fn h_verify(env: *mut Env, lane: *mut Lane) {
     // SAFETY: called by generated code with its env and one of its lanes.
     let (c, ctx, payload) = unsafe { (call(env), ctx(lane), (*lane).out) };
     ctx.payload_off = payload as usize;
-    guard((), || c.e.step_verify(ctx, c.sc))
+    c.e.step_verify(ctx, c.sc)
 }
 
 /// Every updated checksum by the interpreter.
 unsafe extern "C" fn h_update(env: *mut Env, lane: *mut Lane) {
     // SAFETY: called by generated code with its env and one of its lanes.
     let (c, ctx) = unsafe { (call(env), ctx(lane)) };
-    guard((), || c.e.step_update(ctx, c.sc, c.cs))
+    c.e.step_update(ctx, c.sc, c.cs)
 }
 
 /// A condition by the general evaluator.
 unsafe extern "C" fn h_test(env: *mut Env, lane: *mut Lane, expr: u32) -> u32 {
     // SAFETY: called by generated code with its env and one of its lanes.
     let (c, ctx) = unsafe { (call(env), ctx(lane)) };
-    guard(0, || u32::from(c.e.step_test(&ctx.phv, expr)))
+    u32::from(c.e.step_test(&ctx.phv, expr))
 }
 
 /// A table key built from its parts.
@@ -552,19 +570,57 @@ unsafe extern "C" fn h_build_key(env: *mut Env, lane: *mut Lane, t: u32, out: *m
     // SAFETY: `out` is a key's place in the key buffer, which holds 64 keys of the
     // longest key and KEY_SLACK bytes past the last.
     let out = unsafe { std::slice::from_raw_parts_mut(out, kb + 16) };
-    guard((), || c.e.step_build_key(t, &ctx.phv, out))
+    c.e.step_build_key(t, &ctx.phv, out)
 }
 
 /// Table `t`'s batched lookup for the `w` waiting packets, and each one's outcome.
 unsafe extern "C" fn h_lookup(env: *mut Env, t: u32, w: u32) {
     // SAFETY: called by generated code with its env (a control call's).
-    let (c, ex) = unsafe { (call(env), externs(env)) };
+    let (c, ex, comp) = unsafe { (call(env), externs(env), &*(*env).compiled) };
     // SAFETY: as above: the key, waiting, hit and lane buffers of the running call.
-    let (keys_ptr, waiting, hits, lanes) =
+    let (keys, waiting, hits, lanes) =
         unsafe { ((*env).keys, (*env).waiting, (*env).hits, (*env).lanes) };
-    let w = (w as usize).min(SUB_BATCH);
-    let (Some(ti), Some(ts)) = (c.e.prog.tables.get(t as usize), c.cs.tables.get(t as usize))
-    else {
+    guard((), || {
+        // SAFETY: the call's buffers (see `lookup`).
+        unsafe {
+            lookup(
+                c,
+                ex,
+                comp,
+                t,
+                (w as usize).min(SUB_BATCH),
+                keys,
+                waiting,
+                hits,
+                lanes,
+            )
+        }
+    })
+}
+
+/// [`h_lookup`]'s work.
+///
+/// # Safety
+/// `keys` holds `w` keys of table `t` and slack, `waiting` `w` indexes of lanes of
+/// `lanes`, `hits` room for `w` outcomes: the running call's buffers.
+#[allow(clippy::too_many_arguments)]
+unsafe fn lookup(
+    c: Call,
+    ex: &Externs,
+    comp: &Compiled,
+    t: u32,
+    w: usize,
+    keys: *const u8,
+    waiting: *const u8,
+    hits: *mut Hit,
+    lanes: *mut Lane,
+) {
+    let (Some(ti), Some(ts), Some(tp), Some(slots)) = (
+        c.e.prog.tables.get(t as usize),
+        c.cs.tables.get(t as usize),
+        c.e.plan().tables.get(t as usize),
+        comp.slots.get(t as usize),
+    ) else {
         return;
     };
     let kb = ti.key_bytes as usize;
@@ -573,27 +629,43 @@ unsafe extern "C" fn h_lookup(env: *mut Env, t: u32, w: u32) {
     if kb > 0 && !ts.entries.is_empty() {
         // SAFETY: the generated code wrote `w` keys of `kb` bytes; the buffer has
         // KEY_SLACK more (the tables may read whole words past a key).
-        let keys = unsafe { std::slice::from_raw_parts(keys_ptr, w * kb + KEY_SLACK) };
-        guard((), || ts.entries.lookup_batch(keys, &mut found[..w]));
+        let keys = unsafe { std::slice::from_raw_parts(keys, w * kb + KEY_SLACK) };
+        ts.entries.lookup_batch(keys, &mut found[..w]);
     }
+    let default = match &ts.default {
+        Some(EntryAction::Direct(call)) => Some(Some(call)),
+        None => Some(None),
+        Some(_) => None,
+    };
     for (k, f) in found.iter().enumerate().take(w) {
-        // SAFETY: `waiting[k]` is the index of one of the call's lanes.
-        let (lane, hit) = unsafe {
-            let i = *waiting.add(k) as usize;
-            (lanes.add(i), &mut *hits.add(k))
+        // a direct entry or default is its action; anything else (profiles,
+        // selectors, direct counters and meters) goes through the interpreter
+        let quick = match f {
+            Some((_, v)) if !tp.direct => match &v.action {
+                EntryAction::Direct(call) => Some(Some(call)),
+                _ => None,
+            },
+            Some(_) => None,
+            None => default,
         };
-        // SAFETY: a lane of the running call.
-        let ctx = unsafe { ctx(lane) };
-        let sc = &mut *c.sc;
-        let outcome = guard(None, || {
-            c.e.step_table_action(c.cs, ex, t, *f, ctx, sc, c.now_us)
-        });
+        let outcome = match quick {
+            Some(o) => o,
+            None => {
+                // SAFETY: `waiting[k]` indexes one of the call's lanes.
+                let ctx = unsafe { ctx(lanes.add(*waiting.add(k) as usize)) };
+                c.e.step_table_action(c.cs, ex, t, *f, ctx, &mut *c.sc, c.now_us)
+            }
+        };
+        // SAFETY: `hits` has room for `w` outcomes.
+        let hit = unsafe { &mut *hits.add(k) };
         hit.hit = u32::from(f.is_some());
-        hit.pad = 0;
         match outcome {
             Some(call) => {
                 hit.action = call.action;
-                hit.slot = ti.action_slot(call.action).map_or(SLOT_OTHER, |s| s as u32);
+                hit.slot = slots
+                    .get(call.action as usize)
+                    .copied()
+                    .unwrap_or(SLOT_OTHER);
                 hit.data = call.data.as_ptr();
                 hit.len = call.data.len() as u64;
             }
@@ -618,10 +690,8 @@ unsafe extern "C" fn h_run_action(
     // SAFETY: called by generated code with its env (a control call's), one of its
     // lanes and action data from a table outcome (or none).
     let (c, ex, ctx, data) = unsafe { (call(env), externs(env), ctx(lane), bytes(data, len)) };
-    guard(1, || {
-        c.e.step_action(c.cs, ex, ctx, action, data, c.sc, c.now_us);
-        u32::from(ctx.exit)
-    })
+    c.e.step_action(c.cs, ex, ctx, action, data, c.sc, c.now_us);
+    u32::from(ctx.exit)
 }
 
 /// One primitive by the interpreter: 1 when the packet exits its control.
@@ -635,9 +705,7 @@ unsafe extern "C" fn h_prim(
 ) -> u32 {
     // SAFETY: as `h_run_action`.
     let (c, ex, ctx, data) = unsafe { (call(env), externs(env), ctx(lane), bytes(data, len)) };
-    guard(1, || {
-        u32::from(c.e.step_prim(c.cs, ex, ctx, action, pc, data, c.sc, c.now_us))
-    })
+    u32::from(c.e.step_prim(c.cs, ex, ctx, action, pc, data, c.sc, c.now_us))
 }
 
 /// The finalized module's function addresses.
@@ -646,13 +714,24 @@ pub(crate) struct Addrs {
     pub arrive: *const u8,
     pub ingress: Option<*const u8>,
     pub egress: Option<*const u8>,
+    pub unicast: *const u8,
     pub begin_egress: *const u8,
     pub deparse: Option<*const u8>,
     pub deparse_pass: Option<*const u8>,
 }
 
 /// A [`Compiled`] from the finalized module's function addresses.
-pub(crate) fn compiled(a: Addrs, module: JITModule, stats: NativeStats) -> Compiled {
+pub(crate) fn compiled(e: &Engine, a: Addrs, module: JITModule, stats: NativeStats) -> Compiled {
+    let slots = e
+        .prog
+        .tables
+        .iter()
+        .map(|t| {
+            (0..e.prog.actions.len() as u32)
+                .map(|a| t.action_slot(a).map_or(SLOT_OTHER, |s| s as u32))
+                .collect()
+        })
+        .collect();
     // SAFETY: each address is a function the module finalized with the signature of
     // its type (lib.rs: `Kind::Batch` for the parser, the controls and the batch
     // passes, `Kind::One` for the deparser of one packet), on this host's default
@@ -665,6 +744,7 @@ pub(crate) fn compiled(a: Addrs, module: JITModule, stats: NativeStats) -> Compi
             arrive: batch(a.arrive),
             ingress: a.ingress.map(batch),
             egress: a.egress.map(batch),
+            unicast: batch(a.unicast),
             begin_egress: batch(a.begin_egress),
             deparse: a
                 .deparse
@@ -672,6 +752,7 @@ pub(crate) fn compiled(a: Addrs, module: JITModule, stats: NativeStats) -> Compi
             deparse_pass: a.deparse_pass.map(batch),
             module: Mutex::new(Some(module)),
             stats,
+            slots,
         }
     }
 }

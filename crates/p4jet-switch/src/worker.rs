@@ -373,12 +373,20 @@ impl Core {
         self.pool.push(ctx);
     }
 
+    #[inline(always)]
     fn port_mut(&mut self, port: u32) -> &mut PortCounters {
         let i = port as usize;
         if self.ports.len() <= i {
-            self.ports.resize(i + 1, PortCounters::default());
+            self.grow_ports(i);
         }
         &mut self.ports[i]
+    }
+
+    /// Counters for port `i` and below.
+    #[cold]
+    #[inline(never)]
+    fn grow_ports(&mut self, i: usize) {
+        self.ports.resize(i + 1, PortCounters::default());
     }
 
     /// Packets waiting anywhere in the worker.
@@ -647,14 +655,21 @@ impl Core {
         // resubmitted and recirculated packets are taken before waiting input
         self.batch.clear();
         while self.batch.len() < max {
-            let next = match self.recirc.pop_front() {
-                Some(c) => Some(c),
-                None if take_input => self.input.pop_front(),
-                None => None,
-            };
-            match next {
+            match self.recirc.pop_front() {
                 Some(c) => self.batch.push(c),
                 None => break,
+            }
+        }
+        if take_input {
+            if self.batch.is_empty() && self.input.len() <= max {
+                // the whole input is the batch: the two buffers trade places (no
+                // per-packet moves when the deque's items start at its buffer's start,
+                // as they do once it has been a batch)
+                let input = Vec::from(std::mem::take(&mut self.input));
+                self.input = VecDeque::from(std::mem::replace(&mut self.batch, input));
+            } else {
+                let k = (max - self.batch.len()).min(self.input.len());
+                self.batch.extend(self.input.drain(..k));
             }
         }
         if !self.batch.is_empty() {
@@ -717,9 +732,18 @@ impl Core {
             }
             lap(true, &mut t, &mut self.stage_ns[2]);
         } else {
-            e.ingress_pass(cs, &self.externs, &mut batch, &mut self.scratch, now);
-            for ctx in batch.drain(..) {
-                self.after_ingress(e, cs, ctx, now);
+            let unicast = e.ingress_pass(cs, &self.externs, &mut batch, &mut self.scratch, now);
+            if unicast
+                && self.qplain
+                && self.tm.is_empty()
+                && self.fast.is_empty()
+                && !self.cfg.trace
+            {
+                // every packet a plain unicast, already set for the fast lane (which
+                // was empty): the vectors trade places
+                std::mem::swap(&mut self.fast, &mut batch);
+            } else {
+                self.after_ingress_batch(e, cs, &mut batch, now);
             }
         }
         self.batch = batch;
@@ -736,19 +760,73 @@ impl Core {
         }
     }
 
+    /// The after-ingress decisions of a batch. Packets that made no request, unicast
+    /// (or dropped) with the default priority, when nothing is queued and the queues
+    /// have no limits (the fast lane's conditions), are handled where they lie: the
+    /// dropped ones freed, the others left in order and handed to the fast lane
+    /// wholesale. From the first packet that is not such, [`Core::after_ingress`]
+    /// decides packet by packet, after them.
+    fn after_ingress_batch(
+        &mut self,
+        e: &Engine,
+        cs: &ControlState,
+        batch: &mut Vec<Pkt>,
+        now: u64,
+    ) {
+        let std = &e.std_meta;
+        let n = batch.len();
+        let (mut w, mut r) = (0usize, 0usize);
+        if self.qplain && self.tm.is_empty() && self.fast.is_empty() && !self.cfg.trace {
+            let drop_port = self.cfg.drop_port;
+            while r < n {
+                let ctx = &mut batch[r];
+                if ctx.req.pending
+                    || e.std_read(&ctx.phv, std.mcast_grp) != 0
+                    || e.std_read(&ctx.phv, std.priority) != 0
+                {
+                    break;
+                }
+                let spec = e.std_read(&ctx.phv, std.egress_spec) as u32;
+                r += 1;
+                if spec == drop_port {
+                    if ctx.arch.instance_type == instance::NORMAL {
+                        let port = ctx.arch.port;
+                        self.port_mut(port).drop += 1;
+                    }
+                    continue;
+                }
+                e.unicast(ctx, spec, now);
+                batch.swap(w, r - 1);
+                w += 1;
+            }
+        }
+        if w < r {
+            // the dropped ones
+            for ctx in batch.drain(w..r) {
+                self.free(ctx);
+            }
+        }
+        if w == batch.len() {
+            // all in the fast lane (it was empty): the vectors trade places
+            std::mem::swap(&mut self.fast, batch);
+            return;
+        }
+        self.fast.extend(batch.drain(..w));
+        for ctx in batch.drain(..) {
+            self.after_ingress(e, cs, ctx, now);
+        }
+    }
+
+    #[inline(always)]
     fn after_ingress(&mut self, e: &Engine, cs: &ControlState, mut ctx: Pkt, now: u64) {
         let std = &e.std_meta;
-        // 1. I2E clone: the packet as it entered this pass, re-parsed, metadata reset
-        if let Some((session, fl)) = ctx.req.clone {
-            self.clone_i2e(e, cs, &ctx, session, fl, now);
-        }
-        // 2. digest
-        if let Some(id) = ctx.req.digest {
-            self.learn(e, &ctx, id);
-        }
-        // 3. resubmit: the original packet goes back to ingress
-        if let Some(fl) = ctx.req.resubmit {
-            return self.requeue(e, ctx, fl, instance::RESUBMIT);
+        if ctx.req.pending {
+            // 1. I2E clone: the packet as it entered this pass, re-parsed, metadata
+            // reset; 2. digest; 3. resubmit: the original packet goes back to ingress
+            match self.requests_after_ingress(e, cs, ctx, now) {
+                Some(c) => ctx = c,
+                None => return,
+            }
         }
         // 4. multicast
         let mgid = e.std_read(&ctx.phv, std.mcast_grp) as u32;
@@ -776,6 +854,31 @@ impl Core {
         ctx.arch.instance_type = instance::NORMAL;
         e.std_inform(&mut ctx.phv, std.instance_type, 0);
         self.enqueue(e, ctx, spec, now);
+    }
+
+    /// The requests a packet made in ingress, in simple_switch's order: I2E clone,
+    /// digest, resubmit (which takes the packet: None). Out of line: most packets make
+    /// none.
+    #[cold]
+    #[inline(never)]
+    fn requests_after_ingress(
+        &mut self,
+        e: &Engine,
+        cs: &ControlState,
+        ctx: Pkt,
+        now: u64,
+    ) -> Option<Pkt> {
+        if let Some((session, fl)) = ctx.req.clone {
+            self.clone_i2e(e, cs, &ctx, session, fl, now);
+        }
+        if let Some(id) = ctx.req.digest {
+            self.learn(e, &ctx, id);
+        }
+        if let Some(fl) = ctx.req.resubmit {
+            self.requeue(e, ctx, fl, instance::RESUBMIT);
+            return None;
+        }
+        Some(ctx)
     }
 
     /// Zeroes the metadata of `c` (a clone of `src`) except the fields of field list
@@ -1058,26 +1161,17 @@ impl Core {
         }
         lap(on, &mut t, &mut self.stage_ns[3]);
         let tx_ns = self.stamps.as_ref().map(|s| s.now_ns());
+        // latency: the packets of a batch mostly share their injection time, so equal
+        // values are counted together
+        let mut lat = (0u64, 0u64);
+        let plain = !self.cfg.trace && self.moving.is_empty();
         for mut ctx in batch.drain(..) {
-            // 1. E2E clone: current headers, metadata reset but the field list
-            if let Some((session, fl)) = ctx.req.clone {
-                self.clone_e2e(e, cs, &ctx, session, fl, now);
-            }
-            // 2. drop
-            if !ctx.deparsed && e.dropped_in_egress(&ctx) {
-                if self.cfg.trace {
-                    ctx.log.push("dropped in egress".into());
+            if !plain || ctx.req.pending || !ctx.deparsed {
+                // 1. E2E clone, 2. drop, 3. deparse, recirculate
+                match self.leave_egress(e, cs, ctx, now) {
+                    Some(c) => ctx = c,
+                    None => continue,
                 }
-                self.free(ctx);
-                continue;
-            }
-            // 3. deparse (done by the egress pass for packets without a clone)
-            if !ctx.deparsed {
-                e.deparse(&mut ctx, &mut self.scratch, cs);
-            }
-            if let Some(fl) = ctx.req.recirculate {
-                self.requeue(e, ctx, fl, instance::RECIRC);
-                continue;
             }
             // 4. transmit
             let port = ctx.arch.port;
@@ -1090,7 +1184,10 @@ impl Core {
                 ctx.log
                     .push(format!("transmitted on port {port} ({n} bytes)"));
             }
-            if self.moving.get(port as usize) == Some(&true) && ctx.pkt.buf.frame().is_some() {
+            if !plain
+                && self.moving.get(port as usize) == Some(&true)
+                && ctx.pkt.buf.frame().is_some()
+            {
                 let mut b = std::mem::take(&mut ctx.pkt);
                 b.truncate(n);
                 self.moved.push((port, b));
@@ -1098,13 +1195,62 @@ impl Core {
                 tx(port, &ctx.pkt.data()[..n]);
             }
             self.port_mut(port).tx += 1;
-            if let Some(now) = tx_ns {
-                self.latency.record(now.saturating_sub(ctx.arch.rx_ns));
+            if tx_ns.is_some() {
+                let rx = ctx.arch.rx_ns;
+                if lat.1 > 0 && lat.0 != rx {
+                    self.record_latency(tx_ns, lat);
+                    lat.1 = 0;
+                }
+                lat = (rx, lat.1 + 1);
             }
             self.free(ctx);
         }
+        if lat.1 > 0 {
+            self.record_latency(tx_ns, lat);
+        }
         lap(on, &mut t, &mut self.stage_ns[4]);
         self.egress = batch;
+    }
+
+    /// `count` packets injected at `rx` ns leaving at `tx` ns.
+    fn record_latency(&mut self, tx: Option<u64>, (rx, count): (u64, u64)) {
+        if let Some(now) = tx {
+            self.latency.record_n(now.saturating_sub(rx), count);
+        }
+    }
+
+    /// What happens to a packet after the egress pass other than plain transmission:
+    /// its E2E clone, drop, deparsing when the pass did not deparse it, recirculation
+    /// (None: the packet is gone).
+    #[inline(never)]
+    fn leave_egress(
+        &mut self,
+        e: &Engine,
+        cs: &ControlState,
+        mut ctx: Pkt,
+        now: u64,
+    ) -> Option<Pkt> {
+        // 1. E2E clone: current headers, metadata reset but the field list
+        if let Some((session, fl)) = ctx.req.clone {
+            self.clone_e2e(e, cs, &ctx, session, fl, now);
+        }
+        // 2. drop
+        if !ctx.deparsed && e.dropped_in_egress(&ctx) {
+            if self.cfg.trace {
+                ctx.log.push("dropped in egress".into());
+            }
+            self.free(ctx);
+            return None;
+        }
+        // 3. deparse (done by the egress pass for packets without requests)
+        if !ctx.deparsed {
+            e.deparse(&mut ctx, &mut self.scratch, cs);
+        }
+        if let Some(fl) = ctx.req.recirculate {
+            self.requeue(e, ctx, fl, instance::RECIRC);
+            return None;
+        }
+        Some(ctx)
     }
 
     #[cold]

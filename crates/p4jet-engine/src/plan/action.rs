@@ -5,7 +5,7 @@
 //! planned assignments only runs as a list of steps, without the interpreter's call,
 //! and an empty body or a single parameter copy (`NoAction`, `forward`) has its own form.
 
-use p4jet_ir::expr::{BinOp, FieldRef};
+use p4jet_ir::expr::{BinOp, FieldRef, HeaderRef};
 use p4jet_ir::{FieldLoc, Prim, Program};
 
 use crate::phv::Window64;
@@ -57,6 +57,25 @@ pub enum Op {
     },
     /// v1model's `mark_to_drop`.
     MarkToDrop,
+    /// `add_header` (`setValid`) of a header of fixed length `len` at PHV byte `off`:
+    /// when it was invalid, its bytes zeroed, it made valid (a union's other members
+    /// invalid) and the packet length register grown by `len`.
+    AddHeader {
+        /// The header.
+        h: u32,
+        /// Its PHV offset.
+        off: u32,
+        /// Its bytes.
+        len: u32,
+    },
+    /// `remove_header` (`setInvalid`) of a header of fixed length `len`: when it was
+    /// valid, made invalid and the packet length register shrunk by `len`.
+    RemoveHeader {
+        /// The header.
+        h: u32,
+        /// Its bytes.
+        len: u32,
+    },
     /// The primitive at this index of the body, by the interpreter.
     Prim,
 }
@@ -147,14 +166,47 @@ fn op_of(p: &Program, a: &p4jet_ir::Action, prim: &Prim) -> Op {
         Prim::Assign {
             dst: FieldRef::Static(f),
             src,
-        } => match (loc_of(*f), FlatExpr::of(p, *src)) {
-            (Some(loc), Some(fe)) if loc.width <= 128 => {
+        } => match (loc_of(*f), const_of(p, *src), FlatExpr::of(p, *src)) {
+            (Some(loc), Some(k), _) if loc.width <= 128 => Op::Const(loc, k),
+            (Some(loc), _, Some(fe)) if loc.width <= 128 => {
                 field_ops_step(loc, &fe).unwrap_or(Op::Expr(loc, fe))
             }
             _ => Op::Prim,
         },
         Prim::MarkToDrop => Op::MarkToDrop,
+        Prim::AddHeader(HeaderRef::Static(h)) => match p.headers.get(*h as usize) {
+            Some(hi) if hi.varbit_slot.is_none() => Op::AddHeader {
+                h: *h,
+                off: hi.offset,
+                len: hi.max_bytes,
+            },
+            _ => Op::Prim,
+        },
+        Prim::RemoveHeader(HeaderRef::Static(h)) => match p.headers.get(*h as usize) {
+            Some(hi) if hi.varbit_slot.is_none() => Op::RemoveHeader {
+                h: *h,
+                len: hi.max_bytes,
+            },
+            _ => Op::Prim,
+        },
         _ => Op::Prim,
+    }
+}
+
+/// The value of expression `id` when it is a constant: a constant, a boolean literal,
+/// or one converted between boolean and bit (p4c's `hasReturned = (bit)true`).
+fn const_of(p: &Program, id: p4jet_ir::ExprId) -> Option<u128> {
+    use p4jet_ir::expr::{Expr, UnOp};
+    if p.exprs.wide.get(id as usize).copied().unwrap_or(true) {
+        return None;
+    }
+    let n = p.exprs.nodes.get(id as usize)?;
+    match &n.expr {
+        Expr::Const(_) => Some(n.konst),
+        Expr::Bool(b) => Some(u128::from(*b)),
+        Expr::Un(UnOp::B2d, a) => const_of(p, *a),
+        Expr::Un(UnOp::D2b, a) => const_of(p, *a).map(|v| u128::from(v != 0)),
+        _ => None,
     }
 }
 

@@ -80,7 +80,8 @@ impl Cond {
                 kind: CondKind::Valid(*h),
                 negate: false,
             }),
-            Expr::Un(UnOp::D2b, a) => Self::shape(p, *a),
+            // a boolean as 0/1 or a value as a boolean: the same truth
+            Expr::Un(UnOp::D2b | UnOp::B2d, a) => Self::shape(p, *a),
             Expr::Un(UnOp::Not, a) => Self::shape(p, *a).map(|f| Cond {
                 negate: !f.negate,
                 ..f

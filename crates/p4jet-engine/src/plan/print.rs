@@ -275,6 +275,10 @@ fn action_op(n: &Names, a: &p4jet_ir::Action, pc: usize, op: &Op) -> String {
             format!("{} = {} + {k:#x}", n.window(*dst), n.window(*src))
         }
         Op::MarkToDrop => "mark_to_drop".into(),
+        Op::AddHeader { h, off, len } => {
+            format!("add_header {} ({len} bytes at phv[{off}])", n.header(*h))
+        }
+        Op::RemoveHeader { h, len } => format!("remove_header {} ({len} bytes)", n.header(*h)),
         Op::Prim => match a.body.get(pc) {
             Some(p) => format!("primitive {p:?}"),
             None => "primitive ?".into(),

@@ -257,6 +257,60 @@ fn emit_op(g: &mut Gen, pc: usize, op: &Op, cx: &Cx) {
             }
             g.b.ins().jump(next, &[]);
         }
+        Op::AddHeader { h, off: hoff, len } => {
+            let was = g.valid(cx.px.valid, *h);
+            let add = g.b.create_block();
+            g.b.ins().brif(was, next, &[], add, &[]);
+            g.b.switch_to_block(add);
+            // zeroed: 8-byte stores, the last one ending at the header's end (the
+            // header lies inside the PHV; shorter ones byte by byte)
+            let z = g.k(0);
+            let z8 = g.b.ins().iconst(types::I8, 0);
+            if *len >= 8 {
+                let mut o = 0;
+                while o + 8 <= *len {
+                    g.b.ins().store(super::mem(), z, phv, (*hoff + o) as i32);
+                    o += 8;
+                }
+                if o < *len {
+                    g.b.ins()
+                        .store(super::mem(), z, phv, (*hoff + *len - 8) as i32);
+                }
+            } else {
+                for o in 0..*len {
+                    g.b.ins().store(super::mem(), z8, phv, (*hoff + o) as i32);
+                }
+            }
+            if let Some((u, _)) = prog.headers.get(*h as usize).and_then(|hi| hi.union) {
+                for m in &prog.unions[u as usize].headers {
+                    g.set_valid(cx.px.valid, *m, false);
+                }
+            }
+            g.set_valid(cx.px.valid, *h, true);
+            let ctxp = g.lane_ptr(cx.px.lane, crate::abi::off::LANE_CTX);
+            let lr =
+                g.b.ins()
+                    .load(types::I64, super::mem(), ctxp, crate::abi::ctx::LENGTH_REG);
+            let lr = g.b.ins().iadd_imm_s(lr, i64::from(*len));
+            g.b.ins()
+                .store(super::mem(), lr, ctxp, crate::abi::ctx::LENGTH_REG);
+            g.b.ins().jump(next, &[]);
+        }
+        Op::RemoveHeader { h, len } => {
+            let was = g.valid(cx.px.valid, *h);
+            let remove = g.b.create_block();
+            g.b.ins().brif(was, remove, &[], next, &[]);
+            g.b.switch_to_block(remove);
+            g.set_valid(cx.px.valid, *h, false);
+            let ctxp = g.lane_ptr(cx.px.lane, crate::abi::off::LANE_CTX);
+            let lr =
+                g.b.ins()
+                    .load(types::I64, super::mem(), ctxp, crate::abi::ctx::LENGTH_REG);
+            let lr = g.b.ins().iadd_imm_s(lr, -i64::from(*len));
+            g.b.ins()
+                .store(super::mem(), lr, ctxp, crate::abi::ctx::LENGTH_REG);
+            g.b.ins().jump(next, &[]);
+        }
         Op::Prim => {
             let body = &prog.actions[cx.a as usize].body;
             match body.get(pc) {

@@ -142,11 +142,69 @@ impl Gen<'_, '_> {
     }
 }
 
+/// Emits the unicast check after ingress: `(env, lanes, n) -> others`. A packet with
+/// no request pending, `mcast_grp` and `priority` 0 and `egress_spec` not the drop port
+/// gets the fast lane's fields (`Engine::unicast`: NORMAL, enqueued now on queue 0 of
+/// `egress_spec`); the result counts the other packets.
+pub(crate) fn emit_unicast(g: &mut Gen, lanes: Value, n: Value) {
+    let std = g.e.std_meta;
+    let drop_port = g.e.cfg.drop_port;
+    let others = g.var(0);
+    g.each_lane(lanes, n, |g, lane| {
+        let other = g.b.create_block();
+        let next = g.b.create_block();
+        let cx = g.lane_ptr(lane, off::LANE_CTX);
+        let phv = g.lane_ptr(lane, off::LANE_PHV);
+        let mut odd = g.b.ins().uload8(types::I64, mem(), cx, ctx::PENDING);
+        for w in [std.mcast_grp, std.priority].into_iter().flatten() {
+            if let Some(v) = g.read64(phv, w) {
+                odd = g.b.ins().bor(odd, v);
+            }
+        }
+        // (without an egress_spec field every packet is left to the switch)
+        let (spec, dropped) = match std.egress_spec.and_then(|w| g.read64(phv, w)) {
+            Some(spec) => {
+                let d =
+                    g.b.ins()
+                        .icmp_imm_s(IntCC::Equal, spec, i64::from(drop_port));
+                (spec, g.b.ins().uextend(types::I64, d))
+            }
+            None => (g.k(0), g.k(1)),
+        };
+        odd = g.b.ins().bor(odd, dropped);
+        let plain = g.b.create_block();
+        g.b.ins().brif(odd, other, &[], plain, &[]);
+        g.b.switch_to_block(plain);
+        let z = g.k(0);
+        let z32 = g.b.ins().ireduce(types::I32, z);
+        g.b.ins().store(mem(), z32, cx, ctx::INSTANCE_TYPE);
+        if let Some(w) = std.instance_type {
+            g.write64(phv, w, z);
+        }
+        let now = g.b.ins().load(types::I64, mem(), g.env, off::ENV_NOW);
+        g.b.ins().store(mem(), now, cx, ctx::ENQ_US);
+        g.b.ins().store(mem(), z32, cx, ctx::QID);
+        let spec32 = g.b.ins().ireduce(types::I32, spec);
+        g.b.ins().store(mem(), spec32, cx, ctx::PORT);
+        g.b.ins().store(mem(), z32, cx, ctx::ENQ_QDEPTH);
+        g.b.ins().jump(next, &[]);
+        g.b.switch_to_block(other);
+        let o = g.b.use_var(others);
+        let o = g.b.ins().iadd_imm_s(o, 1);
+        g.b.def_var(others, o);
+        g.b.ins().jump(next, &[]);
+        g.b.switch_to_block(next);
+    });
+    let o = g.b.use_var(others);
+    g.b.ins().return_(&[o]);
+}
+
 /// Emits the egress arrival function: `(env, lanes, n)`.
 pub(crate) fn emit_begin_egress(g: &mut Gen, lanes: Value, n: Value) {
     g.each_lane(lanes, n, |g, lane| {
         let phv = g.lane_ptr(lane, off::LANE_PHV);
         g.begin_egress(lane, phv);
     });
-    g.b.ins().return_(&[]);
+    let z = g.k(0);
+    g.b.ins().return_(&[z]);
 }

@@ -1,15 +1,25 @@
-//! A control block as native code over a chunk of at most 64 packets: per node (in the
-//! plan's topological order) a mask of the packets waiting there, kept in registers or
-//! the stack; a condition is tested for each of them and splits the mask; a table
-//! builds every waiting packet's key, calls the interpreter once for the batched
-//! lookup and the outcomes, then runs each packet's action inline (a jump table over
-//! the table's actions) and moves it to its next node; a call node runs its action.
+//! A control block as native code over a chunk of at most 64 packets.
+//!
+//! Each packet runs straight-line code from the control's first node: conditions are
+//! branches, call nodes inline actions, until the packet reaches a table node, where
+//! it joins that table's mask (or leaves the control). Tables are then applied in the
+//! plan's topological order: every waiting packet's key is built, one call into the
+//! interpreter looks them all up and resolves their outcomes, and each packet runs its
+//! action (inline, behind a jump table over the table's actions) and continues, again
+//! straight-line, to its next table or the end. Every edge goes to a higher node, so
+//! a table is applied once, after every packet that can reach it got there.
+//!
+//! The straight-line code between tables is a *region*: the blocks of the nodes
+//! reachable from an entry without crossing a table, emitted once per loop that enters
+//! it (the first pass, and each table's loop over its packets).
+
+use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{InstBuilder, JumpTableData, Value, types};
+use cranelift_codegen::ir::{Block, InstBuilder, JumpTableData, Value, types};
 use cranelift_frontend::Variable;
 use p4jet_engine::ControlBlock;
-use p4jet_engine::plan::control::{CondTest, Node};
+use p4jet_engine::plan::control::{CondTest, ControlPlan, Node};
 use p4jet_engine::plan::table::{ApplyNext, Key};
 use p4jet_ir::ControlNode;
 
@@ -18,6 +28,50 @@ use super::checksum::cond_inline;
 use super::{Gen, H, PTR, mem};
 use crate::abi::{SLOT_OTHER, off};
 
+/// What the region code of one loop needs.
+struct Region<'c> {
+    ctl: &'c ControlPlan,
+    ir: &'c p4jet_ir::Control,
+    /// Per node: the mask variable of a table node's waiting packets.
+    at: &'c [Option<Variable>],
+    /// The packet.
+    px: Px,
+    /// `1 << lane index`.
+    bit: Value,
+    /// Where a packet goes when its walk stops (at a table or the end).
+    done: Block,
+    /// The blocks of the nodes emitted so far in this loop.
+    blocks: HashMap<u32, Block>,
+    /// Nodes whose blocks are still to fill.
+    todo: Vec<u32>,
+}
+
+/// Whether action `a` runs in any order across packets with the same results: it
+/// touches no state that packets share and whose order shows (registers, meters,
+/// digests, random numbers, stateful hash algorithms; counters add up the same).
+fn order_free(p: &p4jet_ir::Program, a: u32, depth: u32) -> bool {
+    use p4jet_ir::{HashAlgo, Prim};
+    let Some(act) = p.actions.get(a as usize) else {
+        return false;
+    };
+    depth < 8
+        && act.body.iter().all(|prim| match prim {
+            Prim::RegisterRead { .. }
+            | Prim::RegisterWrite { .. }
+            | Prim::ExecuteMeter { .. }
+            | Prim::Digest(_)
+            | Prim::Random { .. } => false,
+            Prim::Hash { calc, .. } => p.calculations.get(*calc as usize).is_some_and(|c| {
+                !matches!(
+                    c.algo,
+                    HashAlgo::RoundRobin | HashAlgo::RoundRobinConsistent | HashAlgo::Random
+                )
+            }),
+            Prim::Call(b) => order_free(p, *b, depth + 1),
+            _ => true,
+        })
+}
+
 /// Emits the control function's body: `(env, lanes, n)` with `n` at most 64.
 pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
     let e = g.e;
@@ -25,86 +79,153 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
         ControlBlock::Ingress => (&e.plan().ingress, &e.prog.ingress),
         ControlBlock::Egress => (&e.plan().egress, &e.prog.egress),
     };
+    // packets may run their straight-line stretches one after the other when the
+    // call nodes on them give the same results in any order; else the interpreter's
+    // order: node by node
+    let free = ctl.nodes.iter().all(|n| match n {
+        Node::Call { action, .. } => order_free(&e.prog, *action, 0),
+        _ => true,
+    });
+    if !free {
+        return super::walk::emit_walk(g, which, lanes, n);
+    }
     let Some(init) = ctl.init else {
-        g.b.ins().return_(&[]);
+        let z = g.k(0);
+        g.b.ins().return_(&[z]);
         return;
     };
-    let at: Vec<Variable> = ctl.nodes.iter().map(|_| g.var(0)).collect();
-    // every packet of the chunk starts at the first node
-    let one = g.k(1);
-    let sh = g.b.ins().ishl(one, n);
-    let low = g.b.ins().iadd_imm_s(sh, -1);
-    let all = g.k(u64::MAX);
-    let is64 =
-        g.b.ins()
-            .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, n, 64);
-    let full = g.b.ins().select(is64, all, low);
-    g.b.def_var(at[init as usize], full);
-    let mv = |g: &mut Gen, to: Option<u32>, m: Value| {
-        if let Some(v) = to.and_then(|t| at.get(t as usize)) {
-            g.or_into(*v, m);
-        }
+    let at: Vec<Option<Variable>> = ctl
+        .nodes
+        .iter()
+        .map(|n| matches!(n, Node::Apply { .. }).then(|| g.var(0)))
+        .collect();
+    // every packet from the first node to its first table
+    let i_var = g.var(0);
+    let head = g.b.create_block();
+    let work = g.b.create_block();
+    let tables = g.b.create_block();
+    g.b.ins().jump(head, &[]);
+    g.b.switch_to_block(head);
+    let i = g.b.use_var(i_var);
+    let more = g.b.ins().icmp(IntCC::UnsignedLessThan, i, n);
+    g.b.ins().brif(more, work, &[], tables, &[]);
+    g.b.switch_to_block(work);
+    let i = g.b.use_var(i_var);
+    let lane = g.lane(lanes, i);
+    let px = Px {
+        lane,
+        phv: g.lane_ptr(lane, off::LANE_PHV),
+        valid: g.lane_ptr(lane, off::LANE_VALID),
     };
+    let bit = g.bit(i);
+    let next_i = g.b.create_block();
+    let mut r = Region {
+        ctl,
+        ir,
+        at: &at,
+        px,
+        bit,
+        done: next_i,
+        blocks: HashMap::new(),
+        todo: vec![],
+    };
+    let entry = r.block(g, Some(init));
+    g.b.ins().jump(entry, &[]);
+    r.fill(g);
+    g.b.switch_to_block(next_i);
+    let i = g.b.use_var(i_var);
+    let i = g.b.ins().iadd_imm_s(i, 1);
+    g.b.def_var(i_var, i);
+    g.b.ins().jump(head, &[]);
+    // the tables, in topological order
+    g.b.switch_to_block(tables);
     for (ni, node) in ctl.nodes.iter().enumerate() {
-        let here = g.b.use_var(at[ni]);
+        let (Node::Apply { table }, Some(v)) = (node, at[ni]) else {
+            continue;
+        };
+        let here = g.b.use_var(v);
         let body = g.b.create_block();
         let next = g.b.create_block();
         g.b.ins().brif(here, body, &[], next, &[]);
         g.b.switch_to_block(body);
-        match node {
-            Node::Cond { test, t, f } => {
-                let expr = match ir.nodes.get(ni) {
-                    Some(ControlNode::Cond { expr, .. }) => Some(*expr),
-                    _ => None,
-                };
-                let yes = g.var(0);
-                g.each_bit(here, |g, i| {
-                    let lane = g.lane(lanes, i);
-                    let phv = g.lane_ptr(lane, off::LANE_PHV);
-                    let valid = g.lane_ptr(lane, off::LANE_VALID);
-                    let b = match test {
-                        CondTest::Planned(c) if cond_inline(c) => g.cond(phv, valid, lane, c, expr),
-                        _ => {
-                            let env = g.env;
-                            let ek = g.k32(expr.unwrap_or(0));
-                            let r = g.call(H::Test, &[env, lane, ek]).unwrap_or(ek);
-                            g.b.ins().uextend(types::I64, r)
-                        }
-                    };
-                    let bi = g.b.ins().ishl(b, i);
-                    g.or_into(yes, bi);
-                });
-                let y = g.b.use_var(yes);
-                mv(g, *t, y);
-                let no = g.b.ins().band_not(here, y);
-                mv(g, *f, no);
-            }
-            Node::Call { action, next: nx } => {
-                g.each_bit(here, |g, i| {
-                    let lane = g.lane(lanes, i);
-                    let px = Px {
-                        lane,
-                        phv: g.lane_ptr(lane, off::LANE_PHV),
-                        valid: g.lane_ptr(lane, off::LANE_VALID),
-                    };
-                    let null = g.k(0);
-                    let exit = action::emit(g, *action, px, null, null);
-                    let bit = g.bit(i);
-                    let zero = g.k(0);
-                    let stay = g.b.ins().select(exit, zero, bit);
-                    mv(g, *nx, stay);
-                });
-            }
-            Node::Apply { table } => apply(g, *table, lanes, here, &at),
-        }
+        apply(g, ctl, ir, &at, *table, lanes, here);
         g.b.ins().jump(next, &[]);
         g.b.switch_to_block(next);
     }
-    g.b.ins().return_(&[]);
+    let z = g.k(0);
+    g.b.ins().return_(&[z]);
 }
 
-/// A table apply for the packets of `here`.
-fn apply(g: &mut Gen, t: u32, lanes: Value, here: Value, at: &[Variable]) {
+impl Region<'_> {
+    /// The block of node `n` in this region (None: the end of the control).
+    fn block(&mut self, g: &mut Gen, n: Option<u32>) -> Block {
+        let Some(n) = n else {
+            return self.done;
+        };
+        if let Some(b) = self.blocks.get(&n) {
+            return *b;
+        }
+        let b = g.b.create_block();
+        self.blocks.insert(n, b);
+        self.todo.push(n);
+        b
+    }
+
+    /// Fills the blocks of every node reached so far (and those they reach).
+    fn fill(&mut self, g: &mut Gen) {
+        while let Some(n) = self.todo.pop() {
+            let b = self.blocks[&n];
+            g.b.switch_to_block(b);
+            match &self.ctl.nodes[n as usize] {
+                Node::Apply { .. } => {
+                    // the packet waits at this table
+                    if let Some(v) = self.at.get(n as usize).copied().flatten() {
+                        g.or_into(v, self.bit);
+                    }
+                    g.b.ins().jump(self.done, &[]);
+                }
+                Node::Cond { test, t, f } => {
+                    let expr = match self.ir.nodes.get(n as usize) {
+                        Some(ControlNode::Cond { expr, .. }) => Some(*expr),
+                        _ => None,
+                    };
+                    let px = self.px;
+                    let v = match test {
+                        CondTest::Planned(c) if cond_inline(c) => {
+                            g.cond(px.phv, px.valid, px.lane, c, expr)
+                        }
+                        _ => {
+                            let env = g.env;
+                            let ek = g.k32(expr.unwrap_or(0));
+                            let r = g.call(H::Test, &[env, px.lane, ek]).unwrap_or(ek);
+                            g.b.ins().uextend(types::I64, r)
+                        }
+                    };
+                    let tb = self.block(g, *t);
+                    let fb = self.block(g, *f);
+                    g.b.ins().brif(v, tb, &[], fb, &[]);
+                }
+                Node::Call { action, next } => {
+                    let null = g.k(0);
+                    let exit = action::emit(g, *action, self.px, null, null);
+                    let nb = self.block(g, *next);
+                    g.b.ins().brif(exit, self.done, &[], nb, &[]);
+                }
+            }
+        }
+    }
+}
+
+/// Applies table `t` (node of `ctl`) to the packets of `here`.
+fn apply(
+    g: &mut Gen,
+    ctl: &ControlPlan,
+    ir: &p4jet_ir::Control,
+    at: &[Option<Variable>],
+    t: u32,
+    lanes: Value,
+    here: Value,
+) {
     let e = g.e;
     let tp = &e.plan().tables[t as usize];
     let ti = &e.prog.tables[t as usize];
@@ -149,7 +270,7 @@ fn apply(g: &mut Gen, t: u32, lanes: Value, here: Value, at: &[Variable]) {
     let w32 = g.b.ins().ireduce(types::I32, wv);
     let tk = g.k32(t);
     g.call(H::Lookup, &[env, tk, w32]);
-    // 3. per waiting packet: its action, inline, and its next node
+    // 3. per waiting packet: its action, inline, and on to its next table
     let k = g.var(0);
     let head = g.b.create_block();
     let work = g.b.create_block();
@@ -178,6 +299,16 @@ fn apply(g: &mut Gen, t: u32, lanes: Value, here: Value, at: &[Variable]) {
     let len = g.b.ins().load(types::I64, mem(), hp, off::HIT_LEN);
     let bit = g.bit(i);
     let after = g.b.create_block();
+    let mut r = Region {
+        ctl,
+        ir,
+        at,
+        px,
+        bit,
+        done: after,
+        blocks: HashMap::new(),
+        todo: vec![],
+    };
     let slots: Vec<_> = ti.actions.iter().map(|_| g.b.create_block()).collect();
     let other = g.b.create_block();
     let def = g.b.func.dfg.block_call(other, &[]);
@@ -187,46 +318,37 @@ fn apply(g: &mut Gen, t: u32, lanes: Value, here: Value, at: &[Variable]) {
         .collect();
     let jt = g.b.create_jump_table(JumpTableData::new(def, &calls));
     g.b.ins().br_table(slot, jt);
-    // where a packet goes: by hit/miss, or by the action's slot (None: no action)
-    let go = |g: &mut Gen, exit: Value, slot: Option<Option<usize>>| {
-        let zero = g.k(0);
-        let stay = g.b.ins().select(exit, zero, bit);
-        match &tp.next {
-            ApplyNext::Same(x) => {
-                if let Some(v) = x.and_then(|x| at.get(x as usize)) {
-                    g.or_into(*v, stay);
-                }
-            }
-            ApplyNext::HitMiss { hit: h, miss: m } => {
-                let hm = g.b.ins().imul(stay, hit);
-                let mm = g.b.ins().bxor(stay, hm);
-                if let Some(v) = h.and_then(|x| at.get(x as usize)) {
-                    g.or_into(*v, hm);
-                }
-                if let Some(v) = m.and_then(|x| at.get(x as usize)) {
-                    g.or_into(*v, mm);
-                }
-            }
-            ApplyNext::ByAction { slots, default } => {
-                let to = match slot {
-                    // an action of the table
-                    Some(Some(s)) => slots.get(s).copied().flatten(),
-                    // no action
-                    Some(None) => *default,
-                    // an action outside the table's list: the control ends
-                    None => None,
-                };
-                if let Some(v) = to.and_then(|x| at.get(x as usize)) {
-                    g.or_into(*v, stay);
-                }
-            }
+    // where a packet goes after its action: by hit/miss, or by the action's slot
+    // (Some(None): no action; None: an action outside the table's list)
+    let go = |g: &mut Gen, r: &mut Region, exit: Value, slot: Option<Option<usize>>| match &tp.next
+    {
+        ApplyNext::Same(x) => {
+            let xb = r.block(g, *x);
+            g.b.ins().brif(exit, after, &[], xb, &[]);
         }
-        g.b.ins().jump(after, &[]);
+        ApplyNext::HitMiss { hit: h, miss: m } => {
+            let on = g.b.create_block();
+            let hb = r.block(g, *h);
+            let mb = r.block(g, *m);
+            g.b.ins().brif(exit, after, &[], on, &[]);
+            g.b.switch_to_block(on);
+            g.b.ins().brif(hit, hb, &[], mb, &[]);
+        }
+        ApplyNext::ByAction { slots, default } => {
+            let to = match slot {
+                Some(Some(s)) => slots.get(s).copied().flatten(),
+                Some(None) => *default,
+                // the control ends for the packet
+                None => None,
+            };
+            let xb = r.block(g, to);
+            g.b.ins().brif(exit, after, &[], xb, &[]);
+        }
     };
     for (s, a) in ti.actions.iter().enumerate() {
         g.b.switch_to_block(slots[s]);
         let exit = action::emit(g, *a, px, data, len);
-        go(g, exit, Some(Some(s)));
+        go(g, &mut r, exit, Some(Some(s)));
     }
     // no action, or one outside the list (run by the interpreter)
     g.b.switch_to_block(other);
@@ -238,14 +360,15 @@ fn apply(g: &mut Gen, t: u32, lanes: Value, here: Value, at: &[Variable]) {
     g.b.ins().brif(is_other, run, &[], none, &[]);
     g.b.switch_to_block(run);
     let aid = g.b.ins().load(types::I32, mem(), hp, 0);
-    let r = g
+    let res = g
         .call(H::RunAction, &[env, lane, aid, data, len])
         .unwrap_or(aid);
-    let exit = g.b.ins().uextend(types::I64, r);
-    go(g, exit, None);
+    let exit = g.b.ins().uextend(types::I64, res);
+    go(g, &mut r, exit, None);
     g.b.switch_to_block(none);
     let zero = g.k(0);
-    go(g, zero, Some(None));
+    go(g, &mut r, zero, Some(None));
+    r.fill(g);
     g.b.switch_to_block(after);
     let kv = g.b.use_var(k);
     let kv = g.b.ins().iadd_imm_s(kv, 1);

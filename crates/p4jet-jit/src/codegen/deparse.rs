@@ -5,12 +5,12 @@
 //! the headroom (then nothing was written and the interpreter deparses the packet).
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{BlockArg, InstBuilder, Value};
+use cranelift_codegen::ir::{BlockArg, InstBuilder, Value, types};
 use p4jet_engine::plan::checksum::CsumOp;
 
 use super::checksum::csum_inline;
 use super::{Gen, H};
-use crate::abi::{GROW, SKIP, off};
+use crate::abi::{GROW, ctx, off};
 
 /// Emits the deparse function's body: `(env, lane) -> start`.
 pub(crate) fn emit(g: &mut Gen, lane: Value) {
@@ -22,43 +22,60 @@ pub(crate) fn emit(g: &mut Gen, lane: Value) {
     g.b.ins().return_(&[r]);
 }
 
-/// Emits the egress pass's deparser: `(env, lanes, n)`; a lane whose `out` is
-/// [`SKIP`] (an egress clone to make first) or whose packet the egress control
-/// dropped is left alone (`out` = `SKIP`), the others get the new start or [`GROW`].
+/// Emits the egress pass's deparser: `(env, lanes, n) -> grown`. A packet the egress
+/// control dropped, or with a request pending (an egress clone is copied before
+/// deparsing), is left alone; the others are deparsed in place (the context's frame
+/// start, payload offset and `deparsed` written) unless their headers outgrow the
+/// headroom: their lanes get [`GROW`], counted in the result.
 pub(crate) fn emit_pass(g: &mut Gen, lanes: Value, n: Value) {
     let egress = g.e.prog.egress.init.is_some();
     let spec = g.e.std_meta.egress_spec;
     let drop_port = g.e.cfg.drop_port;
+    let grown = g.var(0);
     g.each_lane(lanes, n, |g, lane| {
-        let done = g.b.create_block();
-        g.b.append_block_param(done, cranelift_codegen::ir::types::I64);
-        let skip_v = g.k(SKIP);
-        let out = g.b.ins().load(
-            cranelift_codegen::ir::types::I64,
-            super::mem(),
-            lane,
-            off::LANE_OUT,
-        );
-        let skip = g.b.ins().icmp(IntCC::Equal, out, skip_v);
+        let next = g.b.create_block();
+        let cx = g.lane_ptr(lane, off::LANE_CTX);
+        let pending = g.b.ins().uload8(types::I64, super::mem(), cx, ctx::PENDING);
         let go = g.b.create_block();
-        g.b.ins()
-            .brif(skip, done, &[BlockArg::Value(skip_v)], go, &[]);
+        g.b.ins().brif(pending, next, &[], go, &[]);
         g.b.switch_to_block(go);
         if egress && let Some(w) = spec {
             let phv = g.lane_ptr(lane, off::LANE_PHV);
-            let v = g.read64(phv, w).unwrap_or(skip_v);
-            let dropped = g.b.ins().icmp_imm_s(IntCC::Equal, v, i64::from(drop_port));
-            let keep = g.b.create_block();
-            g.b.ins()
-                .brif(dropped, done, &[BlockArg::Value(skip_v)], keep, &[]);
-            g.b.switch_to_block(keep);
+            if let Some(v) = g.read64(phv, w) {
+                let dropped = g.b.ins().icmp_imm_s(IntCC::Equal, v, i64::from(drop_port));
+                let keep = g.b.create_block();
+                g.b.ins().brif(dropped, next, &[], keep, &[]);
+                g.b.switch_to_block(keep);
+            }
         }
+        let done = g.b.create_block();
+        g.b.append_block_param(done, types::I64);
         deparse_one(g, lane, done);
         g.b.switch_to_block(done);
         let r = g.b.block_params(done)[0];
+        let grow_b = g.b.create_block();
+        let ok = g.b.create_block();
+        let is_grow = g.b.ins().icmp_imm_s(IntCC::Equal, r, GROW as i64);
+        g.b.ins().brif(is_grow, grow_b, &[], ok, &[]);
+        g.b.switch_to_block(grow_b);
         g.b.ins().store(super::mem(), r, lane, off::LANE_OUT);
+        let gv = g.b.use_var(grown);
+        let gv = g.b.ins().iadd_imm_s(gv, 1);
+        g.b.def_var(grown, gv);
+        g.b.ins().jump(next, &[]);
+        g.b.switch_to_block(ok);
+        g.b.ins().store(super::mem(), r, lane, off::LANE_OUT);
+        g.b.ins().store(super::mem(), r, cx, ctx::PKT_START);
+        let payload = g.lane_ptr(lane, off::LANE_LEN);
+        let po = g.b.ins().isub(payload, r);
+        g.b.ins().store(super::mem(), po, cx, ctx::PAYLOAD_OFF);
+        let one = g.b.ins().iconst(types::I8, 1);
+        g.b.ins().store(super::mem(), one, cx, ctx::DEPARSED);
+        g.b.ins().jump(next, &[]);
+        g.b.switch_to_block(next);
     });
-    g.b.ins().return_(&[]);
+    let gv = g.b.use_var(grown);
+    g.b.ins().return_(&[gv]);
 }
 
 /// The deparser of one lane, jumping to `done` with the new start or [`GROW`].

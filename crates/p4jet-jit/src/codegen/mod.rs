@@ -13,6 +13,7 @@ pub(crate) mod checksum;
 pub(crate) mod control;
 pub(crate) mod deparse;
 pub(crate) mod parse;
+pub(crate) mod walk;
 
 use std::collections::HashMap;
 

@@ -61,7 +61,16 @@ pub(crate) fn emit(g: &mut Gen, lanes: Value, n: Value, begin: bool) {
         error: g.var(u64::from(codes.no_error)),
     };
     if begin {
+        // a packet with preserved fields already entered (BEGUN): the interpreter
+        // wrote them back after its reset
+        let out = g.b.ins().load(types::I64, mem(), pk.lane, off::LANE_OUT);
+        let go = g.b.create_block();
+        let skip = g.b.create_block();
+        g.b.ins().brif(out, skip, &[], go, &[]);
+        g.b.switch_to_block(go);
         g.begin_ingress(pk.lane, pk.phv, pk.valid, pk.len);
+        g.b.ins().jump(skip, &[]);
+        g.b.switch_to_block(skip);
     }
     let states: Vec<Block> = plan
         .parser
@@ -213,6 +222,8 @@ pub(crate) fn emit(g: &mut Gen, lanes: Value, n: Value, begin: bool) {
     g.b.switch_to_block(finish);
     let c = g.b.use_var(pk.cursor);
     g.b.ins().store(mem(), c, pk.lane, off::LANE_OUT);
+    let cx = g.lane_ptr(pk.lane, off::LANE_CTX);
+    g.b.ins().store(mem(), c, cx, crate::abi::ctx::PAYLOAD_OFF);
     if let Some(w) = e.std_meta.parser_error {
         let err = g.b.use_var(pk.error);
         g.write64(pk.phv, w, err);
@@ -253,7 +264,8 @@ pub(crate) fn emit(g: &mut Gen, lanes: Value, n: Value, begin: bool) {
     g.b.ins().jump(head, &[]);
 
     g.b.switch_to_block(exit);
-    g.b.ins().return_(&[]);
+    let z = g.k(0);
+    g.b.ins().return_(&[z]);
 }
 
 /// `cursor + len <= frame length`, else ParserTooShort to `fail`; continues in a new

@@ -14,6 +14,7 @@ use rand::Rng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 
+use crate::classbench::{self, Header, Traffic, Verdicts};
 use crate::flows::{
     TCP_SERVICES, UDP_SERVICES, ephemeral, frame_len, host_mac, in_prefix, internet_v4,
 };
@@ -298,15 +299,32 @@ struct Flow {
 struct Acl {
     hits: Vec<Flow>,
     misses: Vec<Flow>,
+    /// ClassBench profiles: whether the program forwards each of `hits`
+    verdicts: Option<Vec<bool>>,
+    /// `hits` holds one header per frame (random and locality traffic)
+    per_frame: bool,
+}
+
+impl Acl {
+    fn flow(&self, flow: usize, miss: bool, seq: u32) -> &Flow {
+        if miss {
+            &self.misses[flow]
+        } else if self.per_frame {
+            &self.hits[seq as usize]
+        } else {
+            &self.hits[flow]
+        }
+    }
 }
 
 impl Scenario for Acl {
+    fn verdict(&self, flow: usize, seq: u32) -> Option<bool> {
+        let i = if self.per_frame { seq as usize } else { flow };
+        self.verdicts.as_ref().and_then(|v| v.get(i).copied())
+    }
+
     fn build(&self, flow: usize, miss: bool, size: usize, seq: u32, _rng: &mut StdRng) -> Vec<u8> {
-        let f = if miss {
-            &self.misses[flow]
-        } else {
-            &self.hits[flow]
-        };
+        let f = self.flow(flow, miss, seq);
         let k = &f.key;
         let l4 = match k.proto {
             PROTO_TCP => L4::Tcp {
@@ -339,7 +357,7 @@ impl Scenario for Acl {
 pub(crate) fn setup(o: &GenOptions, rng: &mut StdRng) -> Result<Setup, String> {
     let max = match o.variant {
         Variant::Base => 1024,
-        Variant::Large => 65536,
+        Variant::Large => 1 << 20,
     };
     fits(ACL, o.entries, max, "ACL rules")?;
     let mut cmds = Commands::default();
@@ -369,6 +387,12 @@ pub(crate) fn setup(o: &GenOptions, rng: &mut StdRng) -> Result<Setup, String> {
         );
     }
 
+    if let Some(p) = o.acl_profile {
+        return profile_setup(o, p, cmds, rng);
+    }
+    if o.traffic != Traffic::Flows {
+        return Err("--traffic random|locality needs --profile".into());
+    }
     let n = o.entries;
     let n_deny = if n >= 4 { n * 15 / 100 } else { 0 };
     let mut seen = HashSet::with_capacity(n);
@@ -467,7 +491,176 @@ pub(crate) fn setup(o: &GenOptions, rng: &mut StdRng) -> Result<Setup, String> {
         ],
         hit_flows: hits.len(),
         miss_flows: misses.len(),
-        scenario: Box::new(Acl { hits, misses }),
+        scenario: Box::new(Acl {
+            hits,
+            misses,
+            verdicts: None,
+            per_frame: false,
+        }),
+    })
+}
+
+/// Whether `src_port_filter` (as filled above) drops the packet.
+fn source_denied(variant: Variant, proto: u8, sport: u16) -> bool {
+    match proto {
+        PROTO_UDP => {
+            let allowed = variant == Variant::Base && (sport == 53 || sport == 123);
+            !allowed && (sport <= 1023 || sport == 1900 || sport == 11211)
+        }
+        PROTO_TCP => sport == 0,
+        _ => false,
+    }
+}
+
+/// `--profile`: a ClassBench-style rule set and its traffic.
+fn profile_setup(
+    o: &GenOptions,
+    profile: classbench::AclProfile,
+    mut cmds: Commands,
+    rng: &mut StdRng,
+) -> Result<Setup, String> {
+    if o.miss_ratio > 0.0 {
+        return Err("--miss-ratio does not apply to --profile rule sets: whether a frame is forwarded is decided by the rules".into());
+    }
+    let n = o.entries;
+    let mut next = classbench::rules(profile);
+    let mut rules: Vec<(classbench::CbRule, usize)> = Vec::new();
+    let mut total = 0usize;
+    let mut tries = 0usize;
+    while total < n {
+        tries += 1;
+        if tries > 100 * n + 10_000 {
+            return Err(format!("could not draw {n} ACL entries"));
+        }
+        let r = next(rng);
+        let k = classbench::range_prefixes(r.dport.0, r.dport.1).len();
+        if total + k > n {
+            continue; // a range that does not fit the last slots: draw another
+        }
+        total += k;
+        rules.push((r, k));
+    }
+    // first match wins in an ACL: the more specific address pairs first,
+    // the broad rules (and catch-alls) last, as administrators write them
+    rules.sort_by_key(|(r, _)| std::cmp::Reverse(u32::from(r.src.1) + u32::from(r.dst.1)));
+    let expanded = rules.iter().filter(|r| r.1 > 1).count();
+    let mut entries: Vec<(classbench::Entry, u32, bool)> = Vec::with_capacity(n);
+    for (i, (r, _)) in rules.iter().enumerate() {
+        let permit = rng.gen_bool(0.8);
+        entries.extend(
+            classbench::entries(r)
+                .into_iter()
+                .map(|e| (e, i as u32 + 1, permit)),
+        );
+    }
+    let rules: Vec<classbench::CbRule> = rules.into_iter().map(|r| r.0).collect();
+    for (e, prio, permit) in &entries {
+        let r = Rule {
+            src: e.src,
+            dst: e.dst,
+            proto: e.proto,
+            dport: e.dport,
+            class: (0, 0),
+            flags: e.flags,
+        };
+        let action = if *permit { "permit" } else { "deny" };
+        cmds.add(ACL, action, &r.keys(), &prio.to_string());
+    }
+    let verdicts = Verdicts::new(&entries);
+    let flow_of = |h: Header, sport: u16, rng: &mut StdRng| Flow {
+        key: Key {
+            src: h.src,
+            dst: h.dst,
+            proto: h.proto,
+            dport: h.dport,
+            class: if h.proto == PROTO_ICMP {
+                0
+            } else {
+                class_of(h.dport)
+            },
+            flags: h.flags,
+        },
+        sport,
+        mac: host_mac(rng),
+    };
+    let mut hits = Vec::new();
+    let per_frame = o.traffic != Traffic::Flows;
+    match o.traffic {
+        Traffic::Flows => {
+            for _ in 0..o.flows {
+                let r = rules[rng.gen_range(0..rules.len())];
+                let h = classbench::header_in(&r, rng);
+                let sport = ephemeral(rng);
+                hits.push(flow_of(h, sport, rng));
+            }
+        }
+        Traffic::Random => {
+            for _ in 0..o.packets {
+                let h = classbench::random_header(rng);
+                let sport = rng.r#gen();
+                hits.push(flow_of(h, sport, rng));
+            }
+        }
+        Traffic::Locality => {
+            while hits.len() < o.packets {
+                let r = rules[rng.gen_range(0..rules.len())];
+                let h = classbench::header_in(&r, rng);
+                let sport = ephemeral(rng);
+                let f = flow_of(h, sport, rng);
+                for _ in 0..classbench::burst(rng).min(o.packets - hits.len()) {
+                    hits.push(Flow { ..f });
+                }
+            }
+        }
+    }
+    let v: Vec<bool> = hits
+        .iter()
+        .map(|f| {
+            let k = &f.key;
+            // ICMP: the program's port is 0 and port_class misses (class 0)
+            let dport = if k.proto == PROTO_ICMP { 0 } else { k.dport };
+            !source_denied(o.variant, k.proto, f.sport)
+                && verdicts.permits(&Header {
+                    src: k.src,
+                    dst: k.dst,
+                    proto: k.proto,
+                    dport,
+                    flags: k.flags,
+                })
+        })
+        .collect();
+    let permitted = v.iter().filter(|x| **x).count();
+    Ok(Setup {
+        cmds,
+        notes: vec![
+            format!(
+                "ClassBench profile {}: {} rules as {} entries ({} rules with a destination port range written as several ternary prefixes), priority = rule number; {} distinct masks",
+                profile.name(),
+                rules.len(),
+                entries.len(),
+                expanded,
+                verdicts.masks()
+            ),
+            format!(
+                "traffic {}: {} of {} {} permitted by the rules",
+                o.traffic.name(),
+                permitted,
+                hits.len(),
+                if per_frame { "frames" } else { "flows" }
+            ),
+            format!(
+                "port_map pairs ports 0<->1, 2<->3, ... of ports 0..={}",
+                o.ports - 1
+            ),
+        ],
+        hit_flows: if per_frame { o.packets } else { hits.len() },
+        miss_flows: 0,
+        scenario: Box::new(Acl {
+            hits,
+            misses: Vec::new(),
+            verdicts: Some(v),
+            per_frame,
+        }),
     })
 }
 

@@ -10,6 +10,7 @@
 
 mod acl;
 mod bng;
+mod classbench;
 mod flows;
 mod ipv4;
 mod ipv6;
@@ -29,6 +30,8 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
+
+pub use classbench::{AclProfile, Traffic};
 
 /// The port every frame of a trace is meant to be received on.
 pub const TRACE_PORT: u32 = 0;
@@ -257,6 +260,14 @@ pub struct GenArgs {
     /// server traffic; bng: downstream).
     #[arg(long, default_value_t = 0.5)]
     pub reverse_ratio: f64,
+    /// acl: a ClassBench-style rule set instead of the default one
+    #[arg(long, value_enum)]
+    pub profile: Option<AclProfile>,
+    /// acl with --profile: flows (--flows headers from rules), random
+    /// (every frame a uniformly drawn header) or locality (ClassBench's
+    /// Pareto bursts of headers from rules)
+    #[arg(long, value_enum, default_value_t = Traffic::Flows)]
+    pub traffic: Traffic,
 }
 
 impl GenArgs {
@@ -274,6 +285,8 @@ impl GenArgs {
             ports: self.ports,
             next_hops: self.next_hops,
             reverse_ratio: self.reverse_ratio,
+            acl_profile: self.profile,
+            traffic: self.traffic,
         }
     }
 }
@@ -303,6 +316,10 @@ pub struct GenOptions {
     pub next_hops: usize,
     /// Fraction of second-direction frames.
     pub reverse_ratio: f64,
+    /// acl: ClassBench-style rule set.
+    pub acl_profile: Option<AclProfile>,
+    /// acl with a profile: kind of trace.
+    pub traffic: Traffic,
 }
 
 impl Default for GenOptions {
@@ -319,6 +336,8 @@ impl Default for GenOptions {
             ports: 4,
             next_hops: 16,
             reverse_ratio: 0.5,
+            acl_profile: None,
+            traffic: Traffic::Flows,
         }
     }
 }
@@ -389,6 +408,11 @@ pub struct Generated {
 /// Frames of one use case: `build` makes a frame of (at least) `size`
 /// bytes for hit flow `flow` (or miss flow `flow` when `miss`).
 pub(crate) trait Scenario {
+    /// Whether the program forwards the frame of `flow` / trace position
+    /// `seq`, when the use case decides it itself (else the miss flag does).
+    fn verdict(&self, _flow: usize, _seq: u32) -> Option<bool> {
+        None
+    }
     fn build(&self, flow: usize, miss: bool, size: usize, seq: u32, rng: &mut StdRng) -> Vec<u8>;
 }
 
@@ -489,6 +513,9 @@ impl Picker {
 pub fn generate(usecase: UseCase, opts: &GenOptions) -> Result<Generated, String> {
     opts.validate()?;
     let program = usecase.program(opts.variant)?;
+    if usecase != UseCase::Acl && (opts.acl_profile.is_some() || opts.traffic != Traffic::Flows) {
+        return Err("--profile and --traffic apply to the acl use case only".into());
+    }
     let mut rng = StdRng::seed_from_u64(opts.seed);
     let setup = match usecase {
         UseCase::L2 => l2::setup(opts, &mut rng)?,
@@ -512,14 +539,17 @@ pub fn generate(usecase: UseCase, opts: &GenOptions) -> Result<Generated, String
     let mut frames = Vec::with_capacity(opts.packets);
     let mut enlarged = 0usize;
     let mut bytes = 0usize;
-    for (i, &fwd) in forwarded.iter().enumerate() {
+    for (i, fwd) in forwarded.iter_mut().enumerate() {
         let size = opts.size.sample(&mut rng);
-        let flow = if fwd {
+        let flow = if *fwd {
             picker.pick(&mut rng)
         } else {
             rng.gen_range(0..setup.miss_flows)
         };
-        let frame = setup.scenario.build(flow, !fwd, size, i as u32, &mut rng);
+        let frame = setup.scenario.build(flow, !*fwd, size, i as u32, &mut rng);
+        if let Some(v) = setup.scenario.verdict(flow, i as u32) {
+            *fwd = v;
+        }
         if frame.len() > size {
             enlarged += 1;
         }
@@ -541,8 +571,8 @@ pub fn generate(usecase: UseCase, opts: &GenOptions) -> Result<Generated, String
         "trace: {} frames ({} bytes) received on port {TRACE_PORT}, {} to be forwarded, {} misses to be dropped",
         frames.len(),
         bytes,
-        frames.len() - n_miss,
-        n_miss
+        forwarded.iter().filter(|f| **f).count(),
+        forwarded.iter().filter(|f| !**f).count()
     );
     let _ = writeln!(
         d,

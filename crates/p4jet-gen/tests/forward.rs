@@ -316,3 +316,61 @@ fn table_size_limits_are_those_of_the_programs() {
         .is_err()
     );
 }
+
+/// ClassBench profiles: every frame is forwarded or dropped exactly as the
+/// generator's own evaluation of the rules says (best priority, port ranges
+/// written as ternary prefixes, src_port_filter), on both program variants
+/// and for all three kinds of traffic.
+#[test]
+fn acl_profiles_forward_as_their_rules_decide() {
+    use p4jet_gen::{AclProfile, Traffic};
+    for (p, v) in [
+        (AclProfile::Acl1, Variant::Large),
+        (AclProfile::Fw1, Variant::Large),
+        (AclProfile::Ipc1, Variant::Base),
+    ] {
+        for t in [Traffic::Flows, Traffic::Random, Traffic::Locality] {
+            let opts = GenOptions {
+                entries: 600,
+                flows: 100,
+                packets: 500,
+                seed: 11,
+                variant: v,
+                acl_profile: Some(p),
+                traffic: t,
+                ..GenOptions::default()
+            };
+            let g = check(UseCase::Acl, v, &opts);
+            let fwd = g.forwarded.iter().filter(|f| **f).count();
+            // small rule sets may have no catch-all: random headers then all miss
+            assert!(
+                fwd > 0 || t == Traffic::Random,
+                "{p:?} {t:?}: {fwd} forwarded"
+            );
+            assert!(
+                g.commands
+                    .lines()
+                    .filter(|l| l.contains("IngressImpl.acl "))
+                    .count()
+                    == 600
+            );
+        }
+    }
+    let bad = generate(
+        UseCase::Acl,
+        &GenOptions {
+            acl_profile: Some(AclProfile::Acl1),
+            miss_ratio: 0.1,
+            ..GenOptions::default()
+        },
+    );
+    assert!(bad.is_err());
+    let bad = generate(
+        UseCase::L2,
+        &GenOptions {
+            traffic: Traffic::Random,
+            ..GenOptions::default()
+        },
+    );
+    assert!(bad.is_err());
+}

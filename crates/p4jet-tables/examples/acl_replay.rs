@@ -129,11 +129,31 @@ fn main() {
         });
     }
     let t0 = Instant::now();
-    let mut t: Table<u32> = Table::new(spec, 65536).unwrap();
+    let mut t: Table<u32> = Table::new(spec, 1 << 20).unwrap();
     for (i, k) in keys.iter().enumerate() {
         t.insert(k.clone(), i as u32).unwrap();
     }
     let ins = t0.elapsed();
+    if std::env::var("CHURN").is_ok() {
+        // delete and re-add every entry, three times over
+        let mut hs: Vec<u32> = t.iter().map(|(h, _, _)| h).collect();
+        let t1 = Instant::now();
+        let mut ops = 0;
+        for _ in 0..3 {
+            for (i, k) in keys.iter().enumerate() {
+                t.delete(hs[i]).unwrap();
+                hs[i] = t.insert(k.clone(), i as u32).unwrap();
+                ops += 2;
+            }
+        }
+        let el = t1.elapsed().as_secs_f64();
+        println!(
+            "churn: {ops} deletes and inserts on {} entries in {el:.3} s: {:.0} updates/s per copy",
+            t.len(),
+            ops as f64 / el
+        );
+        return;
+    }
     // trace
     let pcap = std::fs::read(format!("{dir}/trace.pcap")).unwrap();
     let mut pos = 24;
@@ -169,6 +189,33 @@ fn main() {
         ins.as_secs_f64() * 1e3,
         t.num_tuples(),
         t.memory_bytes() as f64 / t.len() as f64
+    );
+    let (mut ct, mut cc, mut cp) = (0, 0, 0);
+    let mut hist = [0usize; 5];
+    for i in 0..n.min(20000) {
+        if let Some((a, b, c)) = t.probe_counts(&pk[i * kb..(i + 1) * kb]) {
+            ct += a;
+            cc += b;
+            cp += c;
+            hist[match b {
+                0..=2 => 0,
+                3..=8 => 1,
+                9..=16 => 2,
+                17..=32 => 3,
+                _ => 4,
+            }] += 1;
+        }
+    }
+    println!(
+        "candidates per key: 0-2 {} | 3-8 {} | 9-16 {} | 17-32 {} | more {}",
+        hist[0], hist[1], hist[2], hist[3], hist[4]
+    );
+    let m = n.clamp(1, 20000) as f64;
+    println!(
+        "per key: {:.1} tuples, {:.2} candidates after the length bounds, {:.2} pass the filter",
+        ct as f64 / m,
+        cc as f64 / m,
+        cp as f64 / m
     );
     if std::env::var("CACHE").is_ok_and(|v| v == "off") {
         t.set_cache_mode(p4jet_tables::CacheMode::Off);

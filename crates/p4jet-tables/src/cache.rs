@@ -40,6 +40,25 @@ pub(crate) struct LookupCache {
     /// relaxed loads and stores, once per batch (racing updates only blur
     /// the estimate; results never depend on it).
     score: AtomicU32,
+    /// Batched lookups that went through the cache, those that hit, and
+    /// those that skipped it (bypass): statistics for reports, updated once
+    /// per batch with relaxed loads and stores (racing workers may lose a
+    /// batch's counts; nothing depends on them).
+    probed: AtomicU64,
+    hits: AtomicU64,
+    skipped: AtomicU64,
+}
+
+/// Counts of a lookup cache (batched lookups only), see
+/// [`crate::Table::cache_stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Keys looked up through the cache.
+    pub probed: u64,
+    /// Of those, answered by the cache.
+    pub hits: u64,
+    /// Keys of batches that skipped the cache because it kept missing.
+    pub skipped: u64,
 }
 
 impl Clone for LookupCache {
@@ -63,7 +82,25 @@ impl LookupCache {
                 .map(|_| AtomicU64::new(0))
                 .collect(),
             score: AtomicU32::new(256),
+            probed: AtomicU64::new(0),
+            hits: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
         }
+    }
+
+    pub(crate) fn stats(&self) -> CacheStats {
+        CacheStats {
+            probed: self.probed.load(Ordering::Relaxed),
+            hits: self.hits.load(Ordering::Relaxed),
+            skipped: self.skipped.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Count `n` keys of a batch that skipped the cache.
+    #[inline]
+    pub(crate) fn record_skip(&self, n: usize) {
+        let s = self.skipped.load(Ordering::Relaxed);
+        self.skipped.store(s + n as u64, Ordering::Relaxed);
     }
 
     /// Whether the next batch should skip the cache (see `score`).
@@ -84,6 +121,10 @@ impl LookupCache {
         if n == 0 {
             return;
         }
+        let p = self.probed.load(Ordering::Relaxed);
+        self.probed.store(p + n as u64, Ordering::Relaxed);
+        let h = self.hits.load(Ordering::Relaxed);
+        self.hits.store(h + hits as u64, Ordering::Relaxed);
         let rate = (hits * 256 / n) as u32;
         let old = self.score.load(Ordering::Relaxed).min(256);
         let new = (old * 3 + rate) / 4;

@@ -8,10 +8,11 @@
 //! * LPM on one field of at most 32 bits: DIR-16-8-8;
 //! * other LPM tables (wide fields, extra exact fields): per-length hash
 //!   tables with binary search on lengths (Waldvogel);
-//! * ternary / range tables: tuple-space search (TupleMerge placement, a
-//!   Bloom filter shared by all tuples, priority pruning; a linear scan for
-//!   tables of at most 8 entries) behind an exact lookup-result cache that
-//!   every write invalidates.
+//! * ternary / range tables: tuple-space search (TupleMerge placement,
+//!   per-field length bounds that skip tuples before hashing, a Bloom filter
+//!   shared by all tuples, priority pruning, staged batches with
+//!   prefetching; a linear scan for tables of at most 8 entries) behind an
+//!   exact lookup-result cache that every write invalidates.
 //!
 //! See `docs/tables.md` for the design, complexity and measurements.
 //!
@@ -27,6 +28,7 @@ mod dir;
 mod exact;
 mod hash;
 mod prefetch;
+mod prune;
 mod tss;
 mod wlpm;
 mod words;
@@ -34,6 +36,9 @@ mod words;
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+pub use cache::CacheStats;
 use cache::LookupCache;
 use dir::DirLpm;
 use exact::ExactIndex;
@@ -71,6 +76,31 @@ pub enum CacheMode {
     Off,
     /// Always used, with this many sets (rounded up to a power of two).
     On(usize),
+}
+
+/// [`CacheMode`] of tables created from now on, encoded: 0 `Auto`, 1
+/// `Off`, `2 + sets` `On(sets)`.
+static DEFAULT_CACHE_MODE: AtomicUsize = AtomicUsize::new(0);
+
+/// Set the [`CacheMode`] that tables created from now on start with, in this
+/// process (for benchmarks and tests: `p4jet bench --table-cache off`).
+/// Existing tables keep theirs.
+pub fn set_default_cache_mode(m: CacheMode) {
+    let v = match m {
+        CacheMode::Auto => 0,
+        CacheMode::Off => 1,
+        CacheMode::On(s) => 2usize.saturating_add(s),
+    };
+    DEFAULT_CACHE_MODE.store(v, Ordering::Relaxed);
+}
+
+/// The mode [`set_default_cache_mode`] set (`Auto` unless changed).
+pub fn default_cache_mode() -> CacheMode {
+    match DEFAULT_CACHE_MODE.load(Ordering::Relaxed) {
+        0 => CacheMode::Auto,
+        1 => CacheMode::Off,
+        v => CacheMode::On(v - 2),
+    }
 }
 
 /// Match kind of one key field (p4c emits `optional` as `Ternary`).
@@ -363,7 +393,7 @@ impl<V: Clone> Table<V> {
             index,
             lpm_field,
             prefetch_distance: DEFAULT_PREFETCH_DISTANCE,
-            cache_mode: CacheMode::Auto,
+            cache_mode: default_cache_mode(),
             cache: None,
             cache_on: false,
             generation: 1,
@@ -440,6 +470,12 @@ impl<V: Clone> Table<V> {
     /// Whether lookups currently go through the lookup cache.
     pub fn cache_active(&self) -> bool {
         self.cache_on
+    }
+
+    /// Counts of the lookup cache since the table got one (batched lookups;
+    /// `None` when it never had one).
+    pub fn cache_stats(&self) -> Option<CacheStats> {
+        self.cache.as_ref().map(LookupCache::stats)
     }
 
     /// Apply the cache mode to the table as it is now.
@@ -989,7 +1025,10 @@ impl<V: Clone> Table<V> {
     ) {
         let kb = self.key_bytes;
         if c.bypass() {
-            t.lookup_each(keys, n, |i, r| out[i] = self.resolve(r));
+            c.record_skip(n);
+            t.lookup_each(keys, n, self.prefetch_distance, |i, r| {
+                out[i] = self.resolve(r)
+            });
             return;
         }
         let d = self.prefetch_distance;
@@ -1079,7 +1118,9 @@ impl<V: Clone> Table<V> {
                         }
                     }
                 },
-                _ => t.lookup_each(keys, n, |i, r| out[i] = self.resolve(r)),
+                _ => t.lookup_each(keys, n, self.prefetch_distance, |i, r| {
+                    out[i] = self.resolve(r)
+                }),
             },
         }
     }
@@ -1117,6 +1158,17 @@ impl<V: Clone> Table<V> {
             + self.free.len() * 8
             + key_heap
             + index
+    }
+
+    /// Diagnostics of a ternary/range lookup of `key`: (tuples, tuples left
+    /// after the per-field length bounds, of those the ones that pass the
+    /// filter); `None` for other tables.
+    #[doc(hidden)]
+    pub fn probe_counts(&self, key: &[u8]) -> Option<(usize, usize, usize)> {
+        match &self.index {
+            Index::Tss(t) if key.len() == self.key_bytes => Some(t.probe_counts(key)),
+            _ => None,
+        }
     }
 
     /// Index of the LPM field of an LPM table.

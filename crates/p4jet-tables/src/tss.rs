@@ -23,8 +23,12 @@
 //! Tuples whose entries all have exactly the tuple mask and no range check
 //! skip verification.
 //!
+//! Before any hashing, the per-field length bounds of `prune.rs` say which
+//! tuples can hold an entry the key matches (a row of tuple bits per field
+//! and length, ANDed over the pruning fields); only those are looked at.
+//!
 //! Lookup: tuples are kept sorted by their best rank. A lookup takes them in
-//! that order, 64 at a time: first it hashes the key under every tuple's mask
+//! that order, 64 at a time: first it hashes the key under every candidate tuple's mask
 //! (one folded multiply per 16 key bytes, independent across tuples, so the
 //! CPU overlaps them) and tests a Bloom filter shared by all tuples (two bits
 //! in one word; each live group of every tuple sets them under its tuple's
@@ -41,14 +45,16 @@
 //! without the blow-up of range-to-prefix expansion (a 16-bit range can need
 //! 30 prefixes, two such fields 900 entries).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::hash::HashIndex;
 use crate::prefetch::prefetch_index;
+use crate::prune::{Bound, MixHasher};
 use crate::words::{self, ByteWords, Words, meq, mhash, seed_of, to_words};
 
 /// Longest chain an entry may join in a merged (less specific) tuple.
-const CHAIN_LIMIT: usize = 4;
+const CHAIN_LIMIT: usize = 16;
 /// Tables with at most this many entries are also kept as one list sorted
 /// by rank and looked up by a linear scan (cheaper than hashing).
 const SMALL: usize = 8;
@@ -57,6 +63,8 @@ const SMALL: usize = 8;
 const SMALL_MAX_RANGES: usize = 4;
 /// Tuples filtered per pass of a lookup.
 const CHUNK: usize = 64;
+/// Most keys per stage of a staged batch.
+const STAGE_MAX: usize = 16;
 /// The filter is grown (and rebuilt) when it has fewer bits per live group.
 const FILTER_MIN_BITS: usize = 24;
 /// Bits per live group right after a rebuild (rounded up to a power of two).
@@ -96,12 +104,15 @@ struct Tuple {
     impure: u32,
     /// number of one bits in `mask`
     bits: u32,
+    /// per key field: leading-ones length of the mask (see `prune.rs`)
+    plen: Box<[u8]>,
 }
 
 impl Tuple {
     fn new(mask: Vec<u64>, seed: u64) -> Self {
         let bits = mask.iter().map(|b| b.count_ones()).sum();
         Tuple {
+            plen: Box::new([]),
             mask: mask.into_boxed_slice(),
             seed,
             map: HashIndex::default(),
@@ -201,6 +212,11 @@ impl Filter {
     }
 
     #[inline(always)]
+    fn prefetch(&self, h: u64) {
+        prefetch_index(&self.words, self.pos(h).0);
+    }
+
+    #[inline(always)]
     fn test(&self, h: u64) -> bool {
         let (i, b) = self.pos(h);
         self.words[i] & b == b
@@ -232,6 +248,25 @@ pub(crate) struct TssKey {
 fn be_num(b: &[u8]) -> u64 {
     b.iter().fold(0, |a, x| (a << 8) | u64::from(*x))
 }
+
+/// Bytes `off..off + n` of a packed key held as words.
+fn field_bytes(words: &[u64], off: usize, n: usize) -> Vec<u8> {
+    (off..off + n)
+        .map(|i| (words[i / 8] >> (8 * (i % 8))) as u8)
+        .collect()
+}
+
+/// Hash of an entry's index key (duplicates have equal ones).
+fn dup_hash(k: &TssKey) -> u64 {
+    let mut h = MixHasher::default();
+    h.write(&k.value);
+    h.write(&k.mask);
+    h.write(&k.ranges);
+    h.finish()
+}
+
+/// At most this many fields prune a lookup (more would cost more than they save).
+const MAX_PRUNE: usize = 3;
 
 fn subset(a: &[u64], b: &[u64]) -> bool {
     a.iter().zip(b).all(|(x, y)| x & !y == 0)
@@ -280,6 +315,25 @@ pub(crate) struct Tss {
     /// per range field, when none straddles two key words: (word, right
     /// shift to its first byte, mask of its bytes); `None` otherwise
     rword: Option<Vec<(usize, u32, u64)>>,
+    /// per key field: the length bound of keys (see `prune.rs`)
+    bounds: Vec<Bound>,
+    /// fields on which some tuple has a non-zero length (the others prune nothing)
+    active: Vec<usize>,
+    /// per field `f` and length `l <= full(f)`, `cand_words` words starting
+    /// at `cand_base[f] + l * cand_words`: bit `j` of word `c` set when tuple
+    /// `visit[64c + j]` has length `<= l` on `f`
+    cand: Vec<u64>,
+    cand_base: Vec<usize>,
+    cand_words: usize,
+    /// live tuples, most specific (most mask bits) first: placement order
+    by_bits: Vec<u32>,
+    /// entries by the hash of their index key (value, mask, range bounds):
+    /// the head entry of each list, and per entry the next one (`u32::MAX`
+    /// ends a list); finds duplicates without probing every tuple
+    dup_head: HashMap<u64, u32, BuildHasherDefault<MixHasher>>,
+    dup_next: Vec<u32>,
+    /// per entry: its `dup_hash`
+    dup_h: Vec<u64>,
 }
 
 impl Tss {
@@ -303,7 +357,11 @@ impl Tss {
                 })
             })
             .collect();
-        Tss {
+        let bounds = fields
+            .iter()
+            .map(|&(off, n, _)| Bound::new(off, n))
+            .collect();
+        let mut t = Tss {
             kb,
             w: words::nwords(kb),
             fields,
@@ -326,7 +384,18 @@ impl Tss {
             small: Vec::new(),
             small_rec: Vec::new(),
             rword,
-        }
+            bounds: Vec::new(),
+            active: Vec::new(),
+            cand: Vec::new(),
+            cand_base: Vec::new(),
+            cand_words: 0,
+            by_bits: Vec::new(),
+            dup_head: HashMap::default(),
+            dup_next: Vec::new(),
+            dup_h: Vec::new(),
+        };
+        t.bounds = bounds;
+        t
     }
 
     pub(crate) fn clear(&mut self) {
@@ -350,16 +419,98 @@ impl Tss {
             + self.erec.capacity() * 8
             + self.ranges.capacity()
             + self.rnum.capacity() * 8
+            + self.cand.capacity() * 8
+            + self.dup_head.capacity() * 16
+            + self.dup_next.capacity() * 4
+            + self.dup_h.capacity() * 8
+            + self.bounds.iter().map(Bound::memory_bytes).sum::<usize>()
     }
 
-    fn order_remove(&mut self, t: u32) {
-        if let Some(pos) = self.visit.iter().position(|v| v.tuple == t) {
-            self.visit.remove(pos);
-            self.vmask.drain(pos * self.w..(pos + 1) * self.w);
+    /// Per field: (first bits, leading-ones length) of `value` under `mask`
+    /// (see `prune.rs`; padding bits above the field's width count as ones).
+    fn field_prefixes(&self, vw: &[u64], mw: &[u64]) -> Vec<(u32, u8)> {
+        self.fields
+            .iter()
+            .zip(&self.bounds)
+            .map(|(&(off, n, width), b)| {
+                let v = field_bytes(vw, off, n);
+                let mut m = field_bytes(mw, off, n);
+                let pad = (8 * n as u32).saturating_sub(width).min(7);
+                if let Some(m0) = m.first_mut() {
+                    *m0 |= !(0xffu8 >> pad);
+                }
+                b.prefix_of(&v, &m)
+            })
+            .collect()
+    }
+
+    /// Add (or remove) entry `e`'s contributions to the field bounds.
+    fn bound_entry(&mut self, e: usize, add: bool) {
+        let w = self.w;
+        let rs = 2 * w + 1;
+        let (vw, mw) = (
+            &self.erec[e * rs..e * rs + w],
+            &self.erec[e * rs + w..e * rs + 2 * w],
+        );
+        let ps = self.field_prefixes(vw, mw);
+        for (b, (top, len)) in self.bounds.iter_mut().zip(ps) {
+            b.update(top, len, add);
         }
     }
 
-    fn order_insert(&mut self, t: u32) {
+    /// Rebuild the candidate rows from the tuples' lengths, in visiting order.
+    fn rebuild_cand(&mut self) {
+        let cw = self.visit.len().div_ceil(64).max(1);
+        self.cand_words = cw;
+        self.cand.clear();
+        self.cand_base.clear();
+        self.active.clear();
+        for (f, b) in self.bounds.iter().enumerate() {
+            let rows = b.full() as usize + 1;
+            let base = self.cand.len();
+            self.cand_base.push(base);
+            self.cand.resize(base + rows * cw, 0);
+            let mut any = false;
+            for (j, v) in self.visit.iter().enumerate() {
+                let p = usize::from(self.tuples[v.tuple as usize].plen[f]).min(rows - 1);
+                any |= p > 0;
+                self.cand[base + p * cw + j / 64] |= 1 << (j % 64);
+            }
+            for l in 1..rows {
+                for c in 0..cw {
+                    self.cand[base + l * cw + c] |= self.cand[base + (l - 1) * cw + c];
+                }
+            }
+            if any {
+                self.active.push(f);
+            }
+        }
+        // the fields whose tuples' lengths spread the most prune the most;
+        // each costs a table lookup per key
+        let spread = |f: usize| {
+            let mut seen = [false; 256];
+            let mut n = 0;
+            for v in &self.visit {
+                let p = usize::from(self.tuples[v.tuple as usize].plen[f]);
+                n += usize::from(!seen[p]);
+                seen[p] = true;
+            }
+            n
+        };
+        let mut by: Vec<(usize, usize)> = self.active.iter().map(|&f| (spread(f), f)).collect();
+        by.sort_by(|a, b| b.cmp(a));
+        self.active = by.into_iter().take(MAX_PRUNE).map(|x| x.1).collect();
+        self.active.sort_unstable();
+    }
+
+    fn order_remove(&mut self, t: u32) -> Option<usize> {
+        let pos = self.visit.iter().position(|v| v.tuple == t)?;
+        self.visit.remove(pos);
+        self.vmask.drain(pos * self.w..(pos + 1) * self.w);
+        Some(pos)
+    }
+
+    fn order_insert(&mut self, t: u32) -> usize {
         let tu = &self.tuples[t as usize];
         let v = Visit {
             best: tu.best(),
@@ -373,6 +524,7 @@ impl Tss {
         self.visit.insert(pos, v);
         let at = pos * self.w;
         self.vmask.splice(at..at, tu.mask.iter().copied());
+        pos
     }
 
     #[inline(always)]
@@ -422,15 +574,11 @@ impl Tss {
     }
 
     /// Live tuples whose mask is a subset of `mask`, most specific first.
-    fn compatible(&self, mask: &[u64]) -> Vec<u32> {
-        let mut c: Vec<u32> = self
-            .visit
+    fn compatible<'a>(&'a self, mask: &'a [u64]) -> impl Iterator<Item = u32> + 'a {
+        self.by_bits
             .iter()
-            .map(|v| v.tuple)
-            .filter(|t| subset(&self.tuples[*t as usize].mask, mask))
-            .collect();
-        c.sort_by_key(|t| (std::cmp::Reverse(self.tuples[*t as usize].bits), *t));
-        c
+            .copied()
+            .filter(move |t| subset(&self.tuples[*t as usize].mask, mask))
     }
 
     /// `mask` (bytes) with, in every field wider than 8 bits, the leading-ones
@@ -462,20 +610,41 @@ impl Tss {
 
     /// Find an entry with the same index key for which `same(idx)` holds.
     pub(crate) fn find(&self, k: &TssKey, same: impl Fn(u32) -> bool) -> Option<u32> {
-        let (vw, mw) = (to_words(&k.value, self.w), to_words(&k.mask, self.w));
-        for t in self.compatible(&mw) {
-            let tu = &self.tuples[t as usize];
-            let h = mhash(&vw[..], &tu.mask, tu.seed);
-            if let Some(g) = tu.find_group(&vw[..], h)
-                && let Some(r) = tu.chains[g as usize]
-                    .iter()
-                    .copied()
-                    .find(|r| same(*r as u32))
-            {
-                return Some(r as u32);
+        let mut e = *self.dup_head.get(&dup_hash(k))?;
+        while e != u32::MAX {
+            if same(e) {
+                return Some(e);
             }
+            e = self.dup_next[e as usize];
         }
         None
+    }
+
+    /// Take entry `e` out of its duplicate list.
+    fn dup_unlink(&mut self, e: u32) {
+        let dh = self.dup_h[e as usize];
+        let next = self.dup_next[e as usize];
+        self.dup_next[e as usize] = u32::MAX;
+        let Some(head) = self.dup_head.get_mut(&dh) else {
+            return;
+        };
+        if *head == e {
+            if next == u32::MAX {
+                self.dup_head.remove(&dh);
+            } else {
+                *head = next;
+            }
+            return;
+        }
+        let mut p = *head;
+        while p != u32::MAX {
+            let n = self.dup_next[p as usize];
+            if n == e {
+                self.dup_next[p as usize] = next;
+                return;
+            }
+            p = n;
+        }
     }
 
     fn new_tuple(&mut self, mask: Vec<u64>) -> u32 {
@@ -486,7 +655,17 @@ impl Tss {
                 (self.tuples.len() - 1) as u32
             }
         };
+        let zero = vec![0u64; mask.len()];
+        let plen: Box<[u8]> = self
+            .field_prefixes(&zero, &mask)
+            .into_iter()
+            .map(|p| p.1)
+            .collect();
         self.tuples[t as usize] = Tuple::new(mask, seed_of(u64::from(t)));
+        self.tuples[t as usize].plen = plen;
+        let key = |x: u32| (std::cmp::Reverse(self.tuples[x as usize].bits), x);
+        let pos = self.by_bits.partition_point(|&x| key(x) < key(t));
+        self.by_bits.insert(pos, t);
         t
     }
 
@@ -529,6 +708,8 @@ impl Tss {
             self.rank.resize(i + 1, NO_RANK);
             self.ent_tuple.resize(i + 1, 0);
             self.ent_group.resize(i + 1, 0);
+            self.dup_next.resize(i + 1, u32::MAX);
+            self.dup_h.resize(i + 1, 0);
             self.erec.resize((i + 1) * rs, 0);
             self.ranges.resize((i + 1) * self.rstride, 0);
             if self.narrow {
@@ -553,8 +734,11 @@ impl Tss {
             }
         }
 
+        let dh = dup_hash(&k);
+        self.dup_h[i] = dh;
+        self.dup_next[i] = self.dup_head.insert(dh, idx).unwrap_or(u32::MAX);
         let t = self.choose_tuple(&k, &vw, &mw);
-        self.order_remove(t);
+        let was = self.order_remove(t);
         let pure = self.is_pure(idx, t);
         let tu = &mut self.tuples[t as usize];
         let h = mhash(&vw[..], &tu.mask, tu.seed);
@@ -591,7 +775,11 @@ impl Tss {
         }
         self.ent_tuple[i] = t;
         self.ent_group[i] = g;
-        self.order_insert(t);
+        // the candidate rows follow the visiting order: rebuilt when it changed
+        if was != Some(self.order_insert(t)) {
+            self.rebuild_cand();
+        }
+        self.bound_entry(i, true);
         self.live += 1;
         if self.live <= SMALL {
             let pos = self.small.partition_point(|x| *x < r);
@@ -614,7 +802,8 @@ impl Tss {
         let i = idx as usize;
         let (t, g, r) = (self.ent_tuple[i], self.ent_group[i], self.rank[i]);
         let pure = self.is_pure(idx, t);
-        self.order_remove(t);
+        self.dup_unlink(idx);
+        let was = self.order_remove(t);
         let tu = &mut self.tuples[t as usize];
         tu.members.remove(&r);
         if !pure {
@@ -634,12 +823,18 @@ impl Tss {
             tu.free_groups.push(g);
             group_gone = true;
         }
-        if tu.members.is_empty() {
+        let now = if tu.members.is_empty() {
             self.tuples[t as usize] = Tuple::new(Vec::new(), 0);
             self.free_tuples.push(t);
+            self.by_bits.retain(|x| *x != t);
+            None
         } else {
-            self.order_insert(t);
+            Some(self.order_insert(t))
+        };
+        if was != now {
+            self.rebuild_cand();
         }
+        self.bound_entry(i, false);
         self.rank[i] = NO_RANK;
         self.live -= 1;
         if self.live == SMALL {
@@ -788,9 +983,19 @@ impl Tss {
         &self,
         keys: &[u8],
         n: usize,
+        d: usize,
         mut emit: impl FnMut(usize, Option<u32>),
     ) {
         let kb = self.kb;
+        if self.live > SMALL && !self.visit.is_empty() && self.visit.len() <= u16::MAX as usize {
+            match self.w {
+                1 => return self.staged_each::<1>(keys, n, d, &mut emit),
+                2 => return self.staged_each::<2>(keys, n, d, &mut emit),
+                3 => return self.staged_each::<3>(keys, n, d, &mut emit),
+                4 => return self.staged_each::<4>(keys, n, d, &mut emit),
+                _ => {}
+            }
+        }
         if self.live <= SMALL && self.small_flat() {
             match (self.w, self.range_fields.len()) {
                 (1, 0) => return self.small_each::<1, 0>(keys, n, &mut emit),
@@ -824,6 +1029,160 @@ impl Tss {
         }
     }
 
+    /// Probe tuple `visit[j]` (key hash `h` under its mask) and lower `best`
+    /// to the rank of the best entry there that matches, if better.
+    #[inline(always)]
+    fn probe<K: Words + ?Sized>(&self, j: usize, h: u64, k: &K, key: &[u8], best: &mut u64) {
+        let w = self.w;
+        let v = &self.visit[j];
+        let m = &self.vmask[j * w..(j + 1) * w];
+        let tu = &self.tuples[v.tuple as usize];
+        let Some(g) = tu.map.find(h, |g| meq(tu.gkey(g), k, m)) else {
+            return;
+        };
+        let rec = tu.rec(g);
+        let r0 = rec[w];
+        if r0 >= *best {
+            return;
+        }
+        if v.pure
+            || (meq(&rec[w + 2..2 * w + 2], k, &rec[2 * w + 2..3 * w + 2])
+                && (rec[w + 1] & HEAD_CHECK == 0 || self.ranges_ok(r0 as u32, key)))
+        {
+            *best = r0;
+            return;
+        }
+        if rec[w + 1] & MORE != 0 {
+            for &r in &tu.chains[g as usize][1..] {
+                if r >= *best {
+                    break;
+                }
+                if self.verify(r as u32, k, key) {
+                    *best = r;
+                    break;
+                }
+            }
+        }
+    }
+
+    /// `lookup_each` of a large table with at most 64 tuples, `W` key words:
+    /// stages of `d` keys (the bounds' level-1 slots of every key prefetched,
+    /// then every candidate tuple's hash computed and its filter word and
+    /// bucket prefetched, then each key probed); a key with more than
+    /// `STAGE_CANDS` candidates takes the one-key path.
+    #[inline(never)]
+    fn staged_each<const W: usize>(
+        &self,
+        keys: &[u8],
+        n: usize,
+        d: usize,
+        emit: &mut impl FnMut(usize, Option<u32>),
+    ) {
+        const STAGE_CANDS: usize = 8;
+        let kb = self.kb;
+        let cw = self.cand_words;
+        let w = self.w;
+        let mut i = 0;
+        let mut ks = [[0u64; W]; STAGE_MAX];
+        let mut cands = [[0u16; STAGE_CANDS]; STAGE_MAX];
+        let mut hs = [[0u64; STAGE_CANDS]; STAGE_MAX];
+        let mut nc = [0u8; STAGE_MAX];
+        // valid tuples of the last candidate word
+        let last = match self.visit.len() % 64 {
+            0 => u64::MAX,
+            r => (1u64 << r) - 1,
+        };
+        while i < n {
+            let m = (n - i).min(d).min(STAGE_MAX);
+            for j in 0..m {
+                let key = &keys[(i + j) * kb..(i + j + 1) * kb];
+                ks[j] = words::fixed_in::<W>(keys, (i + j) * kb, kb);
+                let mut rows = [0usize; MAX_PRUNE];
+                for (r, &f) in rows.iter_mut().zip(&self.active) {
+                    *r = self.cand_base[f] + usize::from(self.bounds[f].bound_w(&ks[j], key)) * cw;
+                }
+                // count the candidates first (cheap) and take the one-key path
+                // when there are many: hashing them here would be wasted
+                let mut words = [0u64; 8];
+                let mut c = 0usize;
+                for (word, cwd) in words.iter_mut().enumerate().take(cw.min(8)) {
+                    let mut cand = if word + 1 == cw { last } else { u64::MAX };
+                    for r in &rows[..self.active.len()] {
+                        cand &= self.cand[r + word];
+                    }
+                    *cwd = cand;
+                    while cand != 0 && c <= STAGE_CANDS {
+                        cand &= cand - 1;
+                        c += 1;
+                    }
+                }
+                if c > STAGE_CANDS || cw > 8 {
+                    nc[j] = u8::MAX;
+                    continue;
+                }
+                let mut c = 0;
+                for (word, &cwd) in words.iter().enumerate().take(cw) {
+                    let mut cand = cwd;
+                    while cand != 0 {
+                        let t = 64 * word + cand.trailing_zeros() as usize;
+                        cand &= cand - 1;
+                        let v = &self.visit[t];
+                        let h = mhash(&ks[j], &self.vmask[t * w..(t + 1) * w], v.seed);
+                        self.filter.prefetch(h);
+                        self.tuples[v.tuple as usize].map.prefetch(h);
+                        cands[j][c] = t as u16;
+                        hs[j][c] = h;
+                        c += 1;
+                    }
+                }
+                nc[j] = c as u8;
+            }
+            for j in 0..m {
+                let key = &keys[(i + j) * kb..(i + j + 1) * kb];
+                if nc[j] == u8::MAX {
+                    emit(i + j, self.lookup_k(&ks[j], key));
+                    continue;
+                }
+                let mut best = NO_RANK;
+                for c in 0..usize::from(nc[j]) {
+                    let t = usize::from(cands[j][c]);
+                    if self.visit[t].best >= best {
+                        break;
+                    }
+                    if self.filter.test(hs[j][c]) {
+                        self.probe(t, hs[j][c], &ks[j], key, &mut best);
+                    }
+                }
+                emit(i + j, (best != NO_RANK).then_some(best as u32));
+            }
+            i += m;
+        }
+    }
+
+    /// Diagnostics for one key: (tuples, candidates after the length
+    /// bounds, candidates that pass the filter), ignoring priority pruning.
+    pub(crate) fn probe_counts(&self, key: &[u8]) -> (usize, usize, usize) {
+        let k = words::to_words(key, self.w);
+        let cw = self.cand_words;
+        let (mut cands, mut pass) = (0, 0);
+        for j in 0..self.visit.len() {
+            let ok = self.active.iter().all(|&f| {
+                let r = self.cand_base[f] + usize::from(self.bounds[f].bound(key)) * cw;
+                self.cand[r + j / 64] >> (j % 64) & 1 == 1
+            });
+            if ok {
+                cands += 1;
+                let h = mhash(
+                    &k[..],
+                    &self.vmask[j * self.w..(j + 1) * self.w],
+                    self.visit[j].seed,
+                );
+                pass += usize::from(self.filter.test(h));
+            }
+        }
+        (self.visit.len(), cands, pass)
+    }
+
     #[inline(always)]
     fn lookup_k<K: Words + ?Sized>(&self, k: &K, key: &[u8]) -> Option<u32> {
         if self.live <= SMALL {
@@ -838,6 +1197,14 @@ impl Tss {
         }
         let w = self.w;
         let n = self.visit.len();
+        // 0. the rows of candidate tuples for the key's length bounds
+        let cw = self.cand_words;
+        let mut rows = [0usize; MAX_PRUNE];
+        let na = self.active.len();
+        for (r, &f) in rows.iter_mut().zip(&self.active) {
+            *r = self.cand_base[f] + usize::from(self.bounds[f].bound_w(k, key)) * cw;
+        }
+        let rows = &rows[..na];
         let mut best = NO_RANK;
         let mut start = 0;
         'outer: while start < n {
@@ -845,9 +1212,20 @@ impl Tss {
                 break;
             }
             let end = (start + CHUNK).min(n);
-            // 1. filter every tuple of the chunk (independent hashes)
+            let c = start / CHUNK;
+            let mut cand = if end - start == 64 {
+                u64::MAX
+            } else {
+                (1u64 << (end - start)) - 1
+            };
+            for r in rows {
+                cand &= self.cand[r + c];
+            }
+            // 1. filter the candidate tuples of the chunk (independent hashes)
             let mut pass = 0u64;
-            for j in start..end {
+            while cand != 0 {
+                let j = start + cand.trailing_zeros() as usize;
+                cand &= cand - 1;
                 let v = &self.visit[j];
                 let h = mhash(k, &self.vmask[j * w..(j + 1) * w], v.seed);
                 pass |= u64::from(self.filter.test(h)) << (j - start);
@@ -881,39 +1259,10 @@ impl Tss {
             while pass != 0 {
                 let j = start + pass.trailing_zeros() as usize;
                 pass &= pass - 1;
-                let v = &self.visit[j];
-                if v.best >= best {
+                if self.visit[j].best >= best {
                     break 'outer;
                 }
-                let m = &self.vmask[j * w..(j + 1) * w];
-                let h = hash(j - start);
-                let tu = &self.tuples[v.tuple as usize];
-                let Some(g) = tu.map.find(h, |g| meq(tu.gkey(g), k, m)) else {
-                    continue;
-                };
-                let rec = tu.rec(g);
-                let r0 = rec[w];
-                if r0 >= best {
-                    continue;
-                }
-                if v.pure
-                    || (meq(&rec[w + 2..2 * w + 2], k, &rec[2 * w + 2..3 * w + 2])
-                        && (rec[w + 1] & HEAD_CHECK == 0 || self.ranges_ok(r0 as u32, key)))
-                {
-                    best = r0;
-                    continue;
-                }
-                if rec[w + 1] & MORE != 0 {
-                    for &r in &tu.chains[g as usize][1..] {
-                        if r >= best {
-                            break;
-                        }
-                        if self.verify(r as u32, k, key) {
-                            best = r;
-                            break;
-                        }
-                    }
-                }
+                self.probe(j, hash(j - start), k, key, &mut best);
             }
             start = end;
         }

@@ -79,6 +79,146 @@ pub struct BenchArgs {
     /// program's own replay runs; null figures are reported as 0).
     #[arg(long = "profile-only")]
     pub profile_only: bool,
+    /// The lookup-result cache of ternary/range tables: `auto` (the default, as
+    /// `p4jet run` uses it), `on`, `off`, or `compare`: measure the program with
+    /// the cache as `auto` and again with it off, in the same run.
+    #[arg(long = "table-cache", value_enum, default_value_t = TableCache::Auto)]
+    pub table_cache: TableCache,
+    /// Also measure run-time updates: while one worker forwards the trace, the control
+    /// thread adds copies of the largest ternary/range table's entries (priorities past
+    /// every existing one: they never win) and deletes them, this many operations per
+    /// publish (left-right applies each to both copies); the update rate is reported with
+    /// the forwarding rate and forwarded share during the churn.
+    #[arg(long = "churn-batch")]
+    pub churn_batch: Option<usize>,
+}
+
+/// What `--churn-batch` measured.
+struct Churn {
+    ops: u64,
+    secs: f64,
+    fwd: Measure,
+    table: String,
+    entries: usize,
+}
+
+/// `--churn-batch`: forwards on one worker while the control thread adds copies of the
+/// largest ternary/range table's entries (with priorities past every existing one, so
+/// they never win and the forwarding decisions stay those of the loaded table) and
+/// deletes them again, `batch` operations per publish.
+fn churn(sw: &mut Switch, frames: &[Vec<u8>], s: &Setup, batch: usize) -> Option<Churn> {
+    use p4jet_engine::Op;
+    use p4jet_engine::state::NewEntry;
+    let (table, name, entries) = sw.with_state(|st| {
+        let (i, t) = st
+            .tables
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| {
+                matches!(
+                    t.entries.kind(),
+                    p4jet_tables::TableKind::Ternary | p4jet_tables::TableKind::Range
+                )
+            })
+            .max_by_key(|(_, t)| t.entries.len())?;
+        let es: Vec<_> = t
+            .entries
+            .iter()
+            .map(|(_, k, v)| (k.into_owned(), v.clone()))
+            .collect();
+        Some((i as u32, format!("table {i}"), es))
+    })??;
+    let top = entries.iter().map(|e| e.0.priority).max()?;
+    let n = entries.len();
+    let mut w = sw.new_worker();
+    let stop = AtomicBool::new(false);
+    let half = (batch / 2).max(1);
+    std::thread::scope(|sc| {
+        let h = sc.spawn(|| {
+            let m = measure(&mut w, frames, s);
+            stop.store(true, Ordering::Release);
+            m
+        });
+        let t0 = Instant::now();
+        let mut ops = 0u64;
+        let mut at = 0usize;
+        while !stop.load(Ordering::Acquire) {
+            let chunk = at..(at + half).min(n);
+            let adds: Vec<NewEntry> = chunk
+                .clone()
+                .map(|i| {
+                    let mut key = entries[i].0.clone();
+                    key.priority = top.saturating_add(1 + i as i32);
+                    NewEntry {
+                        table,
+                        key,
+                        value: entries[i].1.clone(),
+                    }
+                })
+                .collect();
+            let handles: Vec<_> = sw.apply_entries(adds).into_iter().flatten().collect();
+            ops += handles.len() as u64;
+            sw.apply_many(
+                handles
+                    .iter()
+                    .map(|&handle| Op::DeleteEntry { table, handle }),
+            );
+            ops += handles.len() as u64;
+            at = if chunk.end >= n { 0 } else { chunk.end };
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let fwd = h.join().unwrap_or_default();
+        Some(Churn {
+            ops,
+            secs,
+            fwd,
+            table: name,
+            entries: n,
+        })
+    })
+}
+
+/// `--table-cache`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TableCache {
+    Auto,
+    On,
+    Off,
+    Compare,
+}
+
+impl TableCache {
+    fn mode(self) -> p4jet_tables::CacheMode {
+        match self {
+            TableCache::Auto | TableCache::Compare => p4jet_tables::CacheMode::Auto,
+            TableCache::On => p4jet_tables::CacheMode::On(p4jet_tables::DEFAULT_CACHE_SETS),
+            TableCache::Off => p4jet_tables::CacheMode::Off,
+        }
+    }
+}
+
+/// Lookup-cache counts summed over the switch's tables.
+fn cache_stats(sw: &Switch) -> p4jet_tables::CacheStats {
+    sw.with_state(|s| {
+        let mut t = p4jet_tables::CacheStats::default();
+        for c in s.tables.iter().filter_map(|t| t.entries.cache_stats()) {
+            t.probed += c.probed;
+            t.hits += c.hits;
+            t.skipped += c.skipped;
+        }
+        t
+    })
+    .unwrap_or_default()
+}
+
+fn cache_json(c: &p4jet_tables::CacheStats) -> serde_json::Value {
+    let keys = c.probed + c.skipped;
+    serde_json::json!({
+        "probed": c.probed,
+        "hits": c.hits,
+        "skipped": c.skipped,
+        "hit_rate": if keys > 0 { c.hits as f64 / keys as f64 } else { 0.0 },
+    })
 }
 
 /// A program that parses nothing and forwards everything to port 0.
@@ -659,6 +799,7 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
         engine: a.engine,
         ..SwitchConfig::default()
     };
+    p4jet_tables::set_default_cache_mode(a.table_cache.mode());
     let t_load = Instant::now();
     let mut sw =
         Switch::new(&json, cfg.clone()).map_err(|e| format!("{}: {e}", a.program.display()))?;
@@ -666,6 +807,18 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
         return Err("some commands failed".into());
     }
     let load_s = t_load.elapsed().as_secs_f64();
+    let sw_off = if a.table_cache == TableCache::Compare {
+        p4jet_tables::set_default_cache_mode(p4jet_tables::CacheMode::Off);
+        let mut s =
+            Switch::new(&json, cfg.clone()).map_err(|e| format!("{}: {e}", a.program.display()))?;
+        if !crate::run::apply_commands_quiet(&mut s, &a.commands)? {
+            return Err("some commands failed".into());
+        }
+        p4jet_tables::set_default_cache_mode(p4jet_tables::CacheMode::Auto);
+        Some(s)
+    } else {
+        None
+    };
     if a.sweep_queue_size {
         return sweep(&a, &sw, &frames);
     }
@@ -695,7 +848,29 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
         progress: !a.json,
         stages: !a.profile_only,
     };
+    let cache0 = cache_stats(&sw);
     let m = measure_parallel(&sw, &frames, &setup, workers, a.mode, a.pin);
+    let cache1 = cache_stats(&sw);
+    let cache = p4jet_tables::CacheStats {
+        probed: cache1.probed - cache0.probed,
+        hits: cache1.hits - cache0.hits,
+        skipped: cache1.skipped - cache0.skipped,
+    };
+    let churned = a.churn_batch.and_then(|b| {
+        churn(
+            &mut sw,
+            &frames,
+            &Setup {
+                stages: false,
+                progress: false,
+                ..setup
+            },
+            b,
+        )
+    });
+    let m_off = sw_off
+        .as_ref()
+        .map(|s| measure_parallel(s, &frames, &setup, workers, a.mode, a.pin));
     let n = if a.profile_only {
         Measure::default()
     } else {
@@ -711,6 +886,26 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
         Mode::Pipeline => p4jet_switch::pipeline::ring_capacity(queue),
     };
     if a.json {
+        let churn_json = churned.as_ref().map(|c| {
+            serde_json::json!({
+                "table": c.table,
+                "entries": c.entries,
+                "batch": a.churn_batch,
+                "updates": c.ops,
+                "updates_per_second": c.ops as f64 / c.secs.max(1e-9),
+                "pps": c.fwd.pps(),
+                "packets": c.fwd.packets,
+                "injected": c.fwd.injected,
+            })
+        });
+        let cache_off_json = m_off.as_ref().map(|o| {
+            serde_json::json!({
+                "pps": o.pps(),
+                "ns_per_packet": 1e9 / o.pps().max(1e-9),
+                "cpu_ns_per_packet": o.cpu_per_packet(),
+                "ratio_to_null": o.pps() / null_pps.max(1e-9),
+            })
+        });
         let stages: serde_json::Map<String, serde_json::Value> = m
             .stage_ns
             .iter()
@@ -748,6 +943,10 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
             "table_memory_bytes": mem,
             "memory_bytes_per_entry": if entries > 0 { mem as f64 / entries as f64 } else { 0.0 },
             "load_seconds": load_s,
+            "table_cache": format!("{:?}", a.table_cache).to_lowercase(),
+            "lookup_cache": cache_json(&cache),
+            "cache_off": cache_off_json,
+            "churn": churn_json,
             "load_average_start": load0,
             "load_average_end": load1,
         });
@@ -813,6 +1012,34 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
             1e9 / null_pps.max(1e-9)
         );
         println!("ratio to null    {:.3}", pps / null_pps.max(1e-9));
+        let keys = cache.probed + cache.skipped;
+        if keys > 0 {
+            println!(
+                "lookup cache     {:.1}% of {keys} ternary/range lookups answered by the cache ({} skipped it while it kept missing)",
+                100.0 * cache.hits as f64 / keys as f64,
+                cache.skipped
+            );
+        }
+        if let Some(c) = &churned {
+            println!(
+                "updates          {:.0} per second on {} ({} entries: copies added and deleted, {} per publish) while forwarding {:.3} Mpps ({} of {} injected forwarded)",
+                c.ops as f64 / c.secs.max(1e-9),
+                c.table,
+                c.entries,
+                a.churn_batch.unwrap_or(0),
+                c.fwd.pps() / 1e6,
+                c.fwd.packets,
+                c.fwd.injected
+            );
+        }
+        if let Some(o) = &m_off {
+            println!(
+                "cache off        {:.3} Mpps, {:.1} ns/packet, ratio to null {:.3}",
+                o.pps() / 1e6,
+                1e9 / o.pps().max(1e-9),
+                o.pps() / null_pps.max(1e-9)
+            );
+        }
         if !m.stage_ns.is_empty() {
             println!("time per stage (ns/packet, share):");
             for ((k, ns), (_, sh)) in m.stage_ns.iter().zip(&m.stage_share) {

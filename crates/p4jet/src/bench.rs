@@ -706,6 +706,7 @@ fn sweep(a: &BenchArgs, sw: &Switch, frames: &[Vec<u8>]) -> Result<ExitCode, Str
     let mut rows = vec![];
     if !a.json {
         println!("program          {}", a.program.display());
+        println!("engine           {}", crate::engine::describe(&sw.engine));
         println!(
             "workers          {workers}, batch {}, {} s per point, load average {:.2} {:.2} {:.2}",
             a.batch, a.seconds, load0[0], load0[1], load0[2]
@@ -943,6 +944,9 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
             "table_memory_bytes": mem,
             "memory_bytes_per_entry": if entries > 0 { mem as f64 / entries as f64 } else { 0.0 },
             "load_seconds": load_s,
+            "engine": a.engine.name(),
+            "compile_ms": crate::engine::compile_ms(&sw.engine),
+            "code_bytes": sw.engine.native().map_or(0, |n| n.stats().code_bytes),
             "table_cache": format!("{:?}", a.table_cache).to_lowercase(),
             "lookup_cache": cache_json(&cache),
             "cache_off": cache_off_json,
@@ -953,6 +957,7 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
         println!("{o}");
     } else {
         println!("program          {}", a.program.display());
+        println!("engine           {}", crate::engine::describe(&sw.engine));
         println!(
             "trace            {} frames, {avg_len:.0} bytes average",
             frames.len()

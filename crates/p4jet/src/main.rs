@@ -6,6 +6,7 @@ mod bench;
 mod cli_cmd;
 mod engine;
 mod forward;
+mod fuzz;
 mod run;
 mod stf;
 
@@ -39,6 +40,8 @@ enum Cmd {
     Gen(p4jet_gen::GenArgs),
     /// Print a program's executable plan (the operations the engines run).
     Plan(engine::PlanArgs),
+    /// Compare the three engines on random traffic and table entries.
+    Fuzz(fuzz::FuzzArgs),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Cmd::Cli(a) => cli_cmd::main(a),
         Cmd::Gen(a) => p4jet_gen::main(a),
         Cmd::Plan(a) => engine::plan_main(a),
+        Cmd::Fuzz(a) => fuzz::main(a),
     };
     match r {
         Ok(code) => code,

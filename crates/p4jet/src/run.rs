@@ -334,6 +334,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         ..SwitchConfig::default()
     };
     let mut sw = Switch::new(&json, cfg).map_err(|e| format!("{}: {e}", a.program.display()))?;
+    eprintln!("p4jet: engine {}", crate::engine::describe(&sw.engine));
     sw.rt.device_id = i64::from(a.device_id);
     sw.rt.thrift_port = i32::from(a.thrift_port);
     sw.rt.notifications_socket = a.notifications_addr.clone().or(Some(format!(

@@ -15,8 +15,11 @@ use crate::{ControlBlock, Engine, PacketCtx, Pkt, Scratch};
 /// What compiling a plan produced.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NativeStats {
-    /// Time from plan to callable code.
+    /// Time from plan to callable code (wall clock).
     pub compile_time: Duration,
+    /// CPU time of the compiling thread over that time, where the platform reports it
+    /// (on a busy machine the wall clock also counts the time other work held the CPU).
+    pub compile_cpu: Option<Duration>,
     /// Machine code bytes.
     pub code_bytes: usize,
     /// Functions compiled.

@@ -125,6 +125,10 @@ pub(crate) mod ctx {
 /// ingress (the interpreter restored fields preserved from its pass before).
 pub const BEGUN: u64 = 1;
 
+/// [`Lane::out`] set before the deparser: deparse this packet whatever it asked for
+/// (the caller decided it leaves).
+pub const FORCE: u64 = 2;
+
 /// A helper's result: the high bit marks a parser error (its code in the low 32 bits).
 pub const ERR_BIT: u64 = 1 << 63;
 /// A helper's next state meaning "accept".

@@ -48,13 +48,12 @@ pub fn attach(e: &mut Engine) -> Result<NativeStats, String> {
 enum Kind {
     /// `(env, lanes, n) -> u64`
     Batch,
-    /// `(env, lane) -> u64`
-    One,
 }
 
 /// Compiles `e`'s plan.
 pub fn compile(e: &Engine) -> Result<Compiled, String> {
     let t0 = Instant::now();
+    let cpu0 = native::thread_cpu();
     let mut flags = settings::builder();
     let set = |f: &mut settings::Builder, k: &str, v: &str| {
         f.set(k, v)
@@ -94,9 +93,8 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
         let mut sig = module.make_signature();
         sig.params.push(AbiParam::new(types::I64));
         sig.params.push(AbiParam::new(types::I64));
-        if let Kind::Batch = kind {
-            sig.params.push(AbiParam::new(types::I64));
-        }
+        let Kind::Batch = kind;
+        sig.params.push(AbiParam::new(types::I64));
         sig.returns.push(AbiParam::new(types::I64));
         let id = module
             .declare_function(name, Linkage::Local, &sig)
@@ -131,9 +129,6 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
         Ok(id)
     };
 
-    let parse = define(&mut module, "parse", Kind::Batch, &|g, p| {
-        codegen::parse::emit(g, p[1], p[2], false)
-    })?;
     let arrive = define(&mut module, "arrive_and_parse", Kind::Batch, &|g, p| {
         codegen::parse::emit(g, p[1], p[2], true)
     })?;
@@ -163,34 +158,24 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
     let begin_egress = define(&mut module, "begin_egress", Kind::Batch, &|g, p| {
         codegen::arch::emit_begin_egress(g, p[1], p[2])
     })?;
-    let (deparse, deparse_pass) = if e.plan().deparser.fixed.is_some() {
-        (
-            Some(define(&mut module, "deparse", Kind::One, &|g, p| {
-                codegen::deparse::emit(g, p[1])
-            })?),
-            Some(define(
-                &mut module,
-                "deparse_pass",
-                Kind::Batch,
-                &|g, p| codegen::deparse::emit_pass(g, p[1], p[2]),
-            )?),
-        )
+    let deparse = if e.plan().deparser.fixed.is_some() {
+        Some(define(&mut module, "deparse", Kind::Batch, &|g, p| {
+            codegen::deparse::emit_pass(g, p[1], p[2])
+        })?)
     } else {
-        (None, None)
+        None
     };
     module
         .finalize_definitions()
         .map_err(|err| format!("cranelift: {err}"))?;
     let addr = |id: FuncId| module.get_finalized_function(id);
     let fns = native::Addrs {
-        parse: addr(parse),
         arrive: addr(arrive),
         ingress: ingress.map(addr),
         egress: egress.map(addr),
         unicast: addr(unicast),
         begin_egress: addr(begin_egress),
         deparse: deparse.map(addr),
-        deparse_pass: deparse_pass.map(addr),
     };
     Ok(native::compiled(
         e,
@@ -198,6 +183,9 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
         module,
         NativeStats {
             compile_time: t0.elapsed(),
+            compile_cpu: cpu0
+                .zip(native::thread_cpu())
+                .map(|(a, b)| b.saturating_sub(a)),
             code_bytes,
             functions,
         },

@@ -24,13 +24,11 @@ use p4jet_engine::state::{ControlState, EntryAction, Externs};
 use p4jet_engine::{ControlBlock, Engine, Native, NativeStats, PacketCtx, Pkt, SUB_BATCH, Scratch};
 use p4jet_tables::EntryHandle;
 
-use crate::abi::{ACCEPT, BEGUN, ERR_BIT, Env, GROW, Hit, Lane, SLOT_NONE, SLOT_OTHER};
+use crate::abi::{ACCEPT, BEGUN, ERR_BIT, Env, FORCE, GROW, Hit, Lane, SLOT_NONE, SLOT_OTHER};
 use crate::codegen::{H, Helpers};
 
 /// A function over a batch of at most 64 lanes: `(env, lanes, n)`.
 pub(crate) type BatchFn = unsafe extern "C" fn(*mut Env, *mut Lane, u64) -> u64;
-/// The deparser of one lane: `(env, lane) -> start | GROW`.
-pub(crate) type DeparseFn = unsafe extern "C" fn(*mut Env, *mut Lane) -> u64;
 
 /// Room past the keys for whole-word writes and reads.
 const KEY_SLACK: usize = 64;
@@ -40,9 +38,8 @@ const STACK_KEY: usize = 64;
 /// A program compiled to native code: the functions, and the module that owns their
 /// memory.
 pub struct Compiled {
-    /// The parser with checksum verification.
-    pub(crate) parse: BatchFn,
-    /// The same after each packet enters ingress (PHV reset, arrival metadata).
+    /// Each packet entering ingress (PHV reset, arrival metadata; not for lanes marked
+    /// [`BEGUN`]), the parser and checksum verification.
     pub(crate) arrive: BatchFn,
     /// The controls (None: the program has none).
     pub(crate) ingress: Option<BatchFn>,
@@ -51,10 +48,9 @@ pub struct Compiled {
     pub(crate) unicast: BatchFn,
     /// Each packet entering egress (egress metadata).
     pub(crate) begin_egress: BatchFn,
-    /// The deparser of one packet, and of the packets of an egress pass (None: a
-    /// header has no fixed length; the interpreter deparses).
-    pub(crate) deparse: Option<DeparseFn>,
-    pub(crate) deparse_pass: Option<BatchFn>,
+    /// The deparser of the packets of an egress pass, or of one packet marked
+    /// [`FORCE`] (None: a header has no fixed length; the interpreter deparses).
+    pub(crate) deparse: Option<BatchFn>,
     /// Freed when this is dropped (only then: the function pointers above point into
     /// it).
     pub(crate) module: Mutex<Option<JITModule>>,
@@ -216,8 +212,12 @@ impl Native for Compiled {
         for chunk in pkts.chunks_mut(SUB_BATCH) {
             let mut lanes = lanes_of(chunk);
             let n = chunk.len();
+            for i in 0..n {
+                // the caller reset the packets: parse only
+                lane_mut(&mut lanes, i).out = BEGUN;
+            }
             // (the generated parser writes each context's payload offset)
-            self.run(&[self.parse], e, cs, None, sc, 0, &mut lanes, n, &mut bufs);
+            self.run(&[self.arrive], e, cs, None, sc, 0, &mut lanes, n, &mut bufs);
         }
     }
 
@@ -336,7 +336,7 @@ impl Native for Compiled {
                 lane.len = payload as u64;
                 l.write(lane);
             }
-            let grown = match (self.egress, self.deparse_pass) {
+            let grown = match (self.egress, self.deparse) {
                 (Some(c), Some(d)) => self.run(
                     &[self.begin_egress, c, d],
                     e,
@@ -412,33 +412,18 @@ impl Native for Compiled {
         };
         let pk = &ctx.pkt;
         let payload = pk.start + ctx.payload_off.min(pk.end - pk.start);
+        let mut lanes: Lanes = [const { MaybeUninit::uninit() }; SUB_BATCH];
         let mut lane = lane_of(ctx);
         lane.pkt = ctx.pkt.buf.as_mut_ptr();
         lane.len = payload as u64;
-        let mut env = Env {
-            engine: e,
-            cs,
-            ex: std::ptr::null(),
-            sc,
-            now_us: 0,
-            keys: std::ptr::null_mut(),
-            hits: std::ptr::null_mut(),
-            waiting: std::ptr::null_mut(),
-            lanes: &mut lane,
-            compiled: self,
-        };
-        let lane_ptr = env.lanes;
-        // SAFETY: the lane points into `ctx`, borrowed mutably for this call; the
-        // generated code writes the buffer only below `payload` and at or above the
-        // new start it returns, which it checked to be at least 0 (else GROW, with
-        // nothing written).
-        let r = unsafe { f(&mut env, lane_ptr) };
-        if r == GROW {
-            return e.deparse_interp(ctx, sc, cs);
+        // whatever the packet asked for: the caller decided it leaves
+        lane.out = FORCE;
+        lanes[0].write(lane);
+        let mut bufs = Bufs::new(e);
+        self.run(&[f], e, cs, None, sc, 0, &mut lanes, 1, &mut bufs);
+        if lane_mut(&mut lanes, 0).out == GROW {
+            e.deparse_interp(ctx, sc, cs);
         }
-        let start = r as usize;
-        ctx.pkt.start = start;
-        ctx.payload_off = payload - start;
     }
 
     fn stats(&self) -> NativeStats {
@@ -710,14 +695,12 @@ unsafe extern "C" fn h_prim(
 
 /// The finalized module's function addresses.
 pub(crate) struct Addrs {
-    pub parse: *const u8,
     pub arrive: *const u8,
     pub ingress: Option<*const u8>,
     pub egress: Option<*const u8>,
     pub unicast: *const u8,
     pub begin_egress: *const u8,
     pub deparse: Option<*const u8>,
-    pub deparse_pass: Option<*const u8>,
 }
 
 /// A [`Compiled`] from the finalized module's function addresses.
@@ -740,19 +723,26 @@ pub(crate) fn compiled(e: &Engine, a: Addrs, module: JITModule, stats: NativeSta
     unsafe {
         let batch = |p: *const u8| std::mem::transmute::<*const u8, BatchFn>(p);
         Compiled {
-            parse: batch(a.parse),
             arrive: batch(a.arrive),
             ingress: a.ingress.map(batch),
             egress: a.egress.map(batch),
             unicast: batch(a.unicast),
             begin_egress: batch(a.begin_egress),
-            deparse: a
-                .deparse
-                .map(|p| std::mem::transmute::<*const u8, DeparseFn>(p)),
-            deparse_pass: a.deparse_pass.map(batch),
+            deparse: a.deparse.map(batch),
             module: Mutex::new(Some(module)),
             stats,
             slots,
         }
     }
+}
+
+/// CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`).
+pub(crate) fn thread_cpu() -> Option<std::time::Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to write.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (r == 0).then(|| std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }

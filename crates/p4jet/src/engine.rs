@@ -24,8 +24,12 @@ pub fn describe(e: &p4jet_engine::Engine) -> String {
     match (e.cfg.engine, e.native()) {
         (EngineKind::Jit, Some(n)) => {
             let s = n.stats();
+            let cpu = s
+                .compile_cpu
+                .map(|c| format!(", {:.1} ms of CPU", c.as_secs_f64() * 1e3))
+                .unwrap_or_default();
             format!(
-                "jit: compiled to native code in {:.1} ms ({} functions, {} bytes)",
+                "jit: compiled to native code in {:.1} ms{cpu} ({} functions, {} bytes)",
                 s.compile_time.as_secs_f64() * 1e3,
                 s.functions,
                 s.code_bytes
@@ -36,10 +40,15 @@ pub fn describe(e: &p4jet_engine::Engine) -> String {
     }
 }
 
-/// Compile time of `e`'s native code in ms (0 when interpreted).
-pub fn compile_ms(e: &p4jet_engine::Engine) -> f64 {
-    e.native()
-        .map_or(0.0, |n| n.stats().compile_time.as_secs_f64() * 1e3)
+/// Compile time of `e`'s native code in ms, wall clock and CPU (0 when interpreted).
+pub fn compile_ms(e: &p4jet_engine::Engine) -> (f64, f64) {
+    e.native().map_or((0.0, 0.0), |n| {
+        let s = n.stats();
+        (
+            s.compile_time.as_secs_f64() * 1e3,
+            s.compile_cpu.unwrap_or(s.compile_time).as_secs_f64() * 1e3,
+        )
+    })
 }
 
 /// `p4jet plan` options.

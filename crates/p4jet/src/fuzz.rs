@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use clap::Args;
 use p4jet_engine::state::{EntryAction, EntryValue, McNode, MirrorSession, Op, OpResult, Pre};
-use p4jet_engine::{EngineKind, Engine};
+use p4jet_engine::{Engine, EngineKind};
 use p4jet_ir::{ActionCall, MatchKind, TableKind};
 use p4jet_switch::{Switch, SwitchConfig};
 use p4jet_tables::{FieldMatch, MatchKey};
@@ -234,13 +234,17 @@ fn commands_of(path: &Path) -> Option<PathBuf> {
         return Some(c);
     }
     let like = scaled(path)?;
-    let c = path.parent()?.parent()?.join(like).join(format!("{like}.commands"));
+    let c = path
+        .parent()?
+        .parent()?
+        .join(like)
+        .join(format!("{like}.commands"));
     c.is_file().then_some(c)
 }
 
 /// The corpus program a benchmark variant scales up (tests/corpus/bench/README.md).
 fn scaled(path: &Path) -> Option<&'static str> {
-    if !path.parent()?.file_name().is_some_and(|d| d == "bench") {
+    if path.parent()?.file_name().is_none_or(|d| d != "bench") {
         return None;
     }
     match path.file_stem()?.to_str()? {
@@ -350,10 +354,12 @@ fn random_state(
                 }
             }
         };
-        let ternary = t
-            .keys
-            .iter()
-            .any(|k| matches!(k.kind, MatchKind::Ternary | MatchKind::Range | MatchKind::Optional));
+        let ternary = t.keys.iter().any(|k| {
+            matches!(
+                k.kind,
+                MatchKind::Ternary | MatchKind::Range | MatchKind::Optional
+            )
+        });
         for _ in 0..per_table {
             let Some(act) = action(rng) else { break };
             // half the keys from the headers of frames the switches will see
@@ -368,7 +374,11 @@ fn random_state(
                         random_match(k.kind, k.width, v, rng)
                     })
                     .collect(),
-                priority: if ternary { rng.below(1000) as i32 + 1 } else { -1 },
+                priority: if ternary {
+                    rng.below(1000) as i32 + 1
+                } else {
+                    -1
+                },
             };
             let key = p4jet_engine::state::fix_valid_keys(&t.keys, key);
             let r = three.apply(&Op::AddEntry {
@@ -380,9 +390,14 @@ fn random_state(
                 },
             });
             if r.iter().any(|x| x != &r[0]) {
-                return Err(format!("table {}: the engines' control states disagree: {r:?}", t.name));
+                return Err(format!(
+                    "table {}: the engines' control states disagree: {r:?}",
+                    t.name
+                ));
             }
-            if std::env::var_os("P4JET_FUZZ_VERBOSE").is_some() && !matches!(r[0], OpResult::Handle(_) | OpResult::Ok) {
+            if std::env::var_os("P4JET_FUZZ_VERBOSE").is_some()
+                && !matches!(r[0], OpResult::Handle(_) | OpResult::Ok)
+            {
                 eprintln!("table {}: {:?}", t.name, r[0]);
             }
         }
@@ -446,7 +461,11 @@ fn observe(e: &Engine, seeds: &[(u32, Vec<u8>)], rng: &mut Rng) -> Vec<p4jet_eng
 }
 
 /// Table key element `k`'s value in `phv` (big-endian, its width), when it is a field.
-fn key_value(p: &p4jet_ir::Program, k: &p4jet_ir::TableKey, phv: &p4jet_engine::Phv) -> Option<Vec<u8>> {
+fn key_value(
+    p: &p4jet_ir::Program,
+    k: &p4jet_ir::TableKey,
+    phv: &p4jet_engine::Phv,
+) -> Option<Vec<u8>> {
     let p4jet_ir::KeySource::Field(p4jet_ir::FieldRef::Static(f)) = &k.source else {
         return None;
     };
@@ -535,8 +554,12 @@ fn seed_frames(path: &Path) -> Vec<(u32, Vec<u8>)> {
     }
     let dir = dir.as_path();
     for sub in ["tests", "tests/ext"] {
-        for f in std::fs::read_dir(dir.join(sub)).into_iter().flatten().flatten() {
-            if !f.path().extension().is_some_and(|x| x == "stf") {
+        for f in std::fs::read_dir(dir.join(sub))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if f.path().extension().is_none_or(|x| x != "stf") {
                 continue;
             }
             let Ok(text) = std::fs::read_to_string(f.path()) else {
@@ -652,7 +675,8 @@ fn compare_frames(outs: &[Vec<(u32, Vec<u8>)>]) -> Option<String> {
                 base.len(),
                 ENGINES[k],
                 o.len(),
-                i.map_or("(one is a prefix of the other)".to_string(), |i| i.to_string()),
+                i.map_or("(one is a prefix of the other)".to_string(), |i| i
+                    .to_string()),
                 ENGINES[0],
                 show_frames(base),
                 ENGINES[k],
@@ -687,7 +711,11 @@ fn compare_state(three: &Three) -> Result<(), String> {
         }
         for (i, c) in ex.direct_counters.iter().enumerate() {
             if let Some(c) = c {
-                let cells: Vec<(u64, u64)> = c.iter().map(|x| x.read()).filter(|x| *x != (0, 0)).collect();
+                let cells: Vec<(u64, u64)> = c
+                    .iter()
+                    .map(|x| x.read())
+                    .filter(|x| *x != (0, 0))
+                    .collect();
                 v.push(format!("direct counter {i} {cells:?}"));
             }
         }

@@ -10,21 +10,11 @@ use p4jet_engine::plan::checksum::CsumOp;
 
 use super::checksum::csum_inline;
 use super::{Gen, H};
-use crate::abi::{GROW, ctx, off};
+use crate::abi::{FORCE, GROW, ctx, off};
 
-/// Emits the deparse function's body: `(env, lane) -> start`.
-pub(crate) fn emit(g: &mut Gen, lane: Value) {
-    let done = g.b.create_block();
-    g.b.append_block_param(done, cranelift_codegen::ir::types::I64);
-    deparse_one(g, lane, done);
-    g.b.switch_to_block(done);
-    let r = g.b.block_params(done)[0];
-    g.b.ins().return_(&[r]);
-}
-
-/// Emits the egress pass's deparser: `(env, lanes, n) -> grown`. A packet the egress
-/// control dropped, or with a request pending (an egress clone is copied before
-/// deparsing), is left alone; the others are deparsed in place (the context's frame
+/// Emits the deparser: `(env, lanes, n) -> grown`. In an egress pass a packet the
+/// egress control dropped, or with a request pending (an egress clone is copied before
+/// deparsing), is left alone (a lane marked [`FORCE`] is deparsed in any case); the others are deparsed in place (the context's frame
 /// start, payload offset and `deparsed` written) unless their headers outgrow the
 /// headroom: their lanes get [`GROW`], counted in the result.
 pub(crate) fn emit_pass(g: &mut Gen, lanes: Value, n: Value) {
@@ -35,6 +25,14 @@ pub(crate) fn emit_pass(g: &mut Gen, lanes: Value, n: Value) {
     g.each_lane(lanes, n, |g, lane| {
         let next = g.b.create_block();
         let cx = g.lane_ptr(lane, off::LANE_CTX);
+        let out =
+            g.b.ins()
+                .load(types::I64, super::mem(), lane, off::LANE_OUT);
+        let forced = g.b.ins().icmp_imm_s(IntCC::Equal, out, FORCE as i64);
+        let work = g.b.create_block();
+        let check = g.b.create_block();
+        g.b.ins().brif(forced, work, &[], check, &[]);
+        g.b.switch_to_block(check);
         let pending = g.b.ins().uload8(types::I64, super::mem(), cx, ctx::PENDING);
         let go = g.b.create_block();
         g.b.ins().brif(pending, next, &[], go, &[]);
@@ -48,6 +46,8 @@ pub(crate) fn emit_pass(g: &mut Gen, lanes: Value, n: Value) {
                 g.b.switch_to_block(keep);
             }
         }
+        g.b.ins().jump(work, &[]);
+        g.b.switch_to_block(work);
         let done = g.b.create_block();
         g.b.append_block_param(done, types::I64);
         deparse_one(g, lane, done);

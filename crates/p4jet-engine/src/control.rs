@@ -38,6 +38,7 @@ impl Engine {
     pub(crate) fn test(&self, phv: &Phv, c: &CondTest) -> bool {
         match c {
             CondTest::Planned(fc) => fc.test(phv),
+            CondTest::Tree(t) => t.test(phv),
             CondTest::General(expr) => {
                 let ec = EvalCtx::of_phv(phv);
                 eval_bool(&self.prog, &ec, *expr)

@@ -72,9 +72,11 @@ impl PacketCtx {
         if !self.phv.varbit_bits.is_empty() {
             self.phv.varbit_bits.fill(0);
         }
-        self.payload_off = 0;
         self.exit = false;
-        self.req = Requests::default();
+        // no request is set unless `pending` is (the parser writes the payload offset)
+        if self.req.pending {
+            self.req = Requests::default();
+        }
         if !self.log.is_empty() {
             self.log.clear();
         }

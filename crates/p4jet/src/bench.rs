@@ -25,7 +25,8 @@ use crate::run::Mode;
 /// `p4jet bench` options.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// The bmv2 JSON program.
+    /// The bmv2 JSON program (`null`: the null program the figures are compared
+    /// with, on its own).
     pub program: PathBuf,
     /// Table commands (simple_switch_CLI syntax).
     #[arg(long = "commands")]
@@ -790,8 +791,11 @@ fn sweep(a: &BenchArgs, sw: &Switch, frames: &[Vec<u8>]) -> Result<ExitCode, Str
 
 /// `p4jet bench`.
 pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
-    let json =
-        std::fs::read_to_string(&a.program).map_err(|e| format!("{}: {e}", a.program.display()))?;
+    let json = if a.program.as_os_str() == "null" {
+        NULL_PROGRAM.to_string()
+    } else {
+        std::fs::read_to_string(&a.program).map_err(|e| format!("{}: {e}", a.program.display()))?
+    };
     let frames = read_trace(&a.trace)?;
     let workers = a.workers.max(1);
     let cfg = SwitchConfig {

@@ -82,6 +82,14 @@ impl Cond {
             }),
             // a boolean as 0/1 or a value as a boolean: the same truth
             Expr::Un(UnOp::D2b | UnOp::B2d, a) => Self::shape(p, *a),
+            // an unsigned field as a truth value: not zero
+            Expr::Field(FieldRef::Static(f)) => {
+                let loc = p.fields.get(*f as usize)?.loc;
+                if loc.signed {
+                    return None;
+                }
+                Self::range64(loc, BinOp::Ne, 0)
+            }
             Expr::Un(UnOp::Not, a) => Self::shape(p, *a).map(|f| Cond {
                 negate: !f.negate,
                 ..f
@@ -233,6 +241,78 @@ impl Cond {
             }
         };
         b != self.negate
+    }
+}
+
+/// A truth test made of planned conditions joined by `&&`, `||` and `!` (p4c's
+/// `checksum_error == 1 || !hdr.ipv4.isValid()`): tested without the expression
+/// tree's general evaluation, and without side effects, so in any order.
+#[derive(Debug, Clone)]
+pub enum CondTree {
+    /// A planned condition.
+    Leaf(Cond),
+    /// Negation.
+    Not(Box<CondTree>),
+    /// Both hold.
+    And(Box<CondTree>, Box<CondTree>),
+    /// One holds.
+    Or(Box<CondTree>, Box<CondTree>),
+}
+
+impl CondTree {
+    /// The tree of root `id`, when every leaf is a planned condition (and the tree
+    /// is more than one: a single one is a [`Cond`]).
+    pub fn of(p: &Program, id: ExprId) -> Option<CondTree> {
+        if p.exprs.wide.get(id as usize).copied().unwrap_or(true) {
+            return None;
+        }
+        let t = Self::shape(p, id, 0)?;
+        (!matches!(t, CondTree::Leaf(_))).then_some(t)
+    }
+
+    fn shape(p: &Program, id: ExprId, depth: u32) -> Option<CondTree> {
+        if depth > 16 {
+            return None;
+        }
+        if let Some(c) = Cond::shape(p, id) {
+            return Some(CondTree::Leaf(c));
+        }
+        let n = p.exprs.nodes.get(id as usize)?;
+        match &n.expr {
+            Expr::Un(UnOp::D2b | UnOp::B2d, a) => Self::shape(p, *a, depth + 1),
+            Expr::Un(UnOp::Not, a) => Some(CondTree::Not(Box::new(Self::shape(p, *a, depth + 1)?))),
+            Expr::Bin(BinOp::LAnd, a, b) => Some(CondTree::And(
+                Box::new(Self::shape(p, *a, depth + 1)?),
+                Box::new(Self::shape(p, *b, depth + 1)?),
+            )),
+            Expr::Bin(BinOp::LOr, a, b) => Some(CondTree::Or(
+                Box::new(Self::shape(p, *a, depth + 1)?),
+                Box::new(Self::shape(p, *b, depth + 1)?),
+            )),
+            _ => None,
+        }
+    }
+
+    /// The truth value for this PHV.
+    pub fn test(&self, phv: &Phv) -> bool {
+        match self {
+            CondTree::Leaf(c) => c.test(phv),
+            CondTree::Not(a) => !a.test(phv),
+            CondTree::And(a, b) => a.test(phv) && b.test(phv),
+            CondTree::Or(a, b) => a.test(phv) || b.test(phv),
+        }
+    }
+
+    /// Every leaf, for `f`.
+    pub fn leaves<'a>(&'a self, out: &mut Vec<&'a Cond>) {
+        match self {
+            CondTree::Leaf(c) => out.push(c),
+            CondTree::Not(a) => a.leaves(out),
+            CondTree::And(a, b) | CondTree::Or(a, b) => {
+                a.leaves(out);
+                b.leaves(out);
+            }
+        }
     }
 }
 

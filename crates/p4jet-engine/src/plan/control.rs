@@ -6,13 +6,15 @@
 use p4jet_ir::expr::ExprId;
 use p4jet_ir::{Control, ControlNode, Program};
 
-use super::cond::Cond;
+use super::cond::{Cond, CondTree};
 
 /// How a condition is tested.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum CondTest {
     /// Through its plan.
     Planned(Cond),
+    /// Planned conditions joined by `&&`, `||`, `!`.
+    Tree(Box<CondTree>),
     /// By the general evaluator.
     General(ExprId),
 }
@@ -21,8 +23,14 @@ impl CondTest {
     /// The condition of expression `e` of `p`, through its plan when `plan` and it has
     /// one.
     pub(crate) fn of(p: &Program, e: ExprId, plan: bool) -> CondTest {
-        match Cond::of(p, e).filter(|_| plan) {
-            Some(c) => CondTest::Planned(c),
+        if !plan {
+            return CondTest::General(e);
+        }
+        if let Some(c) = Cond::of(p, e) {
+            return CondTest::Planned(c);
+        }
+        match CondTree::of(p, e) {
+            Some(t) => CondTest::Tree(Box::new(t)),
             None => CondTest::General(e),
         }
     }

@@ -111,9 +111,20 @@ fn cond(n: &Names, c: &Cond) -> String {
     }
 }
 
+fn tree(n: &Names, t: &super::cond::CondTree) -> String {
+    use super::cond::CondTree;
+    match t {
+        CondTree::Leaf(c) => cond(n, c),
+        CondTree::Not(a) => format!("!({})", tree(n, a)),
+        CondTree::And(a, b) => format!("({} && {})", tree(n, a), tree(n, b)),
+        CondTree::Or(a, b) => format!("({} || {})", tree(n, a), tree(n, b)),
+    }
+}
+
 fn test(n: &Names, t: &CondTest) -> String {
     match t {
         CondTest::Planned(c) => cond(n, c),
+        CondTest::Tree(t) => tree(n, t),
         CondTest::General(e) => format!("general expr #{e}"),
     }
 }

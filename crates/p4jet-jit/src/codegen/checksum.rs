@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
 use p4jet_engine::plan::checksum::Checksum;
-use p4jet_engine::plan::cond::{Cond, CondKind};
+use p4jet_engine::plan::cond::{Cond, CondKind, CondTree};
 use p4jet_ir::expr::BinOp;
 
 use super::{Gen, H, mask64, mem};
@@ -21,6 +21,13 @@ pub(crate) fn cond_inline(c: &Cond) -> bool {
             loc.width <= 64 && (1..=8).contains(&loc.nbytes) && k <= u128::from(u64::MAX)
         }
     }
+}
+
+/// Whether every leaf of condition tree `t` compiles without the interpreter.
+pub(crate) fn tree_inline(t: &CondTree) -> bool {
+    let mut leaves = vec![];
+    t.leaves(&mut leaves);
+    leaves.into_iter().all(cond_inline)
 }
 
 /// Whether planned checksum `c` compiles without the interpreter.
@@ -127,6 +134,34 @@ impl Gen<'_, '_> {
         self.write_field(phv, c.target.loc, v);
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(done);
+    }
+
+    /// Condition tree `t` (0 or 1; every leaf compiles: [`tree_inline`]), its leaves
+    /// evaluated eagerly (they have no side effects) and joined by bit operations.
+    pub(crate) fn cond_tree(
+        &mut self,
+        phv: Value,
+        valid: Value,
+        lane: Value,
+        t: &CondTree,
+    ) -> Value {
+        match t {
+            CondTree::Leaf(c) => self.cond(phv, valid, lane, c, None),
+            CondTree::Not(a) => {
+                let v = self.cond_tree(phv, valid, lane, a);
+                self.b.ins().bxor_imm_s(v, 1)
+            }
+            CondTree::And(a, b) => {
+                let x = self.cond_tree(phv, valid, lane, a);
+                let y = self.cond_tree(phv, valid, lane, b);
+                self.b.ins().band(x, y)
+            }
+            CondTree::Or(a, b) => {
+                let x = self.cond_tree(phv, valid, lane, a);
+                let y = self.cond_tree(phv, valid, lane, b);
+                self.b.ins().bor(x, y)
+            }
+        }
     }
 
     /// Planned condition `c` (0 or 1). A comparison of a field wider than 64 bits is

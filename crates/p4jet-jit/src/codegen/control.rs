@@ -24,7 +24,7 @@ use p4jet_engine::plan::table::{ApplyNext, Key};
 use p4jet_ir::ControlNode;
 
 use super::action::{self, Px};
-use super::checksum::cond_inline;
+use super::checksum::{cond_inline, tree_inline};
 use super::{Gen, H, PTR, mem};
 use crate::abi::{SLOT_OTHER, off};
 
@@ -193,6 +193,9 @@ impl Region<'_> {
                     let v = match test {
                         CondTest::Planned(c) if cond_inline(c) => {
                             g.cond(px.phv, px.valid, px.lane, c, expr)
+                        }
+                        CondTest::Tree(t) if tree_inline(t) => {
+                            g.cond_tree(px.phv, px.valid, px.lane, t)
                         }
                         _ => {
                             let env = g.env;

@@ -16,7 +16,7 @@ use p4jet_engine::plan::table::{ApplyNext, Key};
 use p4jet_ir::ControlNode;
 
 use super::action::{self, Px};
-use super::checksum::cond_inline;
+use super::checksum::{cond_inline, tree_inline};
 use super::{Gen, H, PTR, mem};
 use crate::abi::{SLOT_OTHER, off};
 
@@ -67,6 +67,7 @@ pub(crate) fn emit_walk(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value
                     let valid = g.lane_ptr(lane, off::LANE_VALID);
                     let b = match test {
                         CondTest::Planned(c) if cond_inline(c) => g.cond(phv, valid, lane, c, expr),
+                        CondTest::Tree(t) if tree_inline(t) => g.cond_tree(phv, valid, lane, t),
                         _ => {
                             let env = g.env;
                             let ek = g.k32(expr.unwrap_or(0));

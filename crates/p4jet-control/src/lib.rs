@@ -1,11 +1,8 @@
-//! The p4jet control plane: the bmv2 runtime API as a Rust trait ([`api`]),
-//! the program description the control plane needs ([`program`]), the
-//! `simple_switch_CLI` command language ([`cli`]) and p4c's STF test format
-//! ([`stf`]).
+//! p4jet's control-plane front ends besides Thrift: the `simple_switch_CLI` command
+//! language ([`cli`]) and p4c's STF test format ([`stf`]), both adapters over the
+//! runtime model ([`p4jet_runtime::Runtime`]).
 #![forbid(unsafe_code)]
 
-pub mod api;
 pub mod cli;
-pub mod program;
 mod py;
 pub mod stf;

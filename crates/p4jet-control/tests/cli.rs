@@ -1,58 +1,29 @@
-//! simple_switch_CLI commands against a recording mock of the runtime API:
-//! the right call with the right bytes, the right output, and no call at
-//! all for malformed commands.
+//! simple_switch_CLI commands against a switch in memory (or a null runtime),
+//! recorded by the shared test double: the right update with the right bytes, the
+//! right output, and no call at all for malformed commands.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
-use common::{MockApi, corpus_json};
-use p4jet_control::api::*;
+use common::*;
 use p4jet_control::cli::{Cli, CliErrorKind, parse_value};
+use p4jet_runtime::bmv2::{Bmv2Code, TableOperationErrorCode as TC};
+use p4jet_runtime::schema::ObjectKind;
+use p4jet_runtime::testing::Call;
+use p4jet_runtime::{
+    ActionCall, CloneSession, CloneTarget, CounterId, CounterValue, CrcConfig, EntryAction,
+    GroupId, McNodeHandle, MemberId, MeterConfig, MeterId, MeterRate, ProfileId, RegisterId,
+    Runtime, RuntimeError, Update, ValueSetId, WriteMode,
+};
 
 fn cli(program: &str) -> Cli {
     Cli::new(&corpus_json(program)).expect("corpus JSON loads")
 }
 
-fn ok(cli: &mut Cli, api: &mut MockApi, line: &str) -> String {
-    match cli.execute(api, line) {
-        Ok(out) => out,
-        Err(e) => panic!("{line}: unexpected error: {}", e.printed()),
-    }
-}
-
-/// Runs a command that must fail before calling anything; returns the error line.
-fn rejected(cli: &mut Cli, line: &str) -> String {
-    let mut api = MockApi::new();
-    let e = cli.execute(&mut api, line).expect_err(line);
-    assert!(
-        api.calls.is_empty(),
-        "{line}: malformed command made calls {:?}",
-        api.calls
-    );
-    assert!(!matches!(e.kind, CliErrorKind::Api { .. }), "{line}: {e}");
-    e.to_string()
-}
-
-fn call(name: &str, args: impl std::fmt::Debug) -> String {
-    format!("{name}{args:?}")
-}
-
-fn exact(b: &[u8]) -> BmMatchParam {
-    BmMatchParam::Exact { key: b.to_vec() }
-}
-
-fn prio(p: i32) -> BmAddEntryOptions {
-    BmAddEntryOptions { priority: Some(p) }
-}
-
 #[test]
 fn table_add_exact_prints_like_simple_switch_cli() {
-    let mut c = cli("basic_l2");
-    let mut api = MockApi::new();
-    let out = ok(
-        &mut c,
-        &mut api,
-        "table_add dmac forward 00:00:00:00:00:10 => 1",
-    );
+    let mut e = on_switch("basic_l2");
+    let out = e.ok("table_add dmac forward 00:00:00:00:00:10 => 1");
     assert_eq!(
         out,
         "Adding entry to exact match table dmac\n\
@@ -62,128 +33,99 @@ fn table_add_exact_prints_like_simple_switch_cli() {
          Entry has been added with handle 0\n"
     );
     assert_eq!(
-        api.take(),
-        vec![call(
-            "bm_mt_add_entry",
-            (
-                "IngressImpl.dmac",
-                &[exact(&[0, 0, 0, 0, 0, 0x10])][..],
-                "IngressImpl.forward",
-                &[vec![0u8, 1]][..],
-                prio(0)
-            )
+        e.take(),
+        vec![e.add(
+            "IngressImpl.dmac",
+            vec![ex(&[0, 0, 0, 0, 0, 0x10])],
+            "IngressImpl.forward",
+            vec![vec![0, 1]],
+            0
         )]
     );
     // Fully qualified names work too, and handles come from the switch.
-    let out = ok(
-        &mut c,
-        &mut api,
-        "table_add IngressImpl.dmac IngressImpl.forward 0x000000000011 => 0x1ff",
-    );
+    let out = e.ok("table_add IngressImpl.dmac IngressImpl.forward 0x000000000011 => 0x1ff");
     assert!(
         out.ends_with("Entry has been added with handle 1\n"),
         "{out}"
     );
     assert!(out.contains("runtime data:        01:ff\n"));
     // No parameters: the runtime data line keeps its trailing space.
-    let out = ok(&mut c, &mut api, "table_add dmac IngressImpl.drop 0x12 =>");
+    let out = e.ok("table_add dmac IngressImpl.drop 0x12 =>");
     assert!(out.contains("\nruntime data:        \n"), "{out:?}");
 }
 
 #[test]
 fn table_add_errors_from_the_switch() {
-    let mut c = cli("basic_l2");
-    let mut api = MockApi::new().fail("bm_mt_add_entry", 17);
-    let e = c
-        .execute(&mut api, "table_add dmac forward 00:00:00:00:00:10 => 1")
-        .unwrap_err();
-    assert_eq!(e.to_string(), "Invalid table operation (DUPLICATE_ENTRY)");
+    let mut e = on_switch("basic_l2");
+    e.ok("table_add dmac forward 00:00:00:00:00:10 => 1");
+    // the same key again: the switch's own answer
+    let err = e.err("table_add dmac forward 00:00:00:00:00:10 => 1");
+    assert_eq!(err.to_string(), "Invalid table operation (DUPLICATE_ENTRY)");
     assert_eq!(
-        e.kind,
+        err.kind,
         CliErrorKind::Api {
             message: "Invalid table operation (DUPLICATE_ENTRY)".into(),
             code: Some("DUPLICATE_ENTRY")
         }
     );
     assert!(
-        e.printed()
+        err.printed()
             .starts_with("Adding entry to exact match table dmac\n")
     );
     assert!(
-        e.printed()
+        err.printed()
             .ends_with("runtime data:        00:01\nInvalid table operation (DUPLICATE_ENTRY)\n")
     );
+    // an injected failure prints the same way
+    e.rt.fail_when(
+        |c| matches!(c, Call::Write(..)),
+        Bmv2Code::Table(TC::TABLE_FULL).error("full"),
+    );
+    let err = e.err("table_add dmac forward 00:00:00:00:00:20 => 1");
+    assert_eq!(err.to_string(), "Invalid table operation (TABLE_FULL)");
 }
 
 #[test]
 fn table_add_ternary_lpm_range_keys() {
-    let mut c = cli("acl_firewall");
-    let mut api = MockApi::new();
-    let out = ok(
-        &mut c,
-        &mut api,
+    let mut e = on_switch("acl_firewall");
+    let out = e.ok(
         "table_add acl deny 10.66.0.0&&&255.255.0.0 0&&&0 6&&&0xff 0x50&&&0xffff 0&&&0 0x02&&&0x12 => 7",
     );
     assert!(out.starts_with("Adding entry to ternary match table acl\nmatch key:           TERNARY-0a:42:00:00 &&& ff:ff:00:00\tTERNARY-00:00:00:00 &&& 00:00:00:00\tTERNARY-06 &&& ff\t"), "{out}");
-    let t = |k: &[u8], m: &[u8]| BmMatchParam::Ternary {
-        key: k.to_vec(),
-        mask: m.to_vec(),
-    };
-    let empty: &[Vec<u8>] = &[];
     assert_eq!(
-        api.take(),
-        vec![call(
-            "bm_mt_add_entry",
-            (
-                "IngressImpl.acl",
-                &[
-                    t(&[10, 66, 0, 0], &[255, 255, 0, 0]),
-                    t(&[0, 0, 0, 0], &[0, 0, 0, 0]),
-                    t(&[6], &[0xff]),
-                    t(&[0, 0x50], &[0xff, 0xff]),
-                    t(&[0], &[0]),
-                    t(&[2], &[0x12]),
-                ][..],
-                "IngressImpl.deny",
-                empty,
-                prio(7)
-            )
+        e.take(),
+        vec![e.add(
+            "IngressImpl.acl",
+            vec![
+                tern(&[10, 66, 0, 0], &[255, 255, 0, 0]),
+                tern(&[0, 0, 0, 0], &[0, 0, 0, 0]),
+                tern(&[6], &[0xff]),
+                tern(&[0, 0x50], &[0xff, 0xff]),
+                tern(&[0], &[0]),
+                tern(&[2], &[0x12]),
+            ],
+            "IngressImpl.deny",
+            vec![],
+            7
         )]
     );
 
     // Range key with the exact key before it, priority last.
-    ok(
-        &mut c,
-        &mut api,
-        "table_add src_port_filter deny_source 17 0->1023 => 20",
-    );
+    e.ok("table_add src_port_filter deny_source 17 0->1023 => 20");
     assert_eq!(
-        api.take(),
-        vec![call(
-            "bm_mt_add_entry",
-            (
-                "IngressImpl.src_port_filter",
-                &[
-                    exact(&[17]),
-                    BmMatchParam::Range {
-                        start: vec![0, 0],
-                        end: vec![3, 0xff]
-                    }
-                ][..],
-                "IngressImpl.deny_source",
-                empty,
-                prio(20)
-            )
+        e.take(),
+        vec![e.add(
+            "IngressImpl.src_port_filter",
+            vec![ex(&[17]), range(&[0, 0], &[3, 0xff])],
+            "IngressImpl.deny_source",
+            vec![],
+            20
         )]
     );
 
     // LPM (simple_router) and IPv6 LPM.
-    let mut c = cli("simple_router");
-    let out = ok(
-        &mut c,
-        &mut api,
-        "table_add ipv4_lpm set_next_hop 10.1.0.0/16 => 192.168.0.2 2",
-    );
+    let mut e = on_switch("simple_router");
+    let out = e.ok("table_add ipv4_lpm set_next_hop 10.1.0.0/16 => 192.168.0.2 2");
     assert!(
         out.contains("match key:           LPM-0a:01:00:00/16\n"),
         "{out}"
@@ -193,49 +135,40 @@ fn table_add_ternary_lpm_range_keys() {
         "{out}"
     );
     assert_eq!(
-        api.take(),
-        vec![call(
-            "bm_mt_add_entry",
-            (
-                "IngressImpl.ipv4_lpm",
-                &[BmMatchParam::Lpm {
-                    key: vec![10, 1, 0, 0],
-                    prefix_length: 16
-                }][..],
-                "IngressImpl.set_next_hop",
-                &[vec![192u8, 168, 0, 2], vec![0, 2]][..],
-                prio(0)
-            )
+        e.take(),
+        vec![e.add(
+            "IngressImpl.ipv4_lpm",
+            vec![lpm(&[10, 1, 0, 0], 16)],
+            "IngressImpl.set_next_hop",
+            vec![vec![192, 168, 0, 2], vec![0, 2]],
+            0
         )]
     );
-    let mut c = cli("ipv6_router");
-    ok(
-        &mut c,
-        &mut api,
-        "table_add routes route 2001:db8:1::/48 => 2 2",
-    );
+    let mut e = on_switch("ipv6_router");
+    e.ok("table_add routes route 2001:db8:1::/48 => 2 2");
     let mut key = vec![0x20, 0x01, 0x0d, 0xb8, 0, 1];
     key.resize(16, 0);
     assert_eq!(
-        api.take(),
-        vec![call(
-            "bm_mt_add_entry",
-            (
-                "IngressImpl.routes",
-                &[BmMatchParam::Lpm {
-                    key,
-                    prefix_length: 48
-                }][..],
-                "IngressImpl.route",
-                &[vec![0u8, 2], vec![0, 2]][..],
-                prio(0)
-            )
+        e.take(),
+        vec![e.add(
+            "IngressImpl.routes",
+            vec![lpm(&key, 48)],
+            "IngressImpl.route",
+            vec![vec![0, 2], vec![0, 2]],
+            0
         )]
     );
-    ok(&mut c, &mut api, "table_add routes route ::/0 => 4 0");
-    assert!(api.take()[0].contains(
-        "Lpm { key: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], prefix_length: 0 }"
-    ));
+    e.ok("table_add routes route ::/0 => 4 0");
+    assert_eq!(
+        e.take(),
+        vec![e.add(
+            "IngressImpl.routes",
+            vec![lpm(&[0; 16], 0)],
+            "IngressImpl.route",
+            vec![vec![0, 4], vec![0, 0]],
+            0
+        )]
+    );
 }
 
 #[test]
@@ -366,94 +299,72 @@ fn malformed_table_commands_make_no_call() {
 
 #[test]
 fn other_table_commands() {
-    let mut c = cli("basic_l2");
-    let mut api = MockApi::new();
-    let out = ok(&mut c, &mut api, "table_set_default dmac forward 3");
+    let mut e = on_null("basic_l2");
+    let out = e.ok("table_set_default dmac forward 3");
     assert_eq!(
         out,
         "Setting default action of dmac\naction:              forward\nruntime data:        00:03\n"
     );
+    let dmac = e.t("IngressImpl.dmac");
+    let fwd_id = e.a("IngressImpl.dmac", "IngressImpl.forward");
+    let fwd = |args| EntryAction::Direct(ActionCall::new(fwd_id, args));
     assert_eq!(
-        api.take(),
-        vec![call(
-            "bm_mt_set_default_action",
-            (
-                "IngressImpl.dmac",
-                "IngressImpl.forward",
-                &[vec![0u8, 3]][..]
-            )
-        )]
+        e.take(),
+        vec![Update::SetDefault {
+            table: dmac,
+            action: fwd(vec![vec![0, 3]])
+        }]
     );
     assert_eq!(
-        ok(&mut c, &mut api, "table_modify dmac forward 3 => 2"),
+        e.ok("table_modify dmac forward 3 => 2"),
         "Modifying entry 3 for exact match table dmac\n"
     );
     assert_eq!(
-        ok(&mut c, &mut api, "table_modify dmac forward 4 1"),
+        e.ok("table_modify dmac forward 4 1"),
         "Modifying entry 4 for exact match table dmac\n"
     );
+    assert_eq!(e.ok("table_delete dmac 3"), "Deleting entry 3 from dmac\n");
+    assert_eq!(e.ok("table_clear dmac"), "");
+    assert_eq!(e.ok("table_reset_default dmac"), "");
     assert_eq!(
-        ok(&mut c, &mut api, "table_delete dmac 3"),
-        "Deleting entry 3 from dmac\n"
-    );
-    assert_eq!(ok(&mut c, &mut api, "table_clear dmac"), "");
-    assert_eq!(ok(&mut c, &mut api, "table_reset_default dmac"), "");
-    api.num_entries = 4;
-    assert_eq!(ok(&mut c, &mut api, "table_num_entries dmac"), "4\n");
-    assert_eq!(
-        api.take(),
+        e.take(),
         vec![
-            call(
-                "bm_mt_modify_entry",
-                (
-                    "IngressImpl.dmac",
-                    3,
-                    "IngressImpl.forward",
-                    &[vec![0u8, 2]][..]
-                )
-            ),
-            call(
-                "bm_mt_modify_entry",
-                (
-                    "IngressImpl.dmac",
-                    4,
-                    "IngressImpl.forward",
-                    &[vec![0u8, 1]][..]
-                )
-            ),
-            call("bm_mt_delete_entry", ("IngressImpl.dmac", 3)),
-            call("bm_mt_clear_entries", ("IngressImpl.dmac", false)),
-            call("bm_mt_reset_default_entry", ("IngressImpl.dmac",)),
-            call("bm_mt_get_num_entries", ("IngressImpl.dmac",)),
+            Update::ModifyEntry {
+                table: dmac,
+                entry: h(3),
+                action: fwd(vec![vec![0, 2]])
+            },
+            Update::ModifyEntry {
+                table: dmac,
+                entry: h(4),
+                action: fwd(vec![vec![0, 1]])
+            },
+            Update::DeleteEntry {
+                table: dmac,
+                entry: h(3)
+            },
+            Update::ClearEntries {
+                table: dmac,
+                reset_default: false
+            },
+            Update::ResetDefault { table: dmac },
         ]
     );
+    // the count comes from the switch
+    let mut e = on_switch("basic_l2");
+    for i in 0..4 {
+        e.ok(&format!("table_add dmac forward 00:00:00:00:00:1{i} => 1"));
+    }
+    e.calls();
+    assert_eq!(e.ok("table_num_entries dmac"), "4\n");
+    assert_eq!(e.calls(), vec![format!("entry_count({dmac:?},)")]);
 }
 
 #[test]
 fn table_dump_format() {
-    let mut c = cli("acl_firewall");
-    let mut api = MockApi::new();
-    api.entries = vec![BmMtEntry {
-        match_key: vec![
-            exact(&[17]),
-            BmMatchParam::Range {
-                start: vec![0, 0],
-                end: vec![3, 0xff],
-            },
-        ],
-        options: prio(20),
-        entry_handle: 0,
-        action_entry: BmActionEntry::ActionData {
-            action_name: "IngressImpl.deny_source".into(),
-            action_data: vec![],
-        },
-        life: None,
-    }];
-    api.default_entry = Some(BmActionEntry::ActionData {
-        action_name: "NoAction".into(),
-        action_data: vec![],
-    });
-    let out = ok(&mut c, &mut api, "table_dump src_port_filter");
+    let mut e = on_switch("acl_firewall");
+    e.ok("table_add src_port_filter deny_source 17 0->1023 => 20");
+    let out = e.ok("table_dump src_port_filter");
     assert_eq!(
         out,
         "==========\n\
@@ -470,190 +381,167 @@ fn table_dump_format() {
          Action entry: NoAction - \n\
          ==========\n"
     );
-    let mut c = cli("basic_l2");
-    api.entries = vec![BmMtEntry {
-        match_key: vec![exact(&[0, 0, 0, 0, 0, 0x10])],
-        options: prio(-1),
-        entry_handle: 26,
-        action_entry: BmActionEntry::ActionData {
-            action_name: "IngressImpl.forward".into(),
-            action_data: vec![vec![0, 1]],
-        },
-        life: None,
-    }];
-    api.default_entry = None;
+    let mut e = on_switch("basic_l2");
+    for i in 0..27u8 {
+        e.ok(&format!(
+            "table_add dmac forward 00:00:00:00:01:{i:02x} => 1"
+        ));
+    }
+    e.ok("table_add dmac forward 00:00:00:00:00:10 => 1");
     assert_eq!(
-        ok(&mut c, &mut api, "table_dump_entry dmac 26"),
-        "Dumping entry 0x1a\nMatch key:\n* ethernet.dst_addr   : EXACT     000000000010\nAction entry: IngressImpl.forward - 0001\n"
+        e.ok("table_dump_entry dmac 27"),
+        "Dumping entry 0x1b\nMatch key:\n* ethernet.dst_addr   : EXACT     000000000010\nAction entry: IngressImpl.forward - 0001\n"
     );
-    let out = ok(&mut c, &mut api, "table_dump dmac");
+    let out = e.ok("table_dump dmac");
+    assert!(
+        out.ends_with("Dumping default entry\nAction entry: IngressImpl.drop - \n==========\n"),
+        "{out}"
+    );
+    let out = e.ok("table_dump_entry_from_key dmac 00:00:00:00:00:10");
+    assert!(out.starts_with("Dumping entry 0x1b\n"), "{out}");
+    let err = e.err("table_dump_entry dmac 99");
+    assert_eq!(err.to_string(), "Invalid table operation (INVALID_HANDLE)");
+    // an indirect table without default member has no default entry
+    let mut e = on_switch("ecmp");
+    let out = e.ok("table_dump ecmp_route");
     assert!(
         out.ends_with("Dumping default entry\nEMPTY\n==========\n"),
         "{out}"
     );
-    let out = ok(
-        &mut c,
-        &mut api,
-        "table_dump_entry_from_key dmac 00:00:00:00:00:10",
-    );
-    assert!(out.starts_with("Dumping entry 0x1a\n"), "{out}");
-    let e = c.execute(&mut api, "table_dump_entry dmac 3").unwrap_err();
-    assert_eq!(e.to_string(), "Invalid table operation (INVALID_HANDLE)");
 }
 
 #[test]
 fn action_profiles_and_indirect_tables() {
-    let mut c = cli("ecmp");
-    let mut api = MockApi::new();
+    let mut e = on_switch("ecmp");
     assert_eq!(
-        ok(
-            &mut c,
-            &mut api,
-            "act_prof_create_member ecmp_selector set_next_hop 00:00:00:00:0d:01 1"
-        ),
+        e.ok("act_prof_create_member ecmp_selector set_next_hop 00:00:00:00:0d:01 1"),
         "Member has been created with handle 0\n"
     );
     assert_eq!(
-        ok(
-            &mut c,
-            &mut api,
-            "act_prof_create_group IngressImpl.ecmp_selector"
-        ),
+        e.ok("act_prof_create_group IngressImpl.ecmp_selector"),
         "Group has been created with handle 0\n"
     );
-    ok(
-        &mut c,
-        &mut api,
-        "act_prof_add_member_to_group ecmp_selector 0 0",
-    );
+    e.ok("act_prof_add_member_to_group ecmp_selector 0 0");
     assert_eq!(
-        ok(
-            &mut c,
-            &mut api,
-            "table_indirect_add_with_group ecmp_route 10.0.0.0/8 => 0"
-        ),
+        e.ok("table_indirect_add_with_group ecmp_route 10.0.0.0/8 => 0"),
         "Adding entry to indirect match table IngressImpl.ecmp_route\nEntry has been added with handle 0\n"
     );
-    ok(
-        &mut c,
-        &mut api,
-        "table_indirect_add ecmp_route 0.0.0.0/0 => 0",
-    );
-    ok(&mut c, &mut api, "table_indirect_add port_smac 3 => 0");
-    ok(&mut c, &mut api, "table_indirect_set_default port_smac 0");
-    ok(
-        &mut c,
-        &mut api,
-        "table_indirect_set_default_with_group ecmp_route 0",
-    );
-    ok(&mut c, &mut api, "table_indirect_reset_default port_smac");
-    ok(&mut c, &mut api, "table_indirect_delete port_smac 0");
-    ok(
-        &mut c,
-        &mut api,
-        "act_prof_remove_member_from_group ecmp_selector 0 0",
-    );
-    ok(
-        &mut c,
-        &mut api,
-        "act_prof_modify_member smac_profile set_src_mac 0 => 00:ee:00:00:00:01",
-    );
-    ok(&mut c, &mut api, "act_prof_delete_group ecmp_selector 0");
-    ok(&mut c, &mut api, "act_prof_delete_member ecmp_selector 0");
+    e.ok("table_indirect_add ecmp_route 0.0.0.0/0 => 0");
+    e.ok("act_prof_create_member smac_profile set_src_mac 00:ee:00:00:00:00");
+    e.ok("table_indirect_add port_smac 3 => 0");
+    e.ok("table_indirect_set_default port_smac 0");
+    e.ok("table_indirect_set_default_with_group ecmp_route 0");
+    e.ok("table_indirect_reset_default port_smac");
+    e.ok("table_indirect_delete port_smac 0");
+    // the group's entries go first, then the group and its member
+    e.ok("table_indirect_delete ecmp_route 0");
+    e.ok("table_indirect_delete ecmp_route 1");
+    e.ok("table_indirect_reset_default ecmp_route");
+    e.ok("act_prof_remove_member_from_group ecmp_selector 0 0");
+    e.ok("act_prof_modify_member smac_profile set_src_mac 0 => 00:ee:00:00:00:01");
+    e.ok("act_prof_delete_group ecmp_selector 0");
+    e.ok("act_prof_delete_member ecmp_selector 0");
     // Legacy alias: the table's action profile is used.
     assert_eq!(
-        ok(
-            &mut c,
-            &mut api,
-            "table_indirect_create_member port_smac NoAction"
-        ),
+        e.ok("table_indirect_create_member port_smac NoAction"),
         "Member has been created with handle 1\n"
     );
-    let lpm = |k: [u8; 4], l| BmMatchParam::Lpm {
-        key: k.to_vec(),
-        prefix_length: l,
-    };
+    let sel = ProfileId(e.id(ObjectKind::Profile, "IngressImpl.ecmp_selector"));
+    let smac = ProfileId(e.id(ObjectKind::Profile, "EgressImpl.smac_profile"));
+    let route = e.t("IngressImpl.ecmp_route");
+    let port_smac = e.t("EgressImpl.port_smac");
+    let nh = e.pa("IngressImpl.ecmp_selector", "IngressImpl.set_next_hop");
+    let set_src = e.pa("EgressImpl.smac_profile", "EgressImpl.set_src_mac");
+    let no_action = e.pa("EgressImpl.smac_profile", "NoAction");
     assert_eq!(
-        api.take(),
+        e.take(),
         vec![
-            call(
-                "bm_mt_act_prof_add_member",
-                (
-                    "IngressImpl.ecmp_selector",
-                    "IngressImpl.set_next_hop",
-                    &[vec![0u8, 0, 0, 0, 0x0d, 1], vec![0, 1]][..]
-                )
+            Update::AddMember {
+                profile: sel,
+                id: None,
+                action: ActionCall::new(nh, vec![vec![0, 0, 0, 0, 0x0d, 1], vec![0, 1]])
+            },
+            Update::AddGroup {
+                profile: sel,
+                id: None,
+                max_size: 0
+            },
+            Update::AddToGroup {
+                profile: sel,
+                group: GroupId(0),
+                member: MemberId(0)
+            },
+            e.add_indirect(
+                "IngressImpl.ecmp_route",
+                vec![lpm(&[10, 0, 0, 0], 8)],
+                EntryAction::Group(GroupId(0)),
+                0
             ),
-            call(
-                "bm_mt_act_prof_create_group",
-                ("IngressImpl.ecmp_selector",)
+            e.add_indirect(
+                "IngressImpl.ecmp_route",
+                vec![lpm(&[0, 0, 0, 0], 0)],
+                EntryAction::Member(MemberId(0)),
+                0
             ),
-            call(
-                "bm_mt_act_prof_add_member_to_group",
-                ("IngressImpl.ecmp_selector", 0, 0)
+            Update::AddMember {
+                profile: smac,
+                id: None,
+                action: ActionCall::new(set_src, vec![vec![0, 0xee, 0, 0, 0, 0]])
+            },
+            e.add_indirect(
+                "EgressImpl.port_smac",
+                vec![ex(&[0, 3])],
+                EntryAction::Member(MemberId(0)),
+                0
             ),
-            call(
-                "bm_mt_indirect_ws_add_entry",
-                (
-                    "IngressImpl.ecmp_route",
-                    &[lpm([10, 0, 0, 0], 8)][..],
-                    0,
-                    prio(0)
-                )
-            ),
-            call(
-                "bm_mt_indirect_add_entry",
-                (
-                    "IngressImpl.ecmp_route",
-                    &[lpm([0, 0, 0, 0], 0)][..],
-                    0,
-                    prio(0)
-                )
-            ),
-            call(
-                "bm_mt_indirect_add_entry",
-                ("EgressImpl.port_smac", &[exact(&[0, 3])][..], 0, prio(0))
-            ),
-            call(
-                "bm_mt_indirect_set_default_member",
-                ("EgressImpl.port_smac", 0)
-            ),
-            call(
-                "bm_mt_indirect_ws_set_default_group",
-                ("IngressImpl.ecmp_route", 0)
-            ),
-            call(
-                "bm_mt_indirect_reset_default_entry",
-                ("EgressImpl.port_smac",)
-            ),
-            call("bm_mt_indirect_delete_entry", ("EgressImpl.port_smac", 0)),
-            call(
-                "bm_mt_act_prof_remove_member_from_group",
-                ("IngressImpl.ecmp_selector", 0, 0)
-            ),
-            call(
-                "bm_mt_act_prof_modify_member",
-                (
-                    "EgressImpl.smac_profile",
-                    0,
-                    "EgressImpl.set_src_mac",
-                    &[vec![0u8, 0xee, 0, 0, 0, 1]][..]
-                )
-            ),
-            call(
-                "bm_mt_act_prof_delete_group",
-                ("IngressImpl.ecmp_selector", 0)
-            ),
-            call(
-                "bm_mt_act_prof_delete_member",
-                ("IngressImpl.ecmp_selector", 0)
-            ),
-            call(
-                "bm_mt_act_prof_add_member",
-                ("EgressImpl.smac_profile", "NoAction", &[] as &[Vec<u8>])
-            ),
+            Update::SetDefault {
+                table: port_smac,
+                action: EntryAction::Member(MemberId(0))
+            },
+            Update::SetDefault {
+                table: route,
+                action: EntryAction::Group(GroupId(0))
+            },
+            Update::ResetDefault { table: port_smac },
+            Update::DeleteEntry {
+                table: port_smac,
+                entry: h(0)
+            },
+            Update::DeleteEntry {
+                table: route,
+                entry: h(0)
+            },
+            Update::DeleteEntry {
+                table: route,
+                entry: h(1)
+            },
+            Update::ResetDefault { table: route },
+            Update::RemoveFromGroup {
+                profile: sel,
+                group: GroupId(0),
+                member: MemberId(0)
+            },
+            Update::ModifyMember {
+                profile: smac,
+                member: MemberId(0),
+                action: ActionCall::new(set_src, vec![vec![0, 0xee, 0, 0, 0, 1]])
+            },
+            Update::DeleteGroup {
+                profile: sel,
+                group: GroupId(0)
+            },
+            Update::DeleteMember {
+                profile: sel,
+                member: MemberId(0)
+            },
+            Update::AddMember {
+                profile: smac,
+                id: None,
+                action: ActionCall::new(no_action, vec![])
+            },
         ]
     );
+    let mut c = cli("ecmp");
     assert_eq!(
         rejected(&mut c, "act_prof_create_group smac_profile"),
         "Error: Cannot run this command on an action profile without selector"
@@ -688,32 +576,29 @@ fn action_profiles_and_indirect_tables() {
     );
 
     // Dumps.
-    let mut c = cli("ecmp");
-    api.members = vec![BmMtActProfMember {
-        mbr_handle: 0,
-        action_name: "IngressImpl.set_next_hop".into(),
-        action_data: vec![vec![0, 0, 0, 0, 0x0d, 1], vec![0, 1]],
-    }];
-    api.groups = vec![BmMtActProfGroup {
-        grp_handle: 0,
-        mbr_handles: vec![0, 1, 2],
-    }];
-    assert_eq!(
-        ok(&mut c, &mut api, "act_prof_dump ecmp_selector"),
-        "==========\nMEMBERS\n**********\nDumping member 0\nAction entry: IngressImpl.set_next_hop - 000000000d01, 0001\n==========\nGROUPS\n**********\nDumping group 0\nMembers: [0, 1, 2]\n"
+    let mut e = on_switch("ecmp");
+    e.ok("act_prof_create_member ecmp_selector set_next_hop 00:00:00:00:0d:01 1");
+    e.ok("act_prof_create_member ecmp_selector set_next_hop 00:00:00:00:0d:02 2");
+    e.ok("act_prof_create_member ecmp_selector set_next_hop 00:00:00:00:0d:03 3");
+    e.ok("act_prof_create_group ecmp_selector");
+    for m in 0..3 {
+        e.ok(&format!("act_prof_add_member_to_group ecmp_selector {m} 0"));
+    }
+    let out = e.ok("act_prof_dump ecmp_selector");
+    assert!(
+        out.starts_with("==========\nMEMBERS\n**********\nDumping member 0\nAction entry: IngressImpl.set_next_hop - 000000000d01, 0001\n"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("==========\nGROUPS\n**********\nDumping group 0\nMembers: [0, 1, 2]\n"),
+        "{out}"
     );
     assert_eq!(
-        ok(&mut c, &mut api, "table_dump_group ecmp_route 0"),
+        e.ok("table_dump_group ecmp_route 0"),
         "Dumping group 0\nMembers: [0, 1, 2]\n"
     );
-    api.entries = vec![BmMtEntry {
-        match_key: vec![lpm([10, 0, 0, 0], 8)],
-        options: prio(-1),
-        entry_handle: 0,
-        action_entry: BmActionEntry::GrpHandle(0),
-        life: None,
-    }];
-    let out = ok(&mut c, &mut api, "table_dump ecmp_route");
+    e.ok("table_indirect_add_with_group ecmp_route 10.0.0.0/8 => 0");
+    let out = e.ok("table_dump ecmp_route");
     assert!(
         out.starts_with("==========\nTABLE ENTRIES\n**********\nDumping entry 0x0\nMatch key:\n* ipv4.dst_addr       : LPM       0a000000/8\nIndex: group(0)\n==========\nMEMBERS\n"),
         "{out}"
@@ -722,119 +607,138 @@ fn action_profiles_and_indirect_tables() {
 
 #[test]
 fn counters_meters_registers() {
-    let mut c = cli("stateful");
-    let mut api = MockApi::new();
-    api.counter = BmCounterValue {
-        bytes: 242,
-        packets: 4,
-    };
+    let mut e = on_switch("stateful");
+    let flow_counter = CounterId(e.id(ObjectKind::Counter, "IngressImpl.flow_counter"));
+    let port_counter = CounterId(e.id(ObjectKind::Counter, "IngressImpl.port_counter"));
+    e.rt.apply(Update::WriteCounter {
+        counter: flow_counter,
+        index: 1,
+        value: CounterValue {
+            bytes: 242,
+            packets: 4,
+        },
+    })
+    .unwrap();
+    e.take();
     assert_eq!(
-        ok(&mut c, &mut api, "counter_read flow_counter 1"),
+        e.ok("counter_read flow_counter 1"),
         "flow_counter[1]= (242 bytes, 4 packets)\n"
     );
+    assert_eq!(e.calls(), vec![format!("counters({flow_counter:?}, 1, 2)")]);
     assert_eq!(
-        ok(
-            &mut c,
-            &mut api,
-            "counter_write IngressImpl.port_counter 2 5 300"
-        ),
+        e.ok("counter_write IngressImpl.port_counter 2 5 300"),
         "IngressImpl.port_counter[2] has been updated\n"
     );
-    assert_eq!(ok(&mut c, &mut api, "counter_reset port_counter"), "");
-    ok(
-        &mut c,
-        &mut api,
-        "meter_set_rates IngressImpl.flow_meter 3 0.000001:1 0.000002:2",
-    );
-    ok(
-        &mut c,
-        &mut api,
-        "meter_set_rates class_meter 0 0.0001:100 0.0002:200",
-    );
-    ok(
-        &mut c,
-        &mut api,
-        "meter_array_set_rates flow_meter 1e-9:10 2e-9:20",
-    );
-    api.rates = vec![
-        BmMeterRateConfig {
-            units_per_micros: 1e-9,
-            burst_size: 100,
-        },
-        BmMeterRateConfig {
-            units_per_micros: 0.5,
-            burst_size: 200,
-        },
-    ];
+    assert_eq!(e.ok("counter_reset port_counter"), "");
+    e.ok("meter_set_rates IngressImpl.flow_meter 3 0.000001:1 0.000002:2");
+    e.ok("table_add classify set_class 0x00000030&&&0xFFFFFFF0 => 3 20");
+    e.ok("meter_set_rates class_meter 0 0.0001:100 0.0002:200");
+    e.ok("meter_array_set_rates flow_meter 1e-9:10 2e-9:20");
+    e.ok("meter_set_rates flow_meter 3 1e-9:100 0.5:200");
     assert_eq!(
-        ok(&mut c, &mut api, "meter_get_rates flow_meter 3"),
+        e.ok("meter_get_rates flow_meter 3"),
         "0: info rate = 1e-09, burst size = 100\n1: info rate = 0.5, burst size = 200\n"
     );
-    ok(&mut c, &mut api, "meter_get_rates class_meter 0");
-    api.registers = vec![0, 100, 0, 7];
     assert_eq!(
-        ok(&mut c, &mut api, "register_read flow_packets 1"),
+        e.ok("meter_get_rates class_meter 0"),
+        "0: info rate = 0.0001, burst size = 100\n1: info rate = 0.0002, burst size = 200\n"
+    );
+    let flow_packets = RegisterId(e.id(ObjectKind::Register, "IngressImpl.flow_packets"));
+    let port_bytes = RegisterId(e.id(ObjectKind::Register, "IngressImpl.port_bytes"));
+    // Written past the recorder: the switch holds what the CLI reads.
+    for (r, i, v) in [
+        (flow_packets, 1, 100u64),
+        (port_bytes, 1, 100),
+        (port_bytes, 3, 7),
+    ] {
+        Runtime::apply(
+            e.rt.inner(),
+            Update::WriteRegister {
+                register: r,
+                start: i,
+                end: i + 1,
+                value: v.to_be_bytes().to_vec(),
+            },
+        )
+        .unwrap();
+    }
+    assert_eq!(
+        e.ok("register_read flow_packets 1"),
         "flow_packets[1]= 100\n"
     );
+    let size = e.schema.register(port_bytes).unwrap().size as usize;
+    let mut want = vec!["0"; size];
+    want[1] = "100";
+    want[3] = "7";
     assert_eq!(
-        ok(&mut c, &mut api, "register_read port_bytes"),
-        "port_bytes= 0, 100, 0, 7\n"
+        e.ok("register_read port_bytes"),
+        format!("port_bytes= {}\n", want.join(", "))
     );
-    ok(
-        &mut c,
-        &mut api,
-        "register_write IngressImpl.flow_packets 5 100",
-    );
-    ok(&mut c, &mut api, "register_reset flow_packets");
-    let r = |u, b| BmMeterRateConfig {
-        units_per_micros: u,
-        burst_size: b,
+    e.ok("register_write IngressImpl.flow_packets 5 100");
+    e.ok("register_reset flow_packets");
+    let r = |u, b| MeterRate {
+        units_per_us: u,
+        burst: b,
     };
-    assert_eq!(
-        api.take(),
-        vec![
-            call("bm_counter_read", ("IngressImpl.flow_counter", 1)),
-            call(
-                "bm_counter_write",
-                (
-                    "IngressImpl.port_counter",
-                    2,
-                    BmCounterValue {
-                        bytes: 300,
-                        packets: 5
-                    }
-                )
-            ),
-            call("bm_counter_reset_all", ("IngressImpl.port_counter",)),
-            call(
-                "bm_meter_set_rates",
-                (
-                    "IngressImpl.flow_meter",
-                    3,
-                    &[r(0.000001, 1), r(0.000002, 2)][..]
-                )
-            ),
-            // A direct meter is configured through its table.
-            call(
-                "bm_mt_set_meter_rates",
-                (
-                    "IngressImpl.classify",
-                    0,
-                    &[r(0.0001, 100), r(0.0002, 200)][..]
-                )
-            ),
-            call(
-                "bm_meter_array_set_rates",
-                ("IngressImpl.flow_meter", &[r(1e-9, 10), r(2e-9, 20)][..])
-            ),
-            call("bm_meter_get_rates", ("IngressImpl.flow_meter", 3)),
-            call("bm_mt_get_meter_rates", ("IngressImpl.classify", 0)),
-            call("bm_register_read", ("IngressImpl.flow_packets", 1)),
-            call("bm_register_read_all", ("IngressImpl.port_bytes",)),
-            call("bm_register_write", ("IngressImpl.flow_packets", 5, 100i64)),
-            call("bm_register_reset", ("IngressImpl.flow_packets",)),
-        ]
-    );
+    let flow_meter = MeterId(e.id(ObjectKind::Meter, "IngressImpl.flow_meter"));
+    let classify = e.t("IngressImpl.classify");
+    let updates = e.take();
+    let want = vec![
+        Update::WriteCounter {
+            counter: port_counter,
+            index: 2,
+            value: CounterValue {
+                bytes: 300,
+                packets: 5,
+            },
+        },
+        Update::ResetCounter {
+            counter: port_counter,
+        },
+        Update::SetMeter {
+            meter: flow_meter,
+            index: Some(3),
+            config: MeterConfig {
+                rates: vec![r(0.000001, 1), r(0.000002, 2)],
+            },
+        },
+        // (the classify entry)
+        updates[3].clone(),
+        // A direct meter is configured through its table.
+        Update::SetDirectMeter {
+            table: classify,
+            entry: h(0),
+            config: MeterConfig {
+                rates: vec![r(0.0001, 100), r(0.0002, 200)],
+            },
+        },
+        Update::SetMeter {
+            meter: flow_meter,
+            index: None,
+            config: MeterConfig {
+                rates: vec![r(1e-9, 10), r(2e-9, 20)],
+            },
+        },
+        Update::SetMeter {
+            meter: flow_meter,
+            index: Some(3),
+            config: MeterConfig {
+                rates: vec![r(1e-9, 100), r(0.5, 200)],
+            },
+        },
+        Update::WriteRegister {
+            register: flow_packets,
+            start: 5,
+            end: 6,
+            value: vec![0, 0, 0, 0x64],
+        },
+        Update::ResetRegister {
+            register: flow_packets,
+        },
+    ];
+    assert!(matches!(updates[3], Update::AddEntry { .. }));
+    assert_eq!(updates, want);
+    let mut c = cli("stateful");
     assert_eq!(
         rejected(&mut c, "meter_set_rates flow_meter 3 0.1:1"),
         "Error: Invalid number of rates, expected 2 but got 1"
@@ -865,94 +769,115 @@ fn counters_meters_registers() {
     );
 
     // Direct counter: indexed by entry handle, read through the table.
-    let mut c = cli("acl_firewall");
+    let mut e = on_switch("acl_firewall");
+    for i in 0..4 {
+        e.ok(&format!(
+            "table_add acl permit 0&&&0 0&&&0 {i}&&&0xff 0&&&0 0&&&0 0&&&0 => 1"
+        ));
+    }
+    let acl = e.t("IngressImpl.acl");
+    e.rt.apply(Update::WriteDirectCounter {
+        table: acl,
+        entry: h(3),
+        value: CounterValue {
+            bytes: 242,
+            packets: 4,
+        },
+    })
+    .unwrap();
+    e.take();
     assert_eq!(
-        ok(&mut c, &mut api, "counter_read acl_counter 3"),
+        e.ok("counter_read acl_counter 3"),
         "this is the direct counter for table IngressImpl.acl\nacl_counter[3]= (242 bytes, 4 packets)\n"
     );
     assert_eq!(
-        ok(&mut c, &mut api, "counter_write acl_counter 3 1 2"),
+        e.ok("counter_write acl_counter 3 1 2"),
         "writing to direct counter for table IngressImpl.acl\nacl_counter[3] has been updated\n"
     );
     assert_eq!(
-        api.take(),
-        vec![
-            call("bm_mt_read_counter", ("IngressImpl.acl", 3)),
-            call(
-                "bm_mt_write_counter",
-                (
-                    "IngressImpl.acl",
-                    3,
-                    BmCounterValue {
-                        bytes: 2,
-                        packets: 1
-                    }
-                )
-            ),
-        ]
+        e.take(),
+        vec![Update::WriteDirectCounter {
+            table: acl,
+            entry: h(3),
+            value: CounterValue {
+                bytes: 2,
+                packets: 1
+            }
+        }]
     );
-    let mut api = MockApi::new().fail("bm_counter_read", 2);
-    let mut c = cli("stateful");
-    let e = c
-        .execute(&mut api, "counter_read flow_counter 99")
-        .unwrap_err();
-    assert_eq!(e.printed(), "Invalid counter operation (INVALID_INDEX)\n");
+    let mut e = on_switch("stateful");
+    let err = e.err("counter_read flow_counter 99999");
+    assert_eq!(err.printed(), "Invalid counter operation (INVALID_INDEX)\n");
 }
 
 #[test]
 fn multicast() {
-    let mut c = cli("multicast");
-    let mut api = MockApi::new();
+    let mut e = on_switch("multicast");
+    assert_eq!(e.ok("mc_mgrp_create 1"), "Creating multicast group 1\n");
     assert_eq!(
-        ok(&mut c, &mut api, "mc_mgrp_create 1"),
-        "Creating multicast group 1\n"
-    );
-    assert_eq!(
-        ok(&mut c, &mut api, "mc_node_create 0 0 1 2 3"),
+        e.ok("mc_node_create 0 0 1 2 3"),
         "Creating node with rid 0 , port map 1111 and lag map \nnode was created with handle 0\n"
     );
     assert_eq!(
-        ok(&mut c, &mut api, "mc_node_create 10 3 1 | 2"),
+        e.ok("mc_node_create 10 3 1 | 2"),
         "Creating node with rid 10 , port map 1010 and lag map 100\nnode was created with handle 1\n"
     );
     assert_eq!(
-        ok(&mut c, &mut api, "mc_node_associate 1 0"),
+        e.ok("mc_node_associate 1 0"),
         "Associating node 0 to multicast group 1\n"
     );
     assert_eq!(
-        ok(&mut c, &mut api, "mc_node_dissociate 1 0"),
+        e.ok("mc_node_dissociate 1 0"),
         "Dissociating node 0 from multicast group 1\n"
     );
     assert_eq!(
-        ok(&mut c, &mut api, "mc_node_update 1 2"),
+        e.ok("mc_node_update 1 2"),
         "Updating node 1 with port map 100 and lag map \n"
     );
     assert_eq!(
-        ok(&mut c, &mut api, "mc_set_lag_membership 2 0 3"),
+        e.ok("mc_set_lag_membership 2 0 3"),
         "Setting lag membership: 2 <- 1001\n"
     );
+    assert_eq!(e.ok("mc_node_destroy 1"), "Destroying node 1\n");
+    assert_eq!(e.ok("mc_mgrp_destroy 1"), "Destroying multicast group 1\n");
     assert_eq!(
-        ok(&mut c, &mut api, "mc_node_destroy 1"),
-        "Destroying node 1\n"
-    );
-    assert_eq!(
-        ok(&mut c, &mut api, "mc_mgrp_destroy 1"),
-        "Destroying multicast group 1\n"
-    );
-    assert_eq!(
-        api.take(),
+        e.take(),
         vec![
-            call("bm_mc_mgrp_create", (1,)),
-            call("bm_mc_node_create", (0, "1111", "")),
-            call("bm_mc_node_create", (10, "1010", "100")),
-            call("bm_mc_node_associate", (1, 0)),
-            call("bm_mc_node_dissociate", (1, 0)),
-            call("bm_mc_node_update", (1, "100", "")),
-            call("bm_mc_set_lag_membership", (2i16, "1001")),
-            call("bm_mc_node_destroy", (1,)),
-            call("bm_mc_mgrp_destroy", (1,)),
+            Update::McGroupCreate { group: 1 },
+            Update::McNodeCreate {
+                rid: 0,
+                ports: vec![0, 1, 2, 3],
+                lags: vec![]
+            },
+            Update::McNodeCreate {
+                rid: 10,
+                ports: vec![1, 3],
+                lags: vec![2]
+            },
+            Update::McNodeAssociate {
+                group: 1,
+                node: McNodeHandle(0)
+            },
+            Update::McNodeDissociate {
+                group: 1,
+                node: McNodeHandle(0)
+            },
+            Update::McNodeUpdate {
+                node: McNodeHandle(1),
+                ports: vec![2],
+                lags: vec![]
+            },
+            Update::McSetLag {
+                lag: 2,
+                ports: vec![0, 3]
+            },
+            Update::McNodeDestroy {
+                node: McNodeHandle(1)
+            },
+            Update::McGroupDestroy { group: 1 },
         ]
     );
+    let mut c = cli("multicast");
     assert_eq!(
         rejected(&mut c, "mc_node_create 0 1 1"),
         "Error: Found duplicate port number '1'"
@@ -973,72 +898,81 @@ fn multicast() {
         rejected(&mut c, "mc_mgrp_create x"),
         "Error: Bad format for multicast group id"
     );
-    let mut api = MockApi::new().fail("bm_mc_node_associate", 2);
-    let e = c.execute(&mut api, "mc_node_associate 9 0").unwrap_err();
+    let err = e.err("mc_node_associate 9 0");
     assert_eq!(
-        e.printed(),
-        "Associating node 0 to multicast group 9\nInvalid PRE operation (INVALID_MGID)\n"
+        err.printed(),
+        "Associating node 0 to multicast group 9\nInvalid PRE operation (INVALID_MGRP_HANDLE)\n"
     );
-    api.mc_json = r#"{"mgrps":[{"id":1,"l1_handles":[0]}],"l1_handles":[{"handle":0,"rid":5,"l2_handle":0}],"l2_handles":[{"handle":0,"ports":[1,2],"lags":[]}],"lags":[]}"#.into();
+    e.ok("mc_mgrp_create 1");
+    e.ok("mc_node_create 5 1 2");
+    e.ok("mc_node_associate 1 1");
     assert_eq!(
-        ok(&mut c, &mut api, "mc_dump"),
-        "==========\nMC ENTRIES\n**********\nmgrp(1)\n  -> (L1h=0, rid=5) -> (ports=[1, 2], lags=[])\n==========\nLAGS\n==========\n"
+        e.ok("mc_dump"),
+        "==========\nMC ENTRIES\n**********\nmgrp(1)\n  -> (L1h=1, rid=5) -> (ports=[1, 2], lags=[])\n==========\nLAGS\nlag(2) -> ports=[0, 3]\n==========\n"
     );
 }
 
 #[test]
 fn simple_switch_commands() {
-    let mut c = cli("mirror_clone");
-    let mut api = MockApi::new();
-    ok(&mut c, &mut api, "mirroring_add 1 3");
-    ok(&mut c, &mut api, "mirroring_add_mc 2 7");
-    api.mirror = MirroringSessionConfig {
-        port: Some(3),
-        mgid: None,
-    };
+    let mut e = on_switch("mirror_clone");
+    e.ok("mirroring_add 1 3");
+    e.ok("mirroring_add_mc 2 7");
     assert_eq!(
-        ok(&mut c, &mut api, "mirroring_get 1"),
+        e.ok("mirroring_get 1"),
         "MirroringSessionConfig(port=3, mgid=None)\n"
     );
-    ok(&mut c, &mut api, "mirroring_delete 1");
-    ok(&mut c, &mut api, "set_queue_depth 64");
-    ok(&mut c, &mut api, "set_queue_depth 64 2");
-    ok(&mut c, &mut api, "set_queue_depth 64 2 1");
-    ok(&mut c, &mut api, "set_queue_rate 1000");
-    ok(&mut c, &mut api, "set_queue_rate 1000 3");
-    ok(&mut c, &mut api, "set_queue_rate 1000 3 0");
-    assert_eq!(ok(&mut c, &mut api, "get_time_elapsed"), "1234\n");
-    assert_eq!(ok(&mut c, &mut api, "get_time_since_epoch"), "5678\n");
-    let port = |p| MirroringSessionConfig {
-        port: Some(p),
-        mgid: None,
+    e.ok("mirroring_delete 1");
+    e.ok("set_queue_depth 64");
+    e.ok("set_queue_depth 64 2");
+    e.ok("set_queue_depth 64 2 0");
+    e.ok("set_queue_rate 1000");
+    e.ok("set_queue_rate 1000 3");
+    e.ok("set_queue_rate 1000 3 0");
+    assert_eq!(e.ok("get_time_elapsed"), "0\n");
+    let epoch: u64 = e
+        .ok("get_time_since_epoch")
+        .trim()
+        .parse()
+        .expect("a number");
+    assert!(epoch > 1_600_000_000_000_000, "{epoch}");
+    let session = |id, port, mgid| Update::WriteCloneSession {
+        mode: WriteMode::Upsert,
+        session: CloneSession {
+            id,
+            target: CloneTarget::Bmv2 { port, mgid },
+            class_of_service: 0,
+            packet_length_bytes: 0,
+        },
     };
     assert_eq!(
-        api.take(),
+        e.calls(),
         vec![
-            call("mirroring_session_add", (1, port(3))),
-            call(
-                "mirroring_session_add",
-                (
-                    2,
-                    MirroringSessionConfig {
-                        port: None,
-                        mgid: Some(7)
-                    }
-                )
-            ),
-            call("mirroring_session_get", (1,)),
-            call("mirroring_session_delete", (1,)),
-            call("set_all_egress_queue_depths", (64,)),
-            call("set_egress_queue_depth", (2, 64)),
-            call("set_egress_priority_queue_depth", (2, 1, 64)),
-            call("set_all_egress_queue_rates", (1000i64,)),
-            call("set_egress_queue_rate", (3, 1000i64)),
-            call("set_egress_priority_queue_rate", (3, 0, 1000i64)),
-            call("get_time_elapsed_us", ()),
-            call("get_time_since_epoch_us", ()),
+            "write(1 updates)",
+            "write(1 updates)",
+            "clone_session(1,)",
+            "write(1 updates)",
+            "set_queue(All, Depth(64))",
+            "set_queue(Port(2), Depth(64))",
+            "set_queue(Priority(2, 0), Depth(64))",
+            "set_queue(All, Rate(1000))",
+            "set_queue(Port(3), Rate(1000))",
+            "set_queue(Priority(3, 0), Rate(1000))",
+            "clock()",
+            "clock()",
         ]
     );
+    e.ok("mirroring_add 1 3");
+    e.ok("mirroring_add_mc 2 7");
+    e.ok("mirroring_delete 1");
+    assert_eq!(
+        e.take(),
+        vec![
+            session(1, Some(3), None),
+            session(2, None, Some(7)),
+            Update::DeleteCloneSession { id: 1 }
+        ]
+    );
+    let mut c = cli("mirror_clone");
     assert_eq!(
         rejected(&mut c, "mirroring_add x 3"),
         "Error: Bad format for mirror_id, expected integer"
@@ -1047,46 +981,41 @@ fn simple_switch_commands() {
         rejected(&mut c, "set_queue_depth 64 p"),
         "Error: Bad format for egress_port, expected integer"
     );
-    let mut api = MockApi::new().fail("mirroring_session_get", 1);
-    let e = c.execute(&mut api, "mirroring_get 4").unwrap_err();
+    let err = e.err("mirroring_get 4");
     assert_eq!(
-        e.to_string(),
+        err.to_string(),
         "Invalid mirroring operation (SESSION_NOT_FOUND)"
     );
 }
 
 #[test]
 fn value_sets_crc_and_device() {
-    let mut c = cli("parser_features");
-    let mut api = MockApi::new();
-    ok(&mut c, &mut api, "pvs_add custom_ethertypes 0x88B6");
-    ok(
-        &mut c,
-        &mut api,
-        "pvs_remove ParserImpl.custom_ethertypes 4660",
-    );
-    api.pvs = vec![vec![0x88, 0xb6]];
-    assert_eq!(ok(&mut c, &mut api, "pvs_get custom_ethertypes"), "88b6\n");
-    ok(&mut c, &mut api, "pvs_clear custom_ethertypes");
+    let mut e = on_switch("parser_features");
+    e.ok("pvs_add custom_ethertypes 0x88B6");
+    e.ok("pvs_remove ParserImpl.custom_ethertypes 4660");
+    assert_eq!(e.ok("pvs_get custom_ethertypes"), "88b6\n");
+    e.ok("pvs_clear custom_ethertypes");
+    assert_eq!(e.ok("pvs_get custom_ethertypes"), "");
     assert_eq!(
-        ok(&mut c, &mut api, "show_pvs"),
+        e.ok("show_pvs"),
         "ParserImpl.custom_ethertypes   [compressed bitwidth:16]\n"
     );
+    let vs = ValueSetId(e.id(ObjectKind::ValueSet, "ParserImpl.custom_ethertypes"));
     assert_eq!(
-        api.take(),
+        e.take(),
         vec![
-            call(
-                "bm_parse_vset_add",
-                ("ParserImpl.custom_ethertypes", &[0x88u8, 0xb6][..])
-            ),
-            call(
-                "bm_parse_vset_remove",
-                ("ParserImpl.custom_ethertypes", &[0x12u8, 0x34][..])
-            ),
-            call("bm_parse_vset_get", ("ParserImpl.custom_ethertypes",)),
-            call("bm_parse_vset_clear", ("ParserImpl.custom_ethertypes",)),
+            Update::AddValueSetMember {
+                value_set: vs,
+                value: vec![0x88, 0xb6]
+            },
+            Update::RemoveValueSetMember {
+                value_set: vs,
+                value: vec![0x12, 0x34]
+            },
+            Update::ClearValueSet { value_set: vs },
         ]
     );
+    let mut c = cli("parser_features");
     assert_eq!(
         rejected(&mut c, "pvs_add custom_ethertypes 0x10000"),
         "Error: Input is too large, it should fit within 16 bits"
@@ -1096,48 +1025,35 @@ fn value_sets_crc_and_device() {
         "Error: Invalid parser value set name (nope)"
     );
 
-    let mut c = cli("hashes");
-    ok(
-        &mut c,
-        &mut api,
-        "set_crc16_parameters calc_9 0x1021 0xffff 0x0000 false false",
-    );
-    ok(
-        &mut c,
-        &mut api,
-        "set_crc32_parameters calc_10 0x1edc6f41 0xffffffff 0xffffffff true 1",
-    );
+    let mut e = on_switch("hashes");
+    e.ok("set_crc16_parameters calc_9 0x1021 0xffff 0x0000 false false");
+    e.ok("set_crc32_parameters calc_10 0x1edc6f41 0xffffffff 0xffffffff true 1");
+    let schema = e.schema.clone();
+    let calc = |n: &str| schema.calculation_by_name(n).unwrap();
+    let crc16 = CrcConfig {
+        width: 16,
+        polynomial: 0x1021,
+        initial_remainder: 0xffff,
+        final_xor_value: 0,
+        data_reflected: false,
+        remainder_reflected: false,
+    };
+    let crc32 = CrcConfig {
+        width: 32,
+        polynomial: 0x1edc6f41,
+        initial_remainder: 0xffffffff,
+        final_xor_value: 0xffffffff,
+        data_reflected: true,
+        remainder_reflected: true,
+    };
     assert_eq!(
-        api.take(),
+        e.calls(),
         vec![
-            call(
-                "bm_set_crc16_custom_parameters",
-                (
-                    "calc_9",
-                    BmCrc16Config {
-                        polynomial: 0x1021,
-                        initial_remainder: 0xffff,
-                        final_xor_value: 0,
-                        data_reflected: false,
-                        remainder_reflected: false
-                    }
-                )
-            ),
-            call(
-                "bm_set_crc32_custom_parameters",
-                (
-                    "calc_10",
-                    BmCrc32Config {
-                        polynomial: 0x1edc6f41,
-                        initial_remainder: 0xffffffff,
-                        final_xor_value: 0xffffffff,
-                        data_reflected: true,
-                        remainder_reflected: true
-                    }
-                )
-            ),
+            format!("set_crc({:?}, {crc16:?})", calc("calc_9")),
+            format!("set_crc({:?}, {crc32:?})", calc("calc_10")),
         ]
     );
+    let mut c = cli("hashes");
     assert_eq!(
         rejected(&mut c, "set_crc16_parameters calc_10 1 1 1 false false"),
         "Error: Invalid crc16_custom name (calc_10)"
@@ -1154,52 +1070,50 @@ fn value_sets_crc_and_device() {
         "Error: Invalid bool parameter"
     );
 
-    ok(&mut c, &mut api, "port_add veth0 1");
-    ok(&mut c, &mut api, "port_add veth1 2 /tmp/x.pcap");
-    ok(&mut c, &mut api, "port_remove 1");
-    ok(&mut c, &mut api, "reset_state");
-    ok(&mut c, &mut api, "swap_configs");
-    api.ports = vec![DevMgrPortInfo {
-        port_num: 1,
-        iface_name: "veth0".into(),
-        is_up: true,
-        extra: [("k".to_string(), "v".to_string())].into_iter().collect(),
-    }];
+    e.ok("port_add veth0 1");
+    e.ok("port_add veth1 2 /tmp/x.pcap");
+    e.ok("port_remove 1");
+    e.ok("reset_state");
     assert_eq!(
-        ok(&mut c, &mut api, "show_ports"),
-        "  port #       iface name       status  extra info\n==================================================\n    1            veth0            UP    k=v\n"
+        e.ok("show_ports"),
+        "  port #       iface name       status  extra info\n==================================================\n    2            veth1            UP    in_pcap=/tmp/x.pcap; out_pcap=/tmp/x.pcap\n"
     );
-    api.info = BmConfig {
-        device_id: 0,
-        thrift_port: 9090,
-        notifications_socket: Some("ipc:///tmp/bmv2-0-notifications.ipc".into()),
-        elogger_socket: None,
-        debugger_socket: None,
-    };
     assert_eq!(
-        ok(&mut c, &mut api, "switch_info"),
+        e.ok("switch_info"),
         "device_id                : 0\nthrift_port              : 9090\nnotifications_socket     : ipc:///tmp/bmv2-0-notifications.ipc\nelogger_socket           : None\ndebugger_socket          : None\n"
     );
-    assert_eq!(
-        api.take(),
-        vec![
-            call("bm_dev_mgr_add_port", ("veth0", 1, "")),
-            call("bm_dev_mgr_add_port", ("veth1", 2, "/tmp/x.pcap")),
-            call("bm_dev_mgr_remove_port", (1,)),
-            call("bm_reset_state", ()),
-            call("bm_swap_configs", ()),
-            call("bm_dev_mgr_show_ports", ()),
-            call("bm_mgmt_get_info", ()),
-        ]
+    let calls = e.calls();
+    assert!(
+        calls[0].starts_with("add_port(PortInfo { port: 1, iface: \"veth0\", pcap: None"),
+        "{calls:?}"
     );
-    ok(&mut c, &mut api, "set_toeplitz_hash_key calc_0 00112233");
+    assert!(
+        calls[1].starts_with(
+            "add_port(PortInfo { port: 2, iface: \"veth1\", pcap: Some(\"/tmp/x.pcap\")"
+        ),
+        "{calls:?}"
+    );
     assert_eq!(
-        api.take(),
-        vec![call(
-            "bm_set_toeplitz_hash_key",
-            ("calc_0", &[0u8, 0x11, 0x22, 0x33][..])
+        &calls[2..],
+        ["remove_port(1,)", "reset_state()", "ports()", "info()"]
+    );
+    // No corpus program has a toeplitz calculation: the switch refuses,
+    // a runtime that accepts sees the key.
+    assert_eq!(
+        e.err("set_toeplitz_hash_key calc_0 00112233").printed(),
+        "Invalid Toeplitz hash operation (WRONG_TYPE_CALCULATION)\n"
+    );
+    e.calls();
+    let mut e = on_null("hashes");
+    e.ok("set_toeplitz_hash_key calc_0 00112233");
+    assert_eq!(
+        e.calls(),
+        vec![format!(
+            "set_toeplitz_key({:?}, [0, 17, 34, 51])",
+            calc("calc_0")
         )]
     );
+    let mut c = cli("hashes");
     assert_eq!(
         rejected(&mut c, "set_toeplitz_hash_key calc_0 001122"),
         "Error: Toeplitz hash key must be a multiple of 4 bytes in length"
@@ -1208,44 +1122,43 @@ fn value_sets_crc_and_device() {
 
 #[test]
 fn program_information() {
-    let mut c = cli("basic_l2");
-    let mut api = MockApi::new();
+    let mut e = on_null("basic_l2");
     assert_eq!(
-        ok(&mut c, &mut api, "table_info dmac"),
+        e.ok("table_info dmac"),
         format!(
             "IngressImpl.dmac               [implementation=None, mk=ethernet.dst_addr(exact, 48)]\n{}\nIngressImpl.drop               []\nIngressImpl.forward            [port(9)]\n",
             "*".repeat(80)
         )
     );
     assert_eq!(
-        ok(&mut c, &mut api, "table_show_actions dmac"),
+        e.ok("table_show_actions dmac"),
         "IngressImpl.drop               []\nIngressImpl.forward            [port(9)]\n"
     );
-    let out = ok(&mut c, &mut api, "show_tables");
+    let out = e.ok("show_tables");
     assert!(
         out.contains("IngressImpl.dmac               [implementation=None, mk=ethernet.dst_addr(exact, 48)]\n"),
         "{out}"
     );
-    let out = ok(&mut c, &mut api, "show_actions");
+    let out = e.ok("show_actions");
     assert!(
         out.contains("IngressImpl.forward            [port(9)]\n"),
         "{out}"
     );
-    let mut c = cli("ecmp");
-    let out = ok(&mut c, &mut api, "table_info ecmp_route");
+    let mut e2 = on_null("ecmp");
+    let out = e2.ok("table_info ecmp_route");
     assert!(
         out.starts_with("IngressImpl.ecmp_route         [implementation=IngressImpl.ecmp_selector, mk=ipv4.dst_addr(lpm, 32)]\n"),
         "{out}"
     );
-    let mut c = cli("acl_firewall");
-    let out = ok(&mut c, &mut api, "table_info src_port_filter");
+    let mut e3 = on_null("acl_firewall");
+    let out = e3.ok("table_info src_port_filter");
     assert!(
         out.starts_with("IngressImpl.src_port_filter    [implementation=None, mk=ipv4.protocol(exact, 8),\tscalars.metadata_t.l4_src_port(range, 16)]\n"),
         "{out}"
     );
-    assert!(api.calls.is_empty());
+    assert!(e.rt.calls.is_empty() && e2.rt.calls.is_empty() && e3.rt.calls.is_empty());
 
-    let help = ok(&mut c, &mut api, "help");
+    let help = e.ok("help");
     assert!(help.starts_with(
         "\nDocumented commands (type help <topic>):\n========================================\n"
     ));
@@ -1264,13 +1177,17 @@ fn program_information() {
         assert!(help.contains(cmd), "{cmd}");
     }
     assert!(
-        ok(&mut c, &mut api, "help table_add")
+        e.ok("help table_add")
             .starts_with("Add an entry to a match table: table_add <table name>")
     );
-    assert!(ok(&mut c, &mut api, "? table_indirect_create_member").starts_with("[DEPRECATED!] "));
-    assert_eq!(ok(&mut c, &mut api, "help nope"), "*** No help on nope\n");
-    assert_eq!(ok(&mut c, &mut api, "greet"), "hello\n");
-    assert_eq!(ok(&mut c, &mut api, "   "), "");
+    assert!(
+        e.ok("? table_indirect_create_member")
+            .starts_with("[DEPRECATED!] ")
+    );
+    assert_eq!(e.ok("help nope"), "*** No help on nope\n");
+    assert_eq!(e.ok("greet"), "hello\n");
+    assert_eq!(e.ok("   "), "");
+    assert!(e.rt.calls.is_empty());
 }
 
 #[test]
@@ -1279,46 +1196,52 @@ fn load_new_config_switches_the_program() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("new.json");
     std::fs::write(&path, corpus_json("simple_router")).unwrap();
-    let mut c = cli("basic_l2");
-    let mut api = MockApi::new();
+    let mut e = on_switch("basic_l2");
     assert_eq!(
-        ok(
-            &mut c,
-            &mut api,
-            &format!("load_new_config_file {}", path.display())
-        ),
+        e.ok(&format!("load_new_config_file {}", path.display())),
         "Loading new Json config\n"
     );
-    assert_eq!(api.take().len(), 1);
-    assert!(c.program().table("ipv4_lpm").is_some());
+    assert_eq!(e.calls(), vec!["info()", "set_pipeline"]);
+    assert!(
+        e.cli
+            .schema()
+            .table_by_name("IngressImpl.ipv4_lpm")
+            .is_some()
+    );
+    assert_eq!(e.ok("swap_configs"), "Swapping configs\n");
+    assert_eq!(e.calls(), vec!["info()", "set_pipeline"]);
+    let mut c = cli("basic_l2");
     assert_eq!(
         rejected(&mut c, "load_new_config_file /nonexistent/x.json"),
         "Error: Not a valid filename"
     );
     let bad = dir.join("bad.json");
     std::fs::write(&bad, "{").unwrap();
-    let e = c
-        .execute(&mut api, &format!("load_new_config_file {}", bad.display()))
-        .unwrap_err();
+    let err = e.err(&format!("load_new_config_file {}", bad.display()));
     assert_eq!(
-        e.printed(),
+        err.printed(),
         "Loading new Json config\nError: Not a valid JSON file\n"
     );
-    assert!(api.calls.is_empty());
+    assert!(e.rt.calls.is_empty());
+    // nothing loaded: no swap under way
+    let err = e.err("swap_configs");
+    assert_eq!(
+        err.printed(),
+        "Swapping configs\nInvalid swap operation (NO_ONGOING_SWAP)\n"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn run_script_reports_failed_lines_and_keeps_going() {
-    let mut c = cli("basic_l2");
-    let mut api = MockApi::new();
+    let mut e = on_switch("basic_l2");
     let script = "# setup\n\
                   table_add dmac forward 00:00:00:00:00:10 => 0\n\
                   \n\
                   table_add dmac forward 00:00:00:00:00:11 =>\n\
                   table_add nope forward 1 => 1\n\
                   table_set_default dmac drop\n";
-    let outcome = c.run_script(&mut api, script);
+    let outcome = e.cli.run_script(&mut e.rt, script);
     assert!(outcome.failed());
     let lines: Vec<usize> = outcome.errors.iter().map(|e| e.line).collect();
     assert_eq!(lines, vec![4, 5]);
@@ -1337,10 +1260,31 @@ fn run_script_reports_failed_lines_and_keeps_going() {
             .contains("Error: Invalid table name (nope)\n")
     );
     assert!(outcome.output.ends_with("runtime data:        \n"));
-    let calls = api.take();
-    assert_eq!(calls.len(), 2, "{calls:?}");
-    assert!(calls[1].starts_with("bm_mt_set_default_action"));
-    assert!(!c.run_script(&mut api, "table_clear dmac\n").failed());
+    let updates = e.take();
+    assert_eq!(updates.len(), 2, "{updates:?}");
+    assert!(matches!(updates[0], Update::AddEntry { .. }));
+    assert!(matches!(updates[1], Update::SetDefault { .. }));
+    assert!(!e.cli.run_script(&mut e.rt, "table_clear dmac\n").failed());
+    // a failure of the switch on one line of a batch of table_add lines is that line's
+    let outcome = e.cli.run_script(
+        &mut e.rt,
+        "table_add dmac forward 00:00:00:00:00:10 => 0\n\
+         table_add dmac forward 00:00:00:00:00:10 => 1\n\
+         table_add dmac forward 00:00:00:00:00:12 => 2\n",
+    );
+    let lines: Vec<usize> = outcome.errors.iter().map(|e| e.line).collect();
+    assert_eq!(lines, vec![2]);
+    assert_eq!(
+        outcome.errors[0].error.to_string(),
+        "Invalid table operation (DUPLICATE_ENTRY)"
+    );
+    assert!(
+        outcome
+            .output
+            .contains("Entry has been added with handle 1\n")
+    );
+    let dmac = e.t("IngressImpl.dmac");
+    assert_eq!(e.rt.inner().entry_count(dmac).unwrap(), 2);
 }
 
 #[test]
@@ -1442,164 +1386,161 @@ fn remaining_commands() {
     // A table with support_timeout (none in the corpus: patch basic_l2).
     let json = corpus_json("basic_l2")
         .replace("\"support_timeout\" : false", "\"support_timeout\" : true");
-    let mut c = Cli::new(&json).unwrap();
-    let mut api = MockApi::new();
+    let mut e = Env {
+        cli: Cli::new(&json).unwrap(),
+        rt: p4jet_runtime::testing::Recorder::new(switch_for(&json)),
+        schema: Cli::new(&json).unwrap().schema().clone(),
+    };
+    for i in 0..3u8 {
+        e.ok(&format!("table_add dmac forward 00:00:00:00:00:0{i} => 1"));
+    }
+    e.take();
     assert_eq!(
-        ok(&mut c, &mut api, "table_set_timeout dmac 2 500"),
+        e.ok("table_set_timeout dmac 2 500"),
         "Setting a 500 ms timeout for entry 2\n"
     );
     assert_eq!(
-        api.take(),
-        vec![call("bm_mt_set_entry_ttl", ("IngressImpl.dmac", 2, 500))]
+        e.take(),
+        vec![Update::SetEntryTimeout {
+            table: e.t("IngressImpl.dmac"),
+            entry: h(2),
+            timeout_ms: 500
+        }]
     );
-    api.entries = vec![BmMtEntry {
-        match_key: vec![exact(&[0, 0, 0, 0, 0, 1])],
-        options: BmAddEntryOptions { priority: None },
-        entry_handle: 2,
-        action_entry: BmActionEntry::MbrHandle(4),
-        life: Some(BmMtEntryLife {
-            timeout_ms: 500,
-            time_since_hit_ms: 20,
-        }),
-    }];
     assert_eq!(
-        ok(&mut c, &mut api, "table_dump_entry dmac 2"),
-        "Dumping entry 0x2\nMatch key:\n* ethernet.dst_addr   : EXACT     000000000001\nIndex: member(4)\nLife: 20ms since hit, timeout is 500ms\n"
+        e.ok("table_dump_entry dmac 2"),
+        "Dumping entry 0x2\nMatch key:\n* ethernet.dst_addr   : EXACT     000000000002\nAction entry: IngressImpl.forward - 0001\nLife: 0ms since hit, timeout is 500ms\n"
     );
-    assert_eq!(ok(&mut c, &mut api, "EOF"), "\n");
-    assert_eq!(ok(&mut c, &mut api, "shell echo hi"), "hi\n\n");
-    assert_eq!(ok(&mut c, &mut api, "!echo hi"), "hi\n\n");
+    assert_eq!(e.ok("EOF"), "\n");
+    assert_eq!(e.ok("shell echo hi"), "hi\n\n");
+    assert_eq!(e.ok("!echo hi"), "hi\n\n");
 
     // Files written by the CLI.
     let dir = std::env::temp_dir().join(format!("p4jet-control-files-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    api.config = "{\"x\": 1}".into();
     let cfg = dir.join("cfg.json");
-    ok(
-        &mut c,
-        &mut api,
-        &format!("write_config_to_file {}", cfg.display()),
+    e.ok(&format!("write_config_to_file {}", cfg.display()));
+    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), json);
+    e.ok(&format!("serialize_state {}", dir.join("state").display()));
+    assert!(
+        std::fs::read_to_string(dir.join("state"))
+            .unwrap()
+            .contains("table IngressImpl.dmac (3 entries)")
     );
-    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), "{\"x\": 1}");
-    ok(
-        &mut c,
-        &mut api,
-        &format!("serialize_state {}", dir.join("state").display()),
-    );
-    assert!(dir.join("state").is_file());
     std::fs::remove_dir_all(&dir).unwrap();
-    api.take();
 
     // Legacy aliases of the action profile commands.
-    let mut c = cli("ecmp");
-    api.members = vec![BmMtActProfMember {
-        mbr_handle: 1,
-        action_name: "EgressImpl.set_src_mac".into(),
-        action_data: vec![vec![0, 0xee, 0, 0, 0, 1]],
-    }];
+    let mut e = on_switch("ecmp");
+    e.ok("act_prof_create_member smac_profile set_src_mac 00:ee:00:00:00:00");
+    e.ok("act_prof_create_member smac_profile set_src_mac 00:ee:00:00:00:01");
+    e.ok("act_prof_create_member ecmp_selector set_next_hop 00:00:00:00:0d:01 1");
+    e.ok("act_prof_create_member ecmp_selector set_next_hop 00:00:00:00:0d:02 2");
+    e.take();
     assert_eq!(
-        ok(&mut c, &mut api, "table_dump_member port_smac 1"),
+        e.ok("table_dump_member port_smac 1"),
         "Dumping member 1\nAction entry: EgressImpl.set_src_mac - 00ee00000001\n"
     );
     assert_eq!(
-        ok(&mut c, &mut api, "act_prof_dump_member smac_profile 1"),
+        e.ok("act_prof_dump_member smac_profile 1"),
         "Dumping member 1\nAction entry: EgressImpl.set_src_mac - 00ee00000001\n"
     );
-    ok(
-        &mut c,
-        &mut api,
-        "table_indirect_modify_member port_smac set_src_mac 1 00:ee:00:00:00:02",
-    );
-    ok(&mut c, &mut api, "table_indirect_delete_member port_smac 1");
+    e.ok("table_indirect_modify_member port_smac set_src_mac 1 00:ee:00:00:00:02");
+    e.ok("table_indirect_delete_member port_smac 1");
     assert_eq!(
-        ok(&mut c, &mut api, "table_indirect_create_group ecmp_route"),
+        e.ok("table_indirect_create_group ecmp_route"),
         "Group has been created with handle 0\n"
     );
-    ok(
-        &mut c,
-        &mut api,
-        "table_indirect_add_member_to_group ecmp_route 1 0",
-    );
-    ok(
-        &mut c,
-        &mut api,
-        "table_indirect_remove_member_from_group ecmp_route 1 0",
-    );
-    ok(&mut c, &mut api, "table_indirect_delete_group ecmp_route 0");
+    e.ok("table_indirect_add_member_to_group ecmp_route 1 0");
+    e.ok("table_indirect_remove_member_from_group ecmp_route 1 0");
+    e.ok("table_indirect_delete_group ecmp_route 0");
+    let sel = ProfileId(e.id(ObjectKind::Profile, "IngressImpl.ecmp_selector"));
+    let smac = ProfileId(e.id(ObjectKind::Profile, "EgressImpl.smac_profile"));
+    let set_src = e.pa("EgressImpl.smac_profile", "EgressImpl.set_src_mac");
     assert_eq!(
-        api.take(),
+        e.take(),
         vec![
-            call("bm_mt_act_prof_get_member", ("EgressImpl.smac_profile", 1)),
-            call("bm_mt_act_prof_get_member", ("EgressImpl.smac_profile", 1)),
-            call(
-                "bm_mt_act_prof_modify_member",
-                (
-                    "EgressImpl.smac_profile",
-                    1,
-                    "EgressImpl.set_src_mac",
-                    &[vec![0u8, 0xee, 0, 0, 0, 2]][..]
-                )
-            ),
-            call(
-                "bm_mt_act_prof_delete_member",
-                ("EgressImpl.smac_profile", 1)
-            ),
-            call(
-                "bm_mt_act_prof_create_group",
-                ("IngressImpl.ecmp_selector",)
-            ),
-            call(
-                "bm_mt_act_prof_add_member_to_group",
-                ("IngressImpl.ecmp_selector", 1, 0)
-            ),
-            call(
-                "bm_mt_act_prof_remove_member_from_group",
-                ("IngressImpl.ecmp_selector", 1, 0)
-            ),
-            call(
-                "bm_mt_act_prof_delete_group",
-                ("IngressImpl.ecmp_selector", 0)
-            ),
+            Update::ModifyMember {
+                profile: smac,
+                member: MemberId(1),
+                action: ActionCall::new(set_src, vec![vec![0, 0xee, 0, 0, 0, 2]])
+            },
+            Update::DeleteMember {
+                profile: smac,
+                member: MemberId(1)
+            },
+            Update::AddGroup {
+                profile: sel,
+                id: None,
+                max_size: 0
+            },
+            Update::AddToGroup {
+                profile: sel,
+                group: GroupId(0),
+                member: MemberId(1)
+            },
+            Update::RemoveFromGroup {
+                profile: sel,
+                group: GroupId(0),
+                member: MemberId(1)
+            },
+            Update::DeleteGroup {
+                profile: sel,
+                group: GroupId(0)
+            },
         ]
     );
 
-    // Direct counter reset, meter warnings, register index errors from the switch.
-    let mut c = cli("acl_firewall");
+    // Direct counter reset, meter warnings, errors from the switch.
+    let mut e = on_switch("acl_firewall");
     assert_eq!(
-        ok(&mut c, &mut api, "counter_reset acl_counter"),
+        e.ok("counter_reset acl_counter"),
         "this is the direct counter for table IngressImpl.acl\n"
     );
     assert_eq!(
-        api.take(),
-        vec![call("bm_mt_reset_counters", ("IngressImpl.acl",))]
+        e.take(),
+        vec![Update::ResetDirectCounters {
+            table: e.t("IngressImpl.acl")
+        }]
     );
-    let mut c = cli("stateful");
-    api.rates = vec![];
+    let mut e = on_switch("stateful");
     assert_eq!(
-        ok(&mut c, &mut api, "meter_get_rates flow_meter 0"),
+        e.ok("meter_get_rates flow_meter 0"),
         "WARNING: expected 2 rates but only received 0\n"
     );
-    let mut api = MockApi::new().fail("bm_register_read", 2);
-    let e = c
-        .execute(&mut api, "register_read flow_packets 99")
-        .unwrap_err();
-    assert_eq!(e.printed(), "Invalid register operation (INVALID_INDEX)\n");
-    let mut api = MockApi::new().fail("bm_meter_set_rates", 3);
-    let e = c
-        .execute(&mut api, "meter_set_rates flow_meter 0 0.2:1 0.1:1")
-        .unwrap_err();
-    assert_eq!(e.printed(), "Invalid meter operation (BAD_RATES_LIST)\n");
-    let mut api = MockApi::new().fail("bm_swap_configs", 1);
-    let e = c.execute(&mut api, "swap_configs").unwrap_err();
+    let err = e.err("register_read flow_packets 99999");
     assert_eq!(
-        e.printed(),
+        err.printed(),
+        "Invalid register operation (INVALID_INDEX)\n"
+    );
+    let err = e.err("meter_set_rates flow_meter 0 0.2:1 0.1:1");
+    assert_eq!(
+        err.printed(),
+        "Invalid meter operation (INVALID_INFO_RATE_VALUE)\n"
+    );
+    // a switch without --enable-swap
+    let json = corpus_json("stateful");
+    let mut sw = switch_for(&json);
+    sw.cfg.enable_swap = false;
+    let mut e = Env {
+        cli: Cli::new(&json).unwrap(),
+        rt: p4jet_runtime::testing::Recorder::new(sw),
+        schema: Cli::new(&json).unwrap().schema().clone(),
+    };
+    let err = e.err("swap_configs");
+    assert_eq!(
+        err.printed(),
         "Swapping configs\nInvalid swap operation (CONFIG_SWAP_DISABLED)\n"
     );
-    let mut api = MockApi::new().fail("bm_reset_state", 0);
-    let e = c.execute(&mut api, "reset_state").unwrap_err();
-    assert_eq!(e.printed(), "Error: bm_reset_state failed\n");
+    // a failure without exception code prints as simple_switch_CLI prints a
+    // TApplicationException
+    e.rt.fail_when(
+        |c| c.is("reset_state"),
+        RuntimeError::internal("bm_reset_state failed"),
+    );
+    let err = e.err("reset_state");
+    assert_eq!(err.printed(), "Error: bm_reset_state failed\n");
     assert_eq!(
-        e.kind,
+        err.kind,
         CliErrorKind::Api {
             message: "Error: bm_reset_state failed".into(),
             code: None
@@ -1608,12 +1549,49 @@ fn remaining_commands() {
 }
 
 #[test]
-fn cli_from_switch_config() {
-    let mut api = MockApi::new();
-    api.config = corpus_json("basic_l2");
-    let c = Cli::from_switch(&mut api).unwrap();
-    assert!(c.program().table("dmac").is_some());
-    assert_eq!(api.take(), vec![call("bm_get_config", ())]);
+fn cli_from_the_runtime() {
+    let json = corpus_json("basic_l2");
+    let mut rt = p4jet_runtime::testing::Recorder::new(switch_for(&json));
+    let c = Cli::from_runtime(&mut rt).unwrap();
+    assert!(c.schema().table_by_name("IngressImpl.dmac").is_some());
     assert!(Cli::is_command("table_add") && !Cli::is_command("table_addd"));
     assert!(Cli::command_names().len() > 80);
+    // no program: the CLI cannot start
+    let mut none = p4jet_runtime::testing::Null::new(None);
+    assert_eq!(
+        Cli::from_runtime(&mut none).unwrap_err().kind,
+        p4jet_runtime::ErrorKind::NoPipeline
+    );
+}
+
+/// A sandboxed CLI (the fuzzers run command text nobody vetted) refuses the commands
+/// that reach outside the switch, `!` included, and runs nothing; a normal one runs them.
+#[test]
+fn sandboxed_cli_refuses_shell_and_file_writes() {
+    let dir = std::env::temp_dir().join(format!("p4jet-cli-sandbox-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("made");
+    let mut e = on_switch("basic_l2");
+    e.cli = std::mem::replace(&mut e.cli, cli("basic_l2")).sandboxed();
+    for line in [
+        format!("shell touch {}", marker.display()),
+        format!("!touch {}", marker.display()),
+        format!("write_config_to_file {}", marker.display()),
+        format!("serialize_state {}", marker.display()),
+    ] {
+        let err = e.cli.execute(&mut e.rt, &line).unwrap_err();
+        assert!(
+            err.printed().contains("is disabled in this CLI"),
+            "{line}: {}",
+            err.printed()
+        );
+        assert!(!marker.exists(), "{line} reached outside the switch");
+    }
+    // the ordinary CLI keeps simple_switch_CLI's shell
+    let mut plain = cli("basic_l2");
+    plain
+        .execute(&mut e.rt, &format!("!touch {}", marker.display()))
+        .unwrap();
+    assert!(marker.exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }

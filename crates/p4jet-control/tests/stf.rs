@@ -7,13 +7,13 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::{MockApi, corpus_dir, corpus_json, corpus_programs};
+use common::{corpus_dir, corpus_json, corpus_programs, switch_for};
 use p4jet_control::cli::Cli;
-use p4jet_control::program::Program;
 use p4jet_control::stf::*;
+use p4jet_runtime::Schema as Program;
 
 fn program(name: &str) -> Program {
-    Program::from_json_str(&corpus_json(name)).expect("corpus JSON")
+    Program::from_json(&corpus_json(name)).expect("corpus JSON")
 }
 
 fn stf_files(dir: &Path) -> Vec<PathBuf> {
@@ -58,7 +58,7 @@ fn every_corpus_stf_parses_and_its_commands_run() {
     let mut statements = 0;
     for name in corpus_programs() {
         let json = corpus_json(&name);
-        let prog = Program::from_json_str(&json).unwrap();
+        let prog = Program::from_json(&json).unwrap();
         let tests = corpus_dir().join(&name).join("tests");
         let plain = stf_files(&tests);
         let ext = stf_files(&tests.join("ext"));
@@ -77,7 +77,7 @@ fn every_corpus_stf_parses_and_its_commands_run() {
             );
             // Every translated command is valid for the CLI.
             let mut cli = Cli::new(&json).unwrap();
-            let mut api = MockApi::new();
+            let mut api = switch_for(&json);
             let mut expects = 0;
             for s in &parsed {
                 let cmd = match &s.kind {
@@ -102,7 +102,7 @@ fn every_corpus_stf_parses_and_its_commands_run() {
             statements += parsed.len();
         }
     }
-    assert_eq!(files, 87, "the corpus has 87 STF tests");
+    assert_eq!(files, 97, "the corpus has 97 STF tests");
     assert!(statements > 1000);
 }
 

@@ -6,9 +6,16 @@
 //! workers read it wait-free while a writer applies [`Op`]s; every op is deterministic, so
 //! both copies stay identical (same entry handles).
 //!
+//! An [`Op::Batch`] applies many ops with one publication: packets see all of them or
+//! none. The checks that depend on the state (a member an entry points to exists, a
+//! member to delete is unused, ...) are made as each op applies, so an op sees the
+//! effects of the ops before it in its batch; a failing op changes nothing, and with
+//! `atomic` the ops of the batch already applied are undone (see [`Op::Batch`]).
+//!
 //! [`Externs`] is the state the data plane itself writes: counters, registers and meters,
 //! shared by all workers through atomics and short critical sections.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +35,29 @@ pub enum EntryAction {
     Member(u32),
     /// An action-selector group.
     Group(u32),
+    /// A one-shot selector entry: actions of its own, chosen by the selector's hash.
+    OneShot(Box<OneShot>),
+}
+
+/// The actions of a one-shot selector entry (P4Runtime's `action_profile_action_set`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OneShot {
+    /// Each action with its weight and watch port.
+    pub actions: Vec<(ActionCall, u32, Option<u32>)>,
+    /// The selection list: each action's index once per unit of its weight.
+    pub pick: Vec<u32>,
+}
+
+impl OneShot {
+    /// Actions with (weight ≥ 1, watch port).
+    pub fn new(actions: Vec<(ActionCall, u32, Option<u32>)>) -> OneShot {
+        let pick = actions
+            .iter()
+            .enumerate()
+            .flat_map(|(i, (_, w, _))| std::iter::repeat_n(i as u32, (*w).max(1) as usize))
+            .collect();
+        OneShot { actions, pick }
+    }
 }
 
 /// Per-entry value stored in the match structure.
@@ -60,7 +90,9 @@ pub struct Member {
 pub struct ProfileState {
     /// Members by handle.
     pub members: BTreeMap<u32, Member>,
-    /// Groups by handle: member handles, kept sorted.
+    /// Groups by handle: member handles, kept sorted. A member appears once per unit
+    /// of weight (bmv2's groups are sets: weight 1), so that the selector's choice
+    /// `hash % len` is weighted.
     pub groups: BTreeMap<u32, Vec<u32>>,
     /// Next member handle (lowest free is searched from 0).
     pub next_member: u32,
@@ -98,7 +130,7 @@ pub struct McNode {
 }
 
 /// Packet replication engine configuration.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Pre {
     /// Groups: node handles in association order.
     pub groups: BTreeMap<u32, Vec<u32>>,
@@ -108,13 +140,20 @@ pub struct Pre {
     pub lags: BTreeMap<u32, Vec<u32>>,
 }
 
-/// A mirroring session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// A mirroring (clone) session.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct MirrorSession {
     /// Egress port.
     pub port: Option<u32>,
     /// Multicast group.
     pub mgid: Option<u32>,
+    /// Copies to make instead of `port` and `mgid` (P4Runtime replicas): (port,
+    /// replication id), in order.
+    pub replicas: Option<Vec<(u32, u16)>>,
+    /// Clones are truncated to this many bytes (0 = whole).
+    pub truncate: u32,
+    /// P4Runtime's class of service (kept and reported only).
+    pub class_of_service: u32,
 }
 
 impl std::fmt::Debug for TableState {
@@ -141,10 +180,15 @@ pub struct ControlState {
     pub pre: Pre,
     /// Mirroring sessions by id.
     pub mirror: BTreeMap<u32, MirrorSession>,
+    /// The action profile of each table (indirect tables).
+    pub table_profiles: Vec<Option<u32>>,
     /// Result of the last applied op (read by the writer after publishing).
     pub last: OpResult,
     /// Results of the last [`Op::AddEntries`], one per entry, in order.
     pub added: Vec<Result<EntryHandle, TableError>>,
+    /// Results of the last [`Op::Batch`]: one per op, in order (ops not applied
+    /// because an earlier one failed: [`Refusal::Aborted`]).
+    pub results: Vec<OpResult>,
 }
 
 /// One entry of [`Op::AddEntries`].
@@ -158,24 +202,76 @@ pub struct NewEntry {
     pub value: EntryValue,
 }
 
+/// Why an op was refused by a check on the state (the writer maps these onto its
+/// error codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    /// The member does not exist.
+    NoMember,
+    /// The group does not exist.
+    NoGroup,
+    /// A member with this id exists already.
+    MemberExists,
+    /// A group with this id exists already.
+    GroupExists,
+    /// The member is in a group or used by an entry or default.
+    MemberUsed,
+    /// The group is used by an entry or default.
+    GroupUsed,
+    /// The member is in the group already.
+    MemberInGroup,
+    /// The member is not in the group.
+    MemberNotInGroup,
+    /// An entry may not point to an empty group.
+    EmptyGroup,
+    /// No entry has this key.
+    NoEntry,
+    /// The table is not indirect (a member or group given to a direct table).
+    NotIndirect,
+    /// Not applied: an earlier op of an atomic batch failed.
+    Aborted,
+}
+
 /// Result of a control op.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum OpResult {
     /// Nothing to report.
     #[default]
     Ok,
-    /// A new handle.
+    /// A new handle (or the handle an op found).
     Handle(u32),
     /// A table error.
     Table(TableError),
+    /// A check on the state refused the op.
+    Refused(Refusal),
     /// Another error.
     Err(String),
+}
+
+impl OpResult {
+    /// Whether the op succeeded.
+    pub fn is_ok(&self) -> bool {
+        matches!(self, OpResult::Ok | OpResult::Handle(_))
+    }
+}
+
+/// Where an op finds a table entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EntryLoc {
+    /// Exactly this handle (an older version of the slot is `ExpiredHandle`).
+    Handle(EntryHandle),
+    /// The live entry in this handle's slot, whatever its version (bmv2's direct
+    /// counters, meters and ageing ignore the version).
+    Slot(EntryHandle),
+    /// The entry with this key (and priority, for tables with priorities).
+    Key(MatchKey),
 }
 
 /// A control-plane write.
 #[derive(Debug, Clone)]
 pub enum Op {
-    /// Add an entry.
+    /// Add an entry (an indirect entry's member must exist, its group exist and not
+    /// be empty).
     AddEntry {
         /// Table.
         table: u32,
@@ -196,44 +292,55 @@ pub enum Op {
         /// Entries.
         additional: usize,
     },
-    /// Modify an entry's action.
+    /// Modify an entry's action (its timeout stays); result: the entry's handle.
     ModifyEntry {
         /// Table.
         table: u32,
-        /// Handle.
-        handle: EntryHandle,
+        /// Entry.
+        entry: EntryLoc,
         /// Action.
         action: EntryAction,
     },
-    /// Delete an entry.
+    /// Delete an entry; result: the handle it had.
     DeleteEntry {
         /// Table.
         table: u32,
-        /// Handle.
-        handle: EntryHandle,
+        /// Entry.
+        entry: EntryLoc,
+    },
+    /// Find an entry (changes nothing); result: its handle. Batches check with it
+    /// that an entry whose direct counter or meter they write exists at that point.
+    FindEntry {
+        /// Table.
+        table: u32,
+        /// Entry.
+        entry: EntryLoc,
     },
     /// Remove all entries.
     ClearEntries(u32),
-    /// Set (Some) or reset to the program's (None) default.
+    /// Set (Some) or reset to none (None) the default (a member or group must
+    /// exist).
     SetDefault {
         /// Table.
         table: u32,
         /// Default.
         action: Option<EntryAction>,
     },
-    /// Set an entry's idle timeout.
+    /// Set an entry's idle timeout; result: the entry's handle.
     SetTimeout {
         /// Table.
         table: u32,
-        /// Handle.
-        handle: EntryHandle,
+        /// Entry.
+        entry: EntryLoc,
         /// Timeout.
         ms: u64,
     },
-    /// Add a profile member.
+    /// Add a profile member, with this id or the lowest free one; result: its id.
     AddMember {
         /// Profile.
         profile: u32,
+        /// Requested id.
+        id: Option<u32>,
         /// Action.
         call: ActionCall,
     },
@@ -246,16 +353,21 @@ pub enum Op {
         /// Action.
         call: ActionCall,
     },
-    /// Delete a member.
+    /// Delete an unused member.
     DeleteMember {
         /// Profile.
         profile: u32,
         /// Member.
         member: u32,
     },
-    /// Create a group.
-    AddGroup(u32),
-    /// Delete a group.
+    /// Create a group, with this id or the lowest free one; result: its id.
+    AddGroup {
+        /// Profile.
+        profile: u32,
+        /// Requested id.
+        id: Option<u32>,
+    },
+    /// Delete an unused group.
     DeleteGroup {
         /// Profile.
         profile: u32,
@@ -279,6 +391,16 @@ pub enum Op {
         member: u32,
         /// Group.
         group: u32,
+    },
+    /// Replace a group's member list (sorted; a member repeated once per unit of
+    /// weight); every member must exist.
+    SetGroupMembers {
+        /// Profile.
+        profile: u32,
+        /// Group.
+        group: u32,
+        /// Members.
+        members: Vec<u32>,
     },
     /// Add a value to a value set.
     VsetAdd {
@@ -314,6 +436,74 @@ pub enum Op {
     },
     /// Reset everything to the state after loading.
     Reset(Box<ControlState>),
+    /// Apply groups of ops in order, with one publication. Each group is all or
+    /// nothing: at its first failing op the group's earlier ops are undone and its
+    /// later ops are not applied. With `atomic`, the first failing group also undoes
+    /// every group before it and the groups after it are not applied. Results, one
+    /// per op: [`ControlState::results`]. Batches do not nest.
+    Batch {
+        /// The ops of every group, in order.
+        ops: Vec<Op>,
+        /// Where each group ends in `ops` (exclusive), ascending.
+        ends: Vec<u32>,
+        /// All or nothing.
+        atomic: bool,
+    },
+}
+
+/// How to undo one applied op (for batches that may fail part way).
+#[derive(Debug, Clone)]
+enum Undo {
+    /// Delete an entry that was added.
+    Remove { table: u32, handle: EntryHandle },
+    /// Put back an entry that was deleted, under its handle.
+    Restore {
+        table: u32,
+        handle: EntryHandle,
+        key: MatchKey,
+        value: EntryValue,
+    },
+    /// Restore an entry's previous value.
+    Value {
+        table: u32,
+        handle: EntryHandle,
+        value: EntryValue,
+    },
+    /// Restore a whole table (after a clear).
+    Table { table: u32, state: Box<TableState> },
+    /// Restore a default.
+    Default {
+        table: u32,
+        action: Option<EntryAction>,
+    },
+    /// Restore a member (None: remove it).
+    Member {
+        profile: u32,
+        member: u32,
+        old: Option<Member>,
+    },
+    /// Restore a group's list (None: remove it).
+    Group {
+        profile: u32,
+        group: u32,
+        old: Option<Vec<u32>>,
+    },
+    /// Restore a value set.
+    ValueSet { vset: u32, values: Vec<Vec<u8>> },
+    /// Restore CRC parameters.
+    Crc {
+        slot: u32,
+        params: Option<CrcParams>,
+    },
+    /// Restore the PRE.
+    Pre(Box<Pre>),
+    /// Restore a mirroring session.
+    Mirror {
+        id: u32,
+        session: Option<MirrorSession>,
+    },
+    /// Restore everything (after a reset).
+    Whole(Box<ControlState>),
 }
 
 /// Errors building state for a program.
@@ -381,79 +571,340 @@ impl ControlState {
             crc: vec![None; p.custom_crc_slots as usize],
             pre: Pre::default(),
             mirror: BTreeMap::new(),
+            table_profiles: p.tables.iter().map(|t| t.action_profile).collect(),
             last: OpResult::Ok,
             added: Vec::new(),
+            results: Vec::new(),
         })
     }
 
     /// Applies one op, recording its result in `self.last`.
     pub fn apply(&mut self, op: &Op) {
-        self.last = match self.apply_inner(op) {
-            Ok(r) => r,
-            Err(e) => e,
-        };
+        self.last = self.apply_op(Cow::Borrowed(op), None);
     }
 
     /// [`ControlState::apply`] of an op that is not needed afterwards: table
     /// entries are moved into the tables instead of copied.
     pub fn apply_owned(&mut self, op: Op) {
-        match op {
-            Op::AddEntry { table, key, value } => {
-                self.last = match self.table(table) {
-                    Ok(t) => match t.entries.insert(key, value) {
-                        Ok(h) => OpResult::Handle(h),
-                        Err(e) => OpResult::Table(e),
-                    },
-                    Err(e) => e,
-                };
-            }
-            Op::AddEntries(entries) => {
-                self.add_entries(entries.len(), |tables, added| {
-                    for e in entries {
-                        added.push(match tables.get_mut(e.table as usize) {
-                            Some(t) => t.entries.insert(e.key, e.value),
-                            None => Err(no_table(e.table)),
-                        });
-                    }
-                });
-                self.last = OpResult::Ok;
-            }
-            op => self.apply(&op),
-        }
+        self.last = self.apply_op(Cow::Owned(op), None);
     }
 
     /// Runs `add` with the tables and the cleared result list of [`Op::AddEntries`].
     fn add_entries(
         &mut self,
         n: usize,
-        add: impl FnOnce(&mut [TableState], &mut Vec<Result<EntryHandle, TableError>>),
+        add: impl FnOnce(&mut Self, &mut Vec<Result<EntryHandle, TableError>>),
     ) {
         let mut added = std::mem::take(&mut self.added);
         added.clear();
         added.reserve(n);
-        add(&mut self.tables, &mut added);
+        add(self, &mut added);
         self.added = added;
     }
 
-    fn apply_inner(&mut self, op: &Op) -> Result<OpResult, OpResult> {
+    /// Applies one op; with `undo`, records how to undo what it changed.
+    fn apply_op(&mut self, op: Cow<'_, Op>, mut undo: Option<&mut Vec<Undo>>) -> OpResult {
         match op {
-            Op::AddEntry { table, key, value } => {
-                let t = self.table(*table)?;
-                t.entries
-                    .insert_ref(key, value.clone())
-                    .map(OpResult::Handle)
-                    .map_err(OpResult::Table)
+            Cow::Owned(Op::AddEntry { table, key, value }) => {
+                self.add_entry(table, Cow::Owned(key), value, undo)
             }
-            Op::AddEntries(entries) => {
-                self.add_entries(entries.len(), |tables, added| {
+            Cow::Borrowed(Op::AddEntry { table, key, value }) => {
+                self.add_entry(*table, Cow::Borrowed(key), value.clone(), undo)
+            }
+            Cow::Owned(Op::AddEntries(entries)) => {
+                self.add_entries(entries.len(), |cs, added| {
                     for e in entries {
-                        added.push(match tables.get_mut(e.table as usize) {
-                            Some(t) => t.entries.insert_ref(&e.key, e.value.clone()),
-                            None => Err(no_table(e.table)),
-                        });
+                        let r =
+                            cs.add_entry(e.table, Cow::Owned(e.key), e.value, undo.as_deref_mut());
+                        added.push(entry_result(r));
                     }
                 });
-                Ok(OpResult::Ok)
+                OpResult::Ok
+            }
+            Cow::Borrowed(Op::AddEntries(entries)) => {
+                self.add_entries(entries.len(), |cs, added| {
+                    for e in entries {
+                        let r = cs.add_entry(
+                            e.table,
+                            Cow::Borrowed(&e.key),
+                            e.value.clone(),
+                            undo.as_deref_mut(),
+                        );
+                        added.push(entry_result(r));
+                    }
+                });
+                OpResult::Ok
+            }
+            Cow::Owned(Op::Batch { ops, ends, atomic }) => {
+                self.batch(ops.into_iter().map(Cow::Owned), &ends, atomic)
+            }
+            Cow::Borrowed(Op::Batch { ops, ends, atomic }) => {
+                self.batch(ops.iter().map(Cow::Borrowed), ends, *atomic)
+            }
+            op => match self.apply_other(&op, undo) {
+                Ok(r) => r,
+                Err(e) => e,
+            },
+        }
+    }
+
+    /// An entry's insertion: an indirect entry's member or group must exist (and a
+    /// group not be empty) before the table checks the key.
+    fn add_entry(
+        &mut self,
+        table: u32,
+        key: Cow<'_, MatchKey>,
+        value: EntryValue,
+        undo: Option<&mut Vec<Undo>>,
+    ) -> OpResult {
+        if let Err(e) = self.check_target(table, &value.action, true) {
+            return e;
+        }
+        let Some(t) = self.tables.get_mut(table as usize) else {
+            return OpResult::Table(no_table(table));
+        };
+        let r = match key {
+            Cow::Owned(k) => t.entries.insert(k, value),
+            Cow::Borrowed(k) => t.entries.insert_ref(k, value),
+        };
+        match r {
+            Ok(h) => {
+                if let Some(u) = undo {
+                    u.push(Undo::Remove { table, handle: h });
+                }
+                OpResult::Handle(h)
+            }
+            Err(e) => OpResult::Table(e),
+        }
+    }
+
+    /// A member or group an entry (or a default, `entry` false: an empty group is
+    /// fine there) of `table` points to must exist.
+    fn check_target(&self, table: u32, a: &EntryAction, entry: bool) -> Result<(), OpResult> {
+        let (member, group) = match a {
+            EntryAction::Direct(_) => return Ok(()),
+            EntryAction::Member(m) => (Some(*m), None),
+            EntryAction::Group(g) => (None, Some(*g)),
+            EntryAction::OneShot(_) => (None, None),
+        };
+        let Some(p) = self
+            .table_profiles
+            .get(table as usize)
+            .copied()
+            .flatten()
+            .and_then(|p| self.profiles.get(p as usize))
+        else {
+            return Err(OpResult::Refused(Refusal::NotIndirect));
+        };
+        if let Some(m) = member
+            && !p.members.contains_key(&m)
+        {
+            return Err(OpResult::Refused(Refusal::NoMember));
+        }
+        if let Some(g) = group {
+            match p.groups.get(&g) {
+                None => return Err(OpResult::Refused(Refusal::NoGroup)),
+                Some(ms) if entry && ms.is_empty() => {
+                    return Err(OpResult::Refused(Refusal::EmptyGroup));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The handle of the entry `loc` names.
+    fn locate(&self, table: u32, loc: &EntryLoc) -> Result<EntryHandle, OpResult> {
+        let t = self
+            .tables
+            .get(table as usize)
+            .ok_or_else(|| OpResult::Table(no_table(table)))?;
+        match loc {
+            EntryLoc::Handle(h) => match t.entries.get(*h) {
+                Some(_) => Ok(*h),
+                None => Err(OpResult::Table(if live_slot(&t.entries, *h).is_some() {
+                    TableError::ExpiredHandle
+                } else {
+                    TableError::InvalidHandle
+                })),
+            },
+            EntryLoc::Slot(h) => {
+                live_slot(&t.entries, *h).ok_or(OpResult::Table(TableError::InvalidHandle))
+            }
+            EntryLoc::Key(k) => t.entries.find(k).ok_or(OpResult::Refused(Refusal::NoEntry)),
+        }
+    }
+
+    /// Applies the groups of a batch (see [`Op::Batch`]).
+    fn batch<'a>(
+        &mut self,
+        mut ops: impl Iterator<Item = Cow<'a, Op>>,
+        ends: &[u32],
+        atomic: bool,
+    ) -> OpResult {
+        let mut results = std::mem::take(&mut self.results);
+        results.clear();
+        let mut applied: Vec<Undo> = Vec::new();
+        let mut failed = false;
+        let mut start = 0u32;
+        for &end in ends {
+            let len = end.saturating_sub(start);
+            start = end;
+            let mut undo: Vec<Undo> = Vec::new();
+            let mut group_failed = false;
+            // a lone op of a lenient batch changes nothing when it fails: no undo
+            let record = atomic || len > 1;
+            for _ in 0..len {
+                let Some(op) = ops.next() else {
+                    break;
+                };
+                if failed || group_failed {
+                    results.push(OpResult::Refused(Refusal::Aborted));
+                    continue;
+                }
+                let r = if matches!(op.as_ref(), Op::Batch { .. }) {
+                    OpResult::Err("batches do not nest".into())
+                } else {
+                    self.apply_op(op, record.then_some(&mut undo))
+                };
+                group_failed = !r.is_ok();
+                results.push(r);
+            }
+            if group_failed {
+                self.undo(undo);
+                if atomic {
+                    failed = true;
+                    self.undo(std::mem::take(&mut applied));
+                }
+            } else if atomic && !failed {
+                applied.extend(undo);
+            }
+        }
+        self.results = results;
+        OpResult::Ok
+    }
+
+    /// Undoes recorded changes, newest first.
+    fn undo(&mut self, log: Vec<Undo>) {
+        for u in log.into_iter().rev() {
+            match u {
+                Undo::Remove { table, handle } => {
+                    if let Some(t) = self.tables.get_mut(table as usize) {
+                        let _ = t.entries.uninsert(handle);
+                    }
+                }
+                Undo::Restore {
+                    table,
+                    handle,
+                    key,
+                    value,
+                } => {
+                    if let Some(t) = self.tables.get_mut(table as usize) {
+                        let _ = t.entries.reinsert(handle, key, value);
+                    }
+                }
+                Undo::Value {
+                    table,
+                    handle,
+                    value,
+                } => {
+                    if let Some(t) = self.tables.get_mut(table as usize) {
+                        let _ = t.entries.modify(handle, value);
+                    }
+                }
+                Undo::Table { table, state } => {
+                    if let Some(t) = self.tables.get_mut(table as usize) {
+                        *t = *state;
+                    }
+                }
+                Undo::Default { table, action } => {
+                    if let Some(t) = self.tables.get_mut(table as usize) {
+                        t.default = action;
+                    }
+                }
+                Undo::Member {
+                    profile,
+                    member,
+                    old,
+                } => {
+                    if let Some(p) = self.profiles.get_mut(profile as usize) {
+                        match old {
+                            Some(m) => {
+                                p.members.insert(member, m);
+                            }
+                            None => {
+                                p.members.remove(&member);
+                            }
+                        }
+                    }
+                }
+                Undo::Group {
+                    profile,
+                    group,
+                    old,
+                } => {
+                    if let Some(p) = self.profiles.get_mut(profile as usize) {
+                        match old {
+                            Some(g) => {
+                                p.groups.insert(group, g);
+                            }
+                            None => {
+                                p.groups.remove(&group);
+                            }
+                        }
+                    }
+                }
+                Undo::ValueSet { vset, values } => {
+                    if let Some(s) = self.value_sets.get_mut(vset as usize) {
+                        *s = values;
+                    }
+                }
+                Undo::Crc { slot, params } => {
+                    if let Some(c) = self.crc.get_mut(slot as usize) {
+                        *c = params;
+                    }
+                }
+                Undo::Pre(pre) => self.pre = *pre,
+                Undo::Mirror { id, session } => match session {
+                    Some(s) => {
+                        self.mirror.insert(id, s);
+                    }
+                    None => {
+                        self.mirror.remove(&id);
+                    }
+                },
+                Undo::Whole(cs) => {
+                    // keep the batch's results
+                    let results = std::mem::take(&mut self.results);
+                    *self = *cs;
+                    self.results = results;
+                }
+            }
+        }
+    }
+
+    /// Whether an entry or a default of a table using profile `prof` points to
+    /// `target`.
+    fn profile_target_used(&self, prof: u32, target: &EntryAction) -> bool {
+        self.tables
+            .iter()
+            .zip(&self.table_profiles)
+            .filter(|(_, p)| **p == Some(prof))
+            .any(|(ts, _)| {
+                ts.default.as_ref() == Some(target)
+                    || ts.entries.iter().any(|(_, _, v)| &v.action == target)
+            })
+    }
+
+    fn apply_other(&mut self, op: &Op, undo: Option<&mut Vec<Undo>>) -> Result<OpResult, OpResult> {
+        let log = |u: Undo| {
+            if let Some(l) = undo {
+                l.push(u);
+            }
+        };
+        match op {
+            Op::AddEntry { .. } | Op::AddEntries(_) | Op::Batch { .. } => {
+                Err(OpResult::Err("internal: op dispatched twice".into()))
             }
             Op::Reserve { table, additional } => {
                 self.table(*table)?.entries.reserve(*additional);
@@ -461,57 +912,98 @@ impl ControlState {
             }
             Op::ModifyEntry {
                 table,
-                handle,
+                entry,
                 action,
             } => {
+                let h = self.locate(*table, entry)?;
+                self.check_target(*table, action, true)?;
                 let t = self.table(*table)?;
-                let timeout_ms = t
+                let old = t
                     .entries
-                    .get(*handle)
-                    .map(|(_, v)| v.timeout_ms)
-                    .unwrap_or(0);
-                t.entries
-                    .modify(
-                        *handle,
-                        EntryValue {
-                            action: action.clone(),
-                            timeout_ms,
-                        },
-                    )
-                    .map(|_| OpResult::Ok)
-                    .map_err(OpResult::Table)
+                    .get(h)
+                    .map(|(_, v)| v.clone())
+                    .ok_or(OpResult::Table(TableError::InvalidHandle))?;
+                let value = EntryValue {
+                    action: action.clone(),
+                    timeout_ms: old.timeout_ms,
+                };
+                t.entries.modify(h, value).map_err(OpResult::Table)?;
+                log(Undo::Value {
+                    table: *table,
+                    handle: h,
+                    value: old,
+                });
+                Ok(OpResult::Handle(h))
             }
-            Op::DeleteEntry { table, handle } => {
+            Op::DeleteEntry { table, entry } => {
+                let h = self.locate(*table, entry)?;
                 let t = self.table(*table)?;
-                t.entries
-                    .delete(*handle)
-                    .map(|_| OpResult::Ok)
-                    .map_err(OpResult::Table)
+                let old = t.entries.get(h).map(|(k, v)| (k.into_owned(), v.clone()));
+                t.entries.delete(h).map_err(OpResult::Table)?;
+                if let Some((key, value)) = old {
+                    log(Undo::Restore {
+                        table: *table,
+                        handle: h,
+                        key,
+                        value,
+                    });
+                }
+                Ok(OpResult::Handle(h))
             }
+            Op::FindEntry { table, entry } => self.locate(*table, entry).map(OpResult::Handle),
             Op::ClearEntries(table) => {
-                self.table(*table)?.entries.clear();
+                let t = self.table(*table)?;
+                log(Undo::Table {
+                    table: *table,
+                    state: Box::new(t.clone()),
+                });
+                t.entries.clear();
                 Ok(OpResult::Ok)
             }
             Op::SetDefault { table, action } => {
-                self.table(*table)?.default = action.clone();
+                if let Some(a) = action {
+                    self.check_target(*table, a, false)?;
+                }
+                let t = self.table(*table)?;
+                let old = std::mem::replace(&mut t.default, action.clone());
+                log(Undo::Default {
+                    table: *table,
+                    action: old,
+                });
                 Ok(OpResult::Ok)
             }
-            Op::SetTimeout { table, handle, ms } => {
+            Op::SetTimeout { table, entry, ms } => {
+                let h = self.locate(*table, entry)?;
                 let t = self.table(*table)?;
-                let Some((_, v)) = t.entries.get(*handle) else {
+                let Some((_, v)) = t.entries.get(h) else {
                     return Err(OpResult::Table(TableError::InvalidHandle));
                 };
-                let mut v = v.clone();
+                let old = v.clone();
+                let mut v = old.clone();
                 v.timeout_ms = *ms;
-                t.entries
-                    .modify(*handle, v)
-                    .map(|_| OpResult::Ok)
-                    .map_err(OpResult::Table)
+                t.entries.modify(h, v).map_err(OpResult::Table)?;
+                log(Undo::Value {
+                    table: *table,
+                    handle: h,
+                    value: old,
+                });
+                Ok(OpResult::Handle(h))
             }
-            Op::AddMember { profile, call } => {
+            Op::AddMember { profile, id, call } => {
                 let p = self.profile(*profile)?;
-                let h = p.alloc_member();
+                let h = match id {
+                    Some(h) if p.members.contains_key(h) => {
+                        return Err(OpResult::Refused(Refusal::MemberExists));
+                    }
+                    Some(h) => *h,
+                    None => p.alloc_member(),
+                };
                 p.members.insert(h, Member { call: call.clone() });
+                log(Undo::Member {
+                    profile: *profile,
+                    member: h,
+                    old: None,
+                });
                 Ok(OpResult::Handle(h))
             }
             Op::ModifyMember {
@@ -522,34 +1014,71 @@ impl ControlState {
                 let p = self.profile(*profile)?;
                 match p.members.get_mut(member) {
                     Some(m) => {
-                        m.call = call.clone();
+                        let old = std::mem::replace(&mut m.call, call.clone());
+                        log(Undo::Member {
+                            profile: *profile,
+                            member: *member,
+                            old: Some(Member { call: old }),
+                        });
                         Ok(OpResult::Ok)
                     }
-                    None => Err(OpResult::Err("invalid member handle".into())),
+                    None => Err(OpResult::Refused(Refusal::NoMember)),
                 }
             }
             Op::DeleteMember { profile, member } => {
+                let (exists, in_group) = {
+                    let p = self.profile(*profile)?;
+                    (
+                        p.members.contains_key(member),
+                        p.groups.values().any(|g| g.contains(member)),
+                    )
+                };
+                if !exists {
+                    return Err(OpResult::Refused(Refusal::NoMember));
+                }
+                if in_group || self.profile_target_used(*profile, &EntryAction::Member(*member)) {
+                    return Err(OpResult::Refused(Refusal::MemberUsed));
+                }
                 let p = self.profile(*profile)?;
-                if p.members.remove(member).is_none() {
-                    return Err(OpResult::Err("invalid member handle".into()));
-                }
-                for g in p.groups.values_mut() {
-                    g.retain(|m| m != member);
-                }
+                let old = p.members.remove(member);
+                log(Undo::Member {
+                    profile: *profile,
+                    member: *member,
+                    old,
+                });
                 Ok(OpResult::Ok)
             }
-            Op::AddGroup(profile) => {
+            Op::AddGroup { profile, id } => {
                 let p = self.profile(*profile)?;
-                let h = p.alloc_group();
+                let h = match id {
+                    Some(h) if p.groups.contains_key(h) => {
+                        return Err(OpResult::Refused(Refusal::GroupExists));
+                    }
+                    Some(h) => *h,
+                    None => p.alloc_group(),
+                };
                 p.groups.insert(h, vec![]);
+                log(Undo::Group {
+                    profile: *profile,
+                    group: h,
+                    old: None,
+                });
                 Ok(OpResult::Handle(h))
             }
             Op::DeleteGroup { profile, group } => {
-                let p = self.profile(*profile)?;
-                p.groups
-                    .remove(group)
-                    .map(|_| OpResult::Ok)
-                    .ok_or(OpResult::Err("invalid group handle".into()))
+                if !self.profile(*profile)?.groups.contains_key(group) {
+                    return Err(OpResult::Refused(Refusal::NoGroup));
+                }
+                if self.profile_target_used(*profile, &EntryAction::Group(*group)) {
+                    return Err(OpResult::Refused(Refusal::GroupUsed));
+                }
+                let old = self.profile(*profile)?.groups.remove(group);
+                log(Undo::Group {
+                    profile: *profile,
+                    group: *group,
+                    old,
+                });
+                Ok(OpResult::Ok)
             }
             Op::AddToGroup {
                 profile,
@@ -558,16 +1087,22 @@ impl ControlState {
             } => {
                 let p = self.profile(*profile)?;
                 if !p.members.contains_key(member) {
-                    return Err(OpResult::Err("invalid member handle".into()));
+                    return Err(OpResult::Refused(Refusal::NoMember));
                 }
                 let Some(g) = p.groups.get_mut(group) else {
-                    return Err(OpResult::Err("invalid group handle".into()));
+                    return Err(OpResult::Refused(Refusal::NoGroup));
                 };
                 if g.contains(member) {
-                    return Err(OpResult::Err("member already in group".into()));
+                    return Err(OpResult::Refused(Refusal::MemberInGroup));
                 }
+                let old = g.clone();
                 g.push(*member);
                 g.sort_unstable();
+                log(Undo::Group {
+                    profile: *profile,
+                    group: *group,
+                    old: Some(old),
+                });
                 Ok(OpResult::Ok)
             }
             Op::RemoveFromGroup {
@@ -576,40 +1111,77 @@ impl ControlState {
                 group,
             } => {
                 let p = self.profile(*profile)?;
-                let Some(g) = p.groups.get_mut(group) else {
-                    return Err(OpResult::Err("invalid group handle".into()));
-                };
-                let before = g.len();
-                g.retain(|m| m != member);
-                if g.len() == before {
-                    return Err(OpResult::Err("member not in group".into()));
+                if !p.members.contains_key(member) {
+                    return Err(OpResult::Refused(Refusal::NoMember));
                 }
+                let Some(g) = p.groups.get_mut(group) else {
+                    return Err(OpResult::Refused(Refusal::NoGroup));
+                };
+                if !g.contains(member) {
+                    return Err(OpResult::Refused(Refusal::MemberNotInGroup));
+                }
+                let old = g.clone();
+                g.retain(|m| m != member);
+                log(Undo::Group {
+                    profile: *profile,
+                    group: *group,
+                    old: Some(old),
+                });
+                Ok(OpResult::Ok)
+            }
+            Op::SetGroupMembers {
+                profile,
+                group,
+                members,
+            } => {
+                let p = self.profile(*profile)?;
+                if !p.groups.contains_key(group) {
+                    return Err(OpResult::Refused(Refusal::NoGroup));
+                }
+                if members.iter().any(|m| !p.members.contains_key(m)) {
+                    return Err(OpResult::Refused(Refusal::NoMember));
+                }
+                let mut list = members.clone();
+                list.sort_unstable();
+                let old = p.groups.insert(*group, list);
+                log(Undo::Group {
+                    profile: *profile,
+                    group: *group,
+                    old,
+                });
                 Ok(OpResult::Ok)
             }
             Op::VsetAdd { vset, value } => {
-                let s = self
-                    .value_sets
-                    .get_mut(*vset as usize)
-                    .ok_or(OpResult::Err("no such value set".into()))?;
+                let s = self.vset(*vset)?;
                 if !s.contains(value) {
+                    let old = s.clone();
                     s.push(value.clone());
+                    log(Undo::ValueSet {
+                        vset: *vset,
+                        values: old,
+                    });
                 }
                 Ok(OpResult::Ok)
             }
             Op::VsetRemove { vset, value } => {
-                let s = self
-                    .value_sets
-                    .get_mut(*vset as usize)
-                    .ok_or(OpResult::Err("no such value set".into()))?;
-                s.retain(|v| v != value);
+                let s = self.vset(*vset)?;
+                if s.contains(value) {
+                    let old = s.clone();
+                    s.retain(|v| v != value);
+                    log(Undo::ValueSet {
+                        vset: *vset,
+                        values: old,
+                    });
+                }
                 Ok(OpResult::Ok)
             }
             Op::VsetClear(vset) => {
-                let s = self
-                    .value_sets
-                    .get_mut(*vset as usize)
-                    .ok_or(OpResult::Err("no such value set".into()))?;
-                s.clear();
+                let s = self.vset(*vset)?;
+                let old = std::mem::take(s);
+                log(Undo::ValueSet {
+                    vset: *vset,
+                    values: old,
+                });
                 Ok(OpResult::Ok)
             }
             Op::SetCrc { slot, params } => {
@@ -617,28 +1189,35 @@ impl ControlState {
                     .crc
                     .get_mut(*slot as usize)
                     .ok_or(OpResult::Err("no such calculation".into()))?;
-                *c = Some(*params);
+                let old = c.replace(*params);
+                log(Undo::Crc {
+                    slot: *slot,
+                    params: old,
+                });
                 Ok(OpResult::Ok)
             }
             Op::SetPre(pre) => {
-                self.pre = pre.clone();
+                let old = std::mem::replace(&mut self.pre, pre.clone());
+                log(Undo::Pre(Box::new(old)));
                 Ok(OpResult::Ok)
             }
             Op::SetMirror { id, session } => {
-                match session {
-                    Some(s) => {
-                        self.mirror.insert(*id, *s);
-                    }
-                    None => {
-                        if self.mirror.remove(id).is_none() {
-                            return Err(OpResult::Err("session not found".into()));
-                        }
-                    }
-                }
+                let old = match session {
+                    Some(s) => self.mirror.insert(*id, s.clone()),
+                    None => match self.mirror.remove(id) {
+                        Some(s) => Some(s),
+                        None => return Err(OpResult::Err("session not found".into())),
+                    },
+                };
+                log(Undo::Mirror {
+                    id: *id,
+                    session: old,
+                });
                 Ok(OpResult::Ok)
             }
             Op::Reset(fresh) => {
-                *self = (**fresh).clone();
+                let old = std::mem::replace(self, (**fresh).clone());
+                log(Undo::Whole(Box::new(old)));
                 Ok(OpResult::Ok)
             }
         }
@@ -655,6 +1234,28 @@ impl ControlState {
             .get_mut(p as usize)
             .ok_or(OpResult::Err(format!("no action profile {p}")))
     }
+
+    fn vset(&mut self, v: u32) -> Result<&mut Vec<Vec<u8>>, OpResult> {
+        self.value_sets
+            .get_mut(v as usize)
+            .ok_or(OpResult::Err("no such value set".into()))
+    }
+}
+
+/// An [`Op::AddEntries`] result from an [`Op::AddEntry`] one.
+fn entry_result(r: OpResult) -> Result<EntryHandle, TableError> {
+    match r {
+        OpResult::Handle(h) => Ok(h),
+        OpResult::Table(e) => Err(e),
+        OpResult::Refused(r) => Err(TableError::InvalidSpec(format!("{r:?}"))),
+        OpResult::Ok => Err(TableError::InvalidSpec("no handle".into())),
+        OpResult::Err(s) => Err(TableError::InvalidSpec(s)),
+    }
+}
+
+/// The live handle using the slot of `h`, whatever its version.
+pub fn live_slot(entries: &Table<EntryValue>, h: EntryHandle) -> Option<EntryHandle> {
+    entries.handle_at(h & 0x00ff_ffff)
 }
 
 fn no_table(t: u32) -> TableError {
@@ -931,6 +1532,10 @@ pub struct Externs {
     pub meters: Vec<Box<[Mutex<MeterCell>]>>,
     /// Direct meters per table (indexed by handle index).
     pub direct_meters: Vec<Option<Box<[Mutex<MeterCell>]>>>,
+    /// When each entry was last hit, per table with `support_timeout` (indexed by
+    /// handle index): the switch clock in µs plus one; 0 = not hit since the control
+    /// plane last cleared it.
+    pub entry_hits: Vec<Option<Box<[AtomicU64]>>>,
 }
 
 impl Externs {
@@ -941,7 +1546,16 @@ impl Externs {
         let meters = |n: u32| -> Box<[Mutex<MeterCell>]> {
             (0..n).map(|_| Mutex::new(MeterCell::default())).collect()
         };
+        let hits = |n: u32| -> Box<[AtomicU64]> { (0..n).map(|_| AtomicU64::new(0)).collect() };
         Externs {
+            entry_hits: p
+                .tables
+                .iter()
+                .map(|t| {
+                    t.support_timeout
+                        .then(|| hits(t.max_size.clamp(1, p4jet_tables::MAX_TABLE_SIZE as u32)))
+                })
+                .collect(),
             counters: p
                 .counters
                 .iter()
@@ -999,6 +1613,9 @@ impl Externs {
         }
         for r in &self.registers {
             r.reset();
+        }
+        for h in self.entry_hits.iter().flatten() {
+            h.iter().for_each(|x| x.store(0, Ordering::Relaxed));
         }
         for m in self
             .meters

@@ -266,8 +266,9 @@ impl Engine {
         }
     }
 
-    /// A table hit's direct counter and direct meter (the meter's colour written to
-    /// its result field); out of line: most tables have neither.
+    /// A table hit's direct counter, direct meter (the meter's colour written to its
+    /// result field) and hit time (tables whose entries can age); out of line: most
+    /// tables have none of them.
     #[inline(never)]
     pub(crate) fn count_and_meter(
         &self,
@@ -283,6 +284,15 @@ impl Engine {
             && let Some(c) = cells.get(state::handle_index(h))
         {
             c.count(ctx.ingress_len);
+        }
+        // entries that can age: when they were last hit
+        if let Some(Some(hits)) = ex.entry_hits.get(t as usize)
+            && let Some(c) = hits.get(state::handle_index(h))
+        {
+            c.store(
+                now_us.saturating_add(1),
+                std::sync::atomic::Ordering::Relaxed,
+            );
         }
         if let (Some(mi), Some(Some(cells))) = (ti.direct_meter, ex.direct_meters.get(t as usize))
             && let Some(cell) = cells.get(state::handle_index(h))
@@ -336,6 +346,16 @@ impl Engine {
                 sc.members.extend_from_slice(members);
                 let m = sc.members[(h % members.len() as u64) as usize];
                 ps.members.get(&m).map(|m| &m.call)
+            }
+            EntryAction::OneShot(o) => {
+                if o.pick.is_empty() {
+                    return None;
+                }
+                let prof = p.tables[t as usize].action_profile?;
+                let (calc, _) = p.action_profiles[prof as usize].selector.as_ref()?;
+                let h = self.calc_value(ctx, *calc, sc, Some(cs));
+                let i = o.pick[(h % o.pick.len() as u64) as usize];
+                o.actions.get(i as usize).map(|(c, _, _)| c)
             }
         }
     }

@@ -49,6 +49,16 @@ pub struct Requests {
     pub truncate: Option<u32>,
 }
 
+impl Requests {
+    /// Sets (or clears) the truncation length, keeping `pending` true while a request
+    /// is set.
+    #[inline]
+    pub fn set_truncate(&mut self, n: Option<u32>) {
+        self.truncate = n;
+        self.pending |= n.is_some();
+    }
+}
+
 /// Per-packet bookkeeping of the architecture around the engine.
 #[derive(Debug, Clone, Default)]
 pub struct ArchMeta {

@@ -129,6 +129,9 @@ pub enum PortKind {
     AfXdp,
     /// A TAP device.
     Tap,
+    /// A port inside the process with no interface behind it (simple_switch_grpc's
+    /// `--cpu-port`: frames go to and come from the P4Runtime server).
+    Cpu,
 }
 
 impl std::fmt::Display for PortKind {
@@ -138,6 +141,7 @@ impl std::fmt::Display for PortKind {
             PortKind::AfPacket => "af_packet",
             PortKind::AfXdp => "af_xdp",
             PortKind::Tap => "tap",
+            PortKind::Cpu => "cpu",
         })
     }
 }

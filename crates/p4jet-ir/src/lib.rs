@@ -439,6 +439,11 @@ pub enum ConstKey {
 pub struct TableInfo {
     /// Name.
     pub name: String,
+    /// The table's `id` in the JSON.
+    pub json_id: i64,
+    /// The table's `match_type` in the JSON (`range` > `ternary` > `lpm` > `exact` of its
+    /// keys as p4c computes it; `Exact` when absent).
+    pub match_type: MatchKind,
     /// Index of its control block in the JSON's `pipelines` (bmv2's name for control
     /// blocks).
     pub control: u32,
@@ -488,6 +493,8 @@ impl TableInfo {
 pub struct ActionProfileInfo {
     /// Name.
     pub name: String,
+    /// The profile's `id` in the JSON.
+    pub json_id: i64,
     /// Capacity.
     pub max_size: u32,
     /// Selector: algorithm and inputs.
@@ -619,6 +626,9 @@ pub enum CalcInput {
 pub struct Calculation {
     /// Name.
     pub name: String,
+    /// The calculation's `id` in the JSON (-1 for a selector's hash, which is not a
+    /// JSON calculation).
+    pub json_id: i64,
     /// Algorithm.
     pub algo: HashAlgo,
     /// Inputs in order.
@@ -649,6 +659,8 @@ pub struct ChecksumInfo {
 pub struct CounterInfo {
     /// Name.
     pub name: String,
+    /// The counter array's `id` in the JSON.
+    pub json_id: i64,
     /// Cells (indirect).
     pub size: u32,
     /// Direct: bound table.
@@ -660,6 +672,8 @@ pub struct CounterInfo {
 pub struct MeterInfo {
     /// Name.
     pub name: String,
+    /// The meter array's `id` in the JSON.
+    pub json_id: i64,
     /// Cells (indirect).
     pub size: u32,
     /// Byte meter (else packets).
@@ -675,6 +689,8 @@ pub struct MeterInfo {
 pub struct RegisterInfo {
     /// Name.
     pub name: String,
+    /// The register array's `id` in the JSON.
+    pub json_id: i64,
     /// Cells.
     pub size: u32,
     /// Width.
@@ -697,6 +713,8 @@ pub struct FieldListInfo {
 pub struct ValueSetInfo {
     /// Name.
     pub name: String,
+    /// The value set's `id` in the JSON.
+    pub json_id: i64,
     /// Width of values in bits.
     pub width: u32,
     /// Capacity.

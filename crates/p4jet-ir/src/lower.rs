@@ -656,6 +656,7 @@ impl<'a> Ctx<'a> {
             self.vset_idx.insert(&v.name, i as u32);
             self.p.value_sets.push(ValueSetInfo {
                 name: v.name.clone(),
+                json_id: v.id,
                 width: v.compressed_bitwidth,
                 max_size: v.max_size.unwrap_or(u32::MAX),
             });
@@ -1180,6 +1181,7 @@ impl<'a> Ctx<'a> {
             self.calc_idx.insert(&c.name, i as u32);
             self.p.calculations.push(Calculation {
                 name: c.name.clone(),
+                json_id: c.id,
                 algo,
                 inputs,
                 custom_slot,
@@ -1209,6 +1211,7 @@ impl<'a> Ctx<'a> {
             self.counter_idx.insert(&c.name, i as u32);
             self.p.counters.push(CounterInfo {
                 name: c.name.clone(),
+                json_id: c.id,
                 size: c.size,
                 direct_table,
             });
@@ -1242,6 +1245,7 @@ impl<'a> Ctx<'a> {
             self.meter_idx.insert(&m.name, i as u32);
             self.p.meters.push(MeterInfo {
                 name: m.name.clone(),
+                json_id: m.id,
                 size: m.size,
                 bytes,
                 rate_count: m.rate_count,
@@ -1252,6 +1256,7 @@ impl<'a> Ctx<'a> {
             self.register_idx.insert(&r.name, i as u32);
             self.p.registers.push(RegisterInfo {
                 name: r.name.clone(),
+                json_id: r.id,
                 size: r.size,
                 width: r.bitwidth,
             });
@@ -1289,6 +1294,7 @@ impl<'a> Ctx<'a> {
             }
             self.p.actions.push(Action {
                 name: a.name.clone(),
+                json_id: a.id,
                 params: a
                     .runtime_data
                     .iter()
@@ -1782,6 +1788,7 @@ impl<'a> Ctx<'a> {
                         let cid = self.p.calculations.len() as u32;
                         self.p.calculations.push(Calculation {
                             name: format!("{}$selector", ap.name),
+                            json_id: -1,
                             algo,
                             inputs: calc_inputs,
                             custom_slot,
@@ -1792,6 +1799,7 @@ impl<'a> Ctx<'a> {
                 prof_idx.insert(&ap.name, self.p.action_profiles.len() as u32);
                 self.p.action_profiles.push(ActionProfileInfo {
                     name: ap.name.clone(),
+                    json_id: ap.id,
                     max_size: ap.max_size,
                     selector,
                     tables: vec![],
@@ -2220,8 +2228,18 @@ impl<'a> Ctx<'a> {
                 Some(out)
             }
         };
+        let match_type = match t.match_type.as_deref() {
+            Some("lpm") => MatchKind::Lpm,
+            Some("ternary") => MatchKind::Ternary,
+            Some("range") => MatchKind::Range,
+            Some("optional") => MatchKind::Optional,
+            Some("valid") => MatchKind::Valid,
+            _ => MatchKind::Exact,
+        };
         Ok(TableInfo {
             name: t.name.clone(),
+            json_id: t.id,
+            match_type,
             control,
             keys,
             key_bytes,

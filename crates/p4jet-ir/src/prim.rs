@@ -8,6 +8,8 @@ use crate::{ActionId, FieldId};
 pub struct Action {
     /// Name.
     pub name: String,
+    /// The action's `id` in the JSON.
+    pub json_id: i64,
     /// Parameter names and widths.
     pub params: Vec<(String, u32)>,
     /// Byte offset of each parameter in the packed action-data blob (each parameter is

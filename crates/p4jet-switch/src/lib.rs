@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use p4jet_engine::{ControlState, Engine, EngineConfig, EngineKind, Externs, Op, OpResult};
+use p4jet_runtime::Schema;
 
 pub use latency::{LatencyHist, Stamps};
 pub use pipeline::{EgressStage, IngressStage};
@@ -243,12 +244,21 @@ pub struct Switch {
     /// Between a load and a swap: the control-state writer of the program the workers
     /// still run.
     swap_pending: Option<left_right::WriteHandle<ControlState, Op>>,
+    /// The model of the program the runtime addresses (None: no program set; the
+    /// data plane then runs [`runtime::NO_PROGRAM_JSON`]).
+    pub(crate) schema: Option<Arc<Schema>>,
+    /// P4Runtime's cookie of the program.
+    pub(crate) cookie: Option<u64>,
+    /// "table NAME" of every table of the program the runtime addresses (for
+    /// messages; built once per program, keyed by the program's address).
+    pub(crate) table_whats: Mutex<(usize, Vec<Arc<str>>)>,
 }
 
 impl Switch {
     /// Loads a bmv2 JSON program.
     pub fn new(json: &str, cfg: SwitchConfig) -> Result<Switch, String> {
         let (engine, fresh, writer, readers, externs) = Self::load(json, &cfg)?;
+        let schema = Some(Arc::new(Schema::from_program(&engine.prog)));
         let digests = Arc::new(Mutex::new(DigestQueue::default()));
         let clock = match &cfg.manual_clock {
             Some(c) => Clock::Manual(c.clone()),
@@ -282,6 +292,9 @@ impl Switch {
             queues,
             json: json.to_string(),
             rt: runtime::RuntimeState::default(),
+            schema,
+            cookie: None,
+            table_whats: Mutex::new((0, Vec::new())),
             dataplane,
             swap_pending: None,
         })
@@ -355,13 +368,21 @@ impl Switch {
         if self.swap_pending.is_some() {
             return Err(SwapError::Ongoing);
         }
+        self.install(json)
+    }
+
+    /// Loads a program in place of the one the runtime addresses, for a swap: a saved
+    /// program waiting for its swap is dropped (the data plane never ran it).
+    pub(crate) fn install(&mut self, json: &str) -> Result<(), SwapError> {
         let (engine, fresh, writer, readers, externs) =
             Self::load(json, &self.cfg).map_err(SwapError::Load)?;
         // multicast groups and mirroring sessions belong to simple_switch, not to the
         // program: they carry over
         let kept = self.with_state(|cs| (cs.pre.clone(), cs.mirror.clone()));
         let old = std::mem::replace(&mut self.writer, writer);
-        self.swap_pending = Some(old);
+        if self.swap_pending.is_none() {
+            self.swap_pending = Some(old);
+        }
         if let Some((pre, mirror)) = kept {
             let mut ops = vec![Op::SetPre(pre)];
             for (id, session) in mirror {
@@ -372,6 +393,7 @@ impl Switch {
             }
             self.apply_many(ops);
         }
+        self.schema = Some(Arc::new(Schema::from_program(&engine.prog)));
         self.engine = engine;
         self.fresh = fresh;
         self.readers = readers;
@@ -500,8 +522,11 @@ impl Switch {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use p4jet_control::api::RuntimeApi;
-    use p4jet_control::cli::Cli;
+    use p4jet_runtime::bmv2::{Bmv2Code, SwapOperationErrorCode as SC};
+    use p4jet_runtime::{
+        ActionCall, CloneSession, EntryAction, FieldMatch, MatchKey, NewEntry, PipelineAction,
+        PipelineConfig, Runtime, Update, WriteMode,
+    };
 
     #[test]
     fn workers_can_move_to_threads() {
@@ -531,6 +556,37 @@ mod tests {
         out
     }
 
+    /// `table_add dmac forward 00:00:00:00:00:<dst> => <port>` on the program the
+    /// runtime addresses.
+    fn add_dmac(sw: &mut Switch, dst: u8, port: u8) {
+        let s = Runtime::schema(sw).unwrap();
+        let t = s.table_by_name("IngressImpl.dmac").unwrap();
+        let a = s.action_by_name("IngressImpl.forward").unwrap();
+        Runtime::apply(
+            sw,
+            Update::AddEntry {
+                table: t,
+                entry: NewEntry::new(
+                    MatchKey::new(vec![FieldMatch::Exact(vec![0, 0, 0, 0, 0, dst])]),
+                    EntryAction::Direct(ActionCall::new(a, vec![vec![0, port]])),
+                ),
+            },
+        )
+        .unwrap();
+    }
+
+    fn dmac_entries(sw: &mut Switch) -> usize {
+        let t = Runtime::schema(sw)
+            .unwrap()
+            .table_by_name("IngressImpl.dmac")
+            .unwrap();
+        sw.entry_count(t).unwrap()
+    }
+
+    fn swap_code(r: Result<(), p4jet_runtime::RuntimeError>) -> Option<Bmv2Code> {
+        r.unwrap_err().bmv2
+    }
+
     #[test]
     fn swap_takes_effect_between_packets_for_every_worker() {
         let json = basic_l2();
@@ -539,53 +595,48 @@ mod tests {
             ..SwitchConfig::default()
         };
         let mut sw = Switch::new(&json, cfg).unwrap();
-        let mut cli = Cli::new(&json).unwrap();
-        cli.execute(&mut sw, "table_add dmac forward 00:00:00:00:00:10 => 1")
-            .unwrap();
+        add_dmac(&mut sw, 0x10, 1);
         let mut w = sw.new_worker();
         assert_eq!(forward(&mut w, 0x10), vec![1]);
-        // loaded, not swapped: the runtime API sees the new (empty) program, the
-        // workers still run the old one
-        cli.execute(&mut sw, "mirroring_add 3 1").unwrap();
-        sw.bm_load_new_config(&json).unwrap();
-        assert_eq!(sw.bm_mt_get_num_entries("IngressImpl.dmac").unwrap(), 0);
-        assert!(sw.mirroring_session_get(3).is_ok());
+        // saved, not committed: the runtime sees the new (empty) program, the
+        // workers still run the old one; clone sessions belong to the switch
+        Runtime::apply(
+            &mut sw,
+            Update::WriteCloneSession {
+                mode: WriteMode::Upsert,
+                session: CloneSession::to_port(3, 1),
+            },
+        )
+        .unwrap();
+        let save = || PipelineAction::Save(PipelineConfig::new(basic_l2()));
+        sw.set_pipeline(save()).unwrap();
+        assert_eq!(dmac_entries(&mut sw), 0);
+        assert!(sw.clone_session(3).is_ok());
         assert_eq!(
-            sw.bm_load_new_config(&json).unwrap_err().to_string(),
-            "Invalid swap operation (ONGOING_SWAP)"
+            swap_code(sw.set_pipeline(save())),
+            Some(Bmv2Code::Swap(SC::ONGOING_SWAP))
         );
-        cli.execute(&mut sw, "table_add dmac forward 00:00:00:00:00:10 => 2")
-            .unwrap();
+        add_dmac(&mut sw, 0x10, 2);
         assert_eq!(forward(&mut w, 0x10), vec![1]);
-        // a packet received before the swap but not yet processed uses the new program
+        // a packet received before the commit but not yet processed uses the new program
         w.inject(0, &frame(0x10));
-        sw.bm_swap_configs().unwrap();
+        sw.set_pipeline(PipelineAction::Commit).unwrap();
         let mut out = vec![];
         w.run_until_idle(&mut |p, _| out.push(p));
         assert_eq!(out, vec![2]);
         assert_eq!(w.generation(), 1);
         assert_eq!(forward(&mut sw.worker, 0x10), vec![2]);
         assert_eq!(
-            sw.bm_swap_configs().unwrap_err().to_string(),
-            "Invalid swap operation (NO_ONGOING_SWAP)"
+            swap_code(sw.set_pipeline(PipelineAction::Commit)),
+            Some(Bmv2Code::Swap(SC::NO_ONGOING_SWAP))
         );
         // a JSON that does not load changes nothing
+        let bad = PipelineAction::Save(PipelineConfig::new("{\"not\": \"a program\""));
         assert_eq!(
-            sw.bm_load_new_config("{\"not\": \"a program\"")
-                .unwrap_err()
-                .to_string(),
-            "Invalid swap operation (NO_ONGOING_SWAP)"
+            swap_code(sw.set_pipeline(bad)),
+            Some(Bmv2Code::Swap(SC::NO_ONGOING_SWAP))
         );
-        assert_eq!(sw.bm_mt_get_num_entries("IngressImpl.dmac").unwrap(), 1);
+        assert_eq!(dmac_entries(&mut sw), 1);
         assert_eq!(forward(&mut w, 0x10), vec![2]);
-    }
-
-    #[test]
-    fn swap_needs_enable_swap() {
-        let json = basic_l2();
-        let mut sw = Switch::new(&json, SwitchConfig::default()).unwrap();
-        assert!(sw.bm_load_new_config(&json).is_err());
-        assert!(sw.bm_swap_configs().is_err());
-        assert!(!sw.swap_pending());
     }
 }

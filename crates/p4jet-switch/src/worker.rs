@@ -834,7 +834,7 @@ impl Core {
             // the copies are REPLICATION instances (clones sent to a session's group keep
             // their own instance_type: replicate gives each copy the packet's)
             ctx.arch.instance_type = instance::REPLICATION;
-            self.replicate(e, cs, &ctx, mgid, now);
+            self.replicate(e, cs, &ctx, mgid, now, None);
             return self.free(ctx);
         }
         // 5. drop / 6. unicast
@@ -897,13 +897,13 @@ impl Core {
 
     /// A copy of `ctx` for mirroring session `session` with the session, or None when
     /// the session does not exist (the clone request is then ignored, as in bmv2).
-    fn clone_for(
+    fn clone_for<'c>(
         &mut self,
-        cs: &ControlState,
+        cs: &'c ControlState,
         ctx: &PacketCtx,
         session: u32,
-    ) -> Option<(Pkt, p4jet_engine::state::MirrorSession)> {
-        let ms = cs.mirror.get(&(session & 0x7fff)).copied()?;
+    ) -> Option<(Pkt, &'c p4jet_engine::state::MirrorSession)> {
+        let ms = cs.mirror.get(&(session & 0x7fff))?;
         let mut c = self.alloc();
         c.copy_from(ctx);
         c.arch.rx_ns = ctx.arch.rx_ns;
@@ -1007,21 +1007,51 @@ impl Core {
         &mut self,
         e: &Engine,
         cs: &ControlState,
-        c: Pkt,
-        ms: p4jet_engine::state::MirrorSession,
+        mut c: Pkt,
+        ms: &p4jet_engine::state::MirrorSession,
         now: u64,
     ) {
+        let truncate = (ms.truncate > 0).then_some(ms.truncate);
+        if let Some(replicas) = &ms.replicas {
+            // P4Runtime replicas: one copy per (port, instance)
+            for &(port, rid) in replicas {
+                let mut r = self.alloc();
+                r.copy_from(&c);
+                r.req.set_truncate(truncate);
+                r.req.recirculate = None;
+                r.arch.rx_ns = c.arch.rx_ns;
+                e.std_inform(&mut r.phv, e.std_meta.egress_rid, rid as u128);
+                self.enqueue(e, r, port, now);
+            }
+            self.free(c);
+            return;
+        }
         if let Some(mgid) = ms.mgid {
-            self.replicate(e, cs, &c, mgid, now);
+            self.replicate(e, cs, &c, mgid, now, truncate);
         }
         match ms.port {
-            Some(port) => self.enqueue(e, c, port, now),
+            Some(port) => {
+                if truncate.is_some() {
+                    c.req.set_truncate(truncate);
+                }
+                self.enqueue(e, c, port, now)
+            }
             None => self.free(c),
         }
     }
 
+    /// One copy of `ctx` per port of multicast group `mgid` (truncated to
+    /// `truncate` bytes: copies of a clone session that truncates).
     #[inline(never)]
-    fn replicate(&mut self, e: &Engine, cs: &ControlState, ctx: &PacketCtx, mgid: u32, now: u64) {
+    fn replicate(
+        &mut self,
+        e: &Engine,
+        cs: &ControlState,
+        ctx: &PacketCtx,
+        mgid: u32,
+        now: u64,
+        truncate: Option<u32>,
+    ) {
         let Some(nodes) = cs.pre.groups.get(&mgid) else {
             if self.cfg.trace {
                 self.trace_out
@@ -1046,9 +1076,9 @@ impl Core {
             for port in ports {
                 let mut c = self.alloc();
                 c.copy_from(ctx);
-                // a new packet (simple_switch: clone_with_phv + clear_all): not truncated,
-                // no recirculation requested
-                c.req.truncate = None;
+                // a new packet (simple_switch: clone_with_phv + clear_all): not truncated
+                // (unless its clone session truncates), no recirculation requested
+                c.req.set_truncate(truncate);
                 c.req.recirculate = None;
                 c.arch.rx_ns = ctx.arch.rx_ns;
                 e.std_inform(&mut c.phv, e.std_meta.egress_rid, node.rid as u128);

@@ -763,7 +763,41 @@ impl<V: Clone> Table<V> {
         self.insert_cow(Cow::Borrowed(key), value)
     }
 
+    /// Puts back, under its old handle, an entry that [`Table::delete`] just removed
+    /// (the control plane's rollback of a failed batch): the slot must be free and
+    /// its version the one `delete` left (`handle`'s plus one). Checks as
+    /// [`Table::insert`]; on success the table holds the entry under `handle` again.
+    pub fn reinsert(
+        &mut self,
+        handle: EntryHandle,
+        key: MatchKey,
+        value: V,
+    ) -> Result<(), TableError> {
+        let idx = handle & HANDLE_INDEX_MASK;
+        let version = (handle >> 24) as u8;
+        match self.slots.get(idx as usize) {
+            Some(s) if s.value.is_none() && s.version == version.wrapping_add(1) => {}
+            _ => return Err(TableError::InvalidHandle),
+        }
+        if !self.free.contains(&idx) {
+            return Err(TableError::InvalidHandle);
+        }
+        self.insert_at(Cow::Owned(key), value, Some((idx, version)))
+            .map(|_| ())
+    }
+
     fn insert_cow(&mut self, key: Cow<'_, MatchKey>, value: V) -> Result<EntryHandle, TableError> {
+        self.insert_at(key, value, None)
+    }
+
+    /// Inserts in the lowest free slot, or in `at` (slot, version) for
+    /// [`Table::reinsert`].
+    fn insert_at(
+        &mut self,
+        key: Cow<'_, MatchKey>,
+        value: V,
+        at: Option<(u32, u8)>,
+    ) -> Result<EntryHandle, TableError> {
         // exact tables: the packed key, for the duplicate check and the index;
         // the others: the normalised key they keep
         let (mut small, mut big) = ([0u8; SMALL_KEY], Vec::new());
@@ -785,18 +819,25 @@ impl<V: Clone> Table<V> {
         if self.len >= self.max_size {
             return Err(TableError::TableFull);
         }
-        let idx = match self.free.pop_first() {
-            Some(i) => i,
-            None => {
-                self.slots.push(Slot {
-                    version: 0,
-                    value: None,
-                });
-                if !matches!(self.index, Index::Exact(_)) {
-                    self.keys.push(None);
-                }
-                (self.slots.len() - 1) as u32
+        let idx = match at {
+            Some((i, version)) => {
+                self.free.remove(&i);
+                self.slots[i as usize].version = version;
+                i
             }
+            None => match self.free.pop_first() {
+                Some(i) => i,
+                None => {
+                    self.slots.push(Slot {
+                        version: 0,
+                        value: None,
+                    });
+                    if !matches!(self.index, Index::Exact(_)) {
+                        self.keys.push(None);
+                    }
+                    (self.slots.len() - 1) as u32
+                }
+            },
         };
         match &mut self.index {
             Index::Exact(x) => {
@@ -892,6 +933,18 @@ impl<V: Clone> Table<V> {
         Ok(())
     }
 
+    /// Undoes the insertion that returned `h` (a rolled-back batch): the entry goes and
+    /// its slot gets back the version it had, so handle numbering continues as if the
+    /// insertion never happened (and [`Table::reinsert`] of an entry deleted earlier
+    /// from that slot works).
+    pub fn uninsert(&mut self, h: EntryHandle) -> Result<(), TableError> {
+        self.delete(h)?;
+        let idx = h & HANDLE_INDEX_MASK;
+        let slot = &mut self.slots[idx as usize];
+        slot.version = slot.version.wrapping_sub(1);
+        Ok(())
+    }
+
     /// Remove every entry and reset handle numbering and versions (bmv2's
     /// `table_clear` / `reset_state`).
     pub fn clear(&mut self) {
@@ -951,13 +1004,33 @@ impl<V: Clone> Table<V> {
         self.find_normalized(&nk).map(|i| self.handle_of(i))
     }
 
+    /// The handle of the live entry in slot `idx` (a handle's low 24 bits), if any.
+    pub fn handle_at(&self, idx: u32) -> Option<EntryHandle> {
+        self.slots.get(idx as usize)?.value.as_ref()?;
+        Some(self.handle_of(idx))
+    }
+
     /// All entries in ascending handle-index order.
     pub fn iter(&self) -> impl Iterator<Item = (EntryHandle, Cow<'_, MatchKey>, &V)> {
-        self.slots.iter().enumerate().filter_map(|(i, s)| {
-            let v = s.value.as_ref()?;
-            let k = self.key_at(i as u32)?;
-            Some(((u32::from(s.version) << 24) | i as u32, k, v))
-        })
+        self.iter_from(0)
+    }
+
+    /// The entries whose handle index (slot) is `start` or more, in ascending order:
+    /// a reader pages through a big table without visiting the slots before `start`.
+    pub fn iter_from(
+        &self,
+        start: u32,
+    ) -> impl Iterator<Item = (EntryHandle, Cow<'_, MatchKey>, &V)> {
+        let start = (start as usize).min(self.slots.len());
+        self.slots[start..]
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, s)| {
+                let i = i + start;
+                let v = s.value.as_ref()?;
+                let k = self.key_at(i as u32)?;
+                Some(((u32::from(s.version) << 24) | i as u32, k, v))
+            })
     }
 
     #[inline(always)]

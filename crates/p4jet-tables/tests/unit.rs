@@ -835,3 +835,73 @@ fn wide_lpm_batch_in_lock_step_matches_lookup() {
     }
     check(&t, 2000);
 }
+
+/// A deleted entry put back with `reinsert` has its old handle, is found again,
+/// and the slot cannot be reinserted twice; `iter_from` skips the slots before it.
+#[test]
+fn reinsert_restores_the_old_handle_and_iter_from_pages() {
+    for kind in [MatchKind::Exact, MatchKind::Ternary] {
+        let mut t: Table<u32> = Table::new(vec![spec(kind, 16)], 16).unwrap();
+        let k = |v: u8| match kind {
+            MatchKind::Exact => key(vec![ex(&[0, v])]),
+            _ => MatchKey {
+                fields: vec![tern(&[0, v], &[0xff, 0xff])],
+                priority: 1,
+            },
+        };
+        let h0 = t.insert(k(1), 10).unwrap();
+        let h1 = t.insert(k(2), 20).unwrap();
+        let h2 = t.insert(k(3), 30).unwrap();
+        let (key1, _) = t.get(h1).map(|(k, v)| (k.into_owned(), *v)).unwrap();
+        t.delete(h1).unwrap();
+        t.delete(h0).unwrap();
+        // slot 0 is free and lower: a plain insert would take it, reinsert does not
+        t.reinsert(h1, key1.clone(), 21).unwrap();
+        assert_eq!(t.get(h1).map(|(_, v)| *v), Some(21));
+        assert_eq!(t.find(&key1), Some(h1));
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.reinsert(h1, key1, 22), Err(TableError::InvalidHandle));
+        // a handle whose slot was never deleted at that version
+        assert_eq!(t.reinsert(h2 + 5, k(9), 0), Err(TableError::InvalidHandle));
+        let from1: Vec<u32> = t.iter_from(1).map(|(h, _, _)| h).collect();
+        assert_eq!(from1, vec![h1, h2]);
+        assert_eq!(t.iter_from(3).count(), 0);
+        assert_eq!(t.iter_from(99).count(), 0);
+        // the next insert takes slot 0 with its bumped version
+        let h = t.insert(k(4), 40).unwrap();
+        assert_eq!(h & 0xff_ffff, 0);
+        assert_ne!(h, h0);
+    }
+}
+
+/// `uninsert` takes back an insertion: the slot gets its version back, so the next
+/// insert gets the same handle, and an entry deleted from that slot before can be
+/// reinserted with its handle (a rolled-back batch: delete, insert, undo both).
+#[test]
+fn uninsert_gives_the_slot_its_version_back() {
+    for kind in [MatchKind::Exact, MatchKind::Ternary] {
+        let mut t: Table<u32> = Table::new(vec![spec(kind, 16)], 16).unwrap();
+        let k = |v: u8| match kind {
+            MatchKind::Exact => key(vec![ex(&[0, v])]),
+            _ => MatchKey {
+                fields: vec![tern(&[0, v], &[0xff, 0xff])],
+                priority: 1,
+            },
+        };
+        let h0 = t.insert(k(1), 10).unwrap();
+        let (key0, _) = t.get(h0).map(|(k, v)| (k.into_owned(), *v)).unwrap();
+        t.delete(h0).unwrap();
+        let h = t.insert(k(2), 20).unwrap();
+        assert_eq!(h & 0xff_ffff, 0);
+        t.uninsert(h).unwrap();
+        assert_eq!(t.find(&k(2)), None);
+        assert_eq!(t.len(), 0);
+        t.reinsert(h0, key0.clone(), 10).unwrap();
+        assert_eq!(t.find(&key0), Some(h0));
+        // a fresh slot: the next insert gets the handle the taken-back one had
+        let h1 = t.insert(k(3), 30).unwrap();
+        t.uninsert(h1).unwrap();
+        assert_eq!(t.insert(k(4), 40).unwrap(), h1);
+        assert_eq!(t.uninsert(h1 + 7), Err(TableError::InvalidHandle));
+    }
+}

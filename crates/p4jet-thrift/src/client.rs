@@ -1,18 +1,26 @@
-//! A Thrift client implementing [`RuntimeApi`] over TCP, speaking to any
-//! bmv2-compatible switch (p4jet or bmv2 `simple_switch` itself) the way the
-//! Python `simple_switch_CLI` does: binary protocol, multiplexed service
-//! names, no framing.
+//! A Thrift client of bmv2's services over TCP, speaking to any bmv2-compatible
+//! switch (p4jet or bmv2 `simple_switch` itself) the way the Python
+//! `simple_switch_CLI` does: binary protocol, multiplexed service names, no
+//! framing.
 //!
+//! [`ThriftClient`] has one method per RPC, named like the RPC, with the IDL's types
+//! (the same as [`crate::service::Bmv2`]'s), and implements the runtime model
+//! ([`p4jet_runtime::Runtime`], in [`crate::remote`]) on top of them.
+//!
+//! A declared exception is returned as a [`RuntimeError`] carrying its bmv2 code.
 //! Transport failures, malformed replies and `TApplicationException`s are
-//! returned as [`ApiError::Internal`]. After such a failure the connection
-//! is dropped (its byte stream may be out of step) and the next call opens a
-//! new one; the failed call itself is never retried.
+//! [`p4jet_runtime::ErrorKind::Internal`] errors without code. After such a failure
+//! the connection is dropped (its byte stream may be out of step) and the next call
+//! opens a new one; the failed call itself is never retried.
 
 use std::io::{self, BufReader, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use p4jet_control::api::*;
+use p4jet_runtime::RuntimeError;
+
+use crate::service::Rpc;
+use crate::types::*;
 
 use crate::codec::{self, Fields, Service};
 use crate::protocol::{
@@ -42,6 +50,11 @@ pub struct ThriftClient {
     limits: Limits,
     timeout: Option<Duration>,
     pre: PreService,
+    /// The model of the switch's program (for the [`p4jet_runtime::Runtime`] operations).
+    pub(crate) schema: Option<std::sync::Arc<p4jet_runtime::Schema>>,
+    /// Digest configurations set through this client (bmv2 has no getter).
+    pub(crate) digest_configs:
+        std::collections::HashMap<p4jet_runtime::DigestId, p4jet_runtime::DigestConfig>,
 }
 
 impl std::fmt::Debug for ThriftClient {
@@ -68,6 +81,8 @@ impl ThriftClient {
                 limits: Limits::default(),
                 timeout: None,
                 pre: PreService::default(),
+                schema: None,
+                digest_configs: Default::default(),
             };
             match c.open() {
                 Ok(()) => return Ok(c),
@@ -197,80 +212,50 @@ enum CallError {
 // ---------------------------------------------------------------------------
 // Result decoding
 
-/// Maps a wire exception code to the RPC's exception type.
-trait FromCode: Sized {
-    fn from_code(code: i32) -> Option<Self>;
-}
-
-macro_rules! from_code {
-    ($($exc:ident($code:ident)),* $(,)?) => {
-        $(impl FromCode for $exc {
-            fn from_code(code: i32) -> Option<Self> {
-                $code::from_code(code).map($exc::new)
-            }
-        })*
-    };
-}
-
-from_code!(
-    InvalidTableOperation(TableOperationErrorCode),
-    InvalidCounterOperation(CounterOperationErrorCode),
-    InvalidSwapOperation(SwapOperationErrorCode),
-    InvalidMeterOperation(MeterOperationErrorCode),
-    InvalidRegisterOperation(RegisterOperationErrorCode),
-    InvalidParseVSetOperation(ParseVSetOperationErrorCode),
-    InvalidLearnOperation(LearnOperationErrorCode),
-    InvalidDevMgrOperation(DevMgrErrorCode),
-    InvalidCrcOperation(CrcErrorCode),
-    InvalidToeplitzHashOperation(ToeplitzHashErrorCode),
-    InvalidIdLookup(IdLookupErrorCode),
-    InvalidMcOperation(McOperationErrorCode),
-    InvalidMirroringOperation(MirroringOperationErrorCode),
-);
-
-impl FromCode for std::convert::Infallible {
-    fn from_code(_: i32) -> Option<Self> {
-        None
-    }
-}
-
 /// The declared exception (field 1), if the reply carries one.
-fn exception<E: FromCode>(res: &Struct, method: &str) -> Option<ApiError<E>> {
+fn exception(service: Service, res: &Struct, method: &str) -> Option<RuntimeError> {
     let exc = res.get(1)?;
     let code = exc
         .as_struct()
         .and_then(|s| s.get(1))
         .and_then(Value::as_i32);
-    Some(match code.and_then(E::from_code) {
-        Some(e) => ApiError::Exception(e),
-        None => ApiError::Internal(format!(
-            "{method}: reply carries an exception with unknown code {code:?}"
-        )),
-    })
+    let declared = codec::method_spec(service, method).and_then(|m| m.exception);
+    Some(
+        match code
+            .zip(declared)
+            .and_then(|(c, e)| crate::service::code_of(e, c))
+        {
+            Some(c) => c.error(format!("{method}: {c}")),
+            None => RuntimeError::internal(format!(
+                "{method}: reply carries an exception with unknown code {code:?}"
+            )),
+        },
+    )
 }
 
-fn decode<T, E: FromCode>(
+fn decode<T>(
+    service: Service,
     r: Res<Struct>,
     method: &str,
     f: impl FnOnce(&Value) -> Option<T>,
-) -> ApiResult<T, E> {
-    let res = r.map_err(ApiError::Internal)?;
-    if let Some(e) = exception(&res, method) {
+) -> Rpc<T> {
+    let res = r.map_err(RuntimeError::internal)?;
+    if let Some(e) = exception(service, &res, method) {
         return Err(e);
     }
     match res.get(0) {
         Some(v) => f(v).ok_or_else(|| {
-            ApiError::Internal(format!("{method}: reply has a result of the wrong type"))
+            RuntimeError::internal(format!("{method}: reply has a result of the wrong type"))
         }),
-        None => Err(ApiError::Internal(format!(
+        None => Err(RuntimeError::internal(format!(
             "{method}: MISSING_RESULT (reply has neither result nor exception)"
         ))),
     }
 }
 
-fn decode_void<E: FromCode>(r: Res<Struct>, method: &str) -> ApiResult<(), E> {
-    let res = r.map_err(ApiError::Internal)?;
-    match exception(&res, method) {
+fn decode_void(service: Service, r: Res<Struct>, method: &str) -> Rpc<()> {
+    let res = r.map_err(RuntimeError::internal)?;
+    match exception(service, &res, method) {
         Some(e) => Err(e),
         None => Ok(()),
     }
@@ -315,15 +300,17 @@ const STD: Service = Service::Standard;
 const SSW: Service = Service::SimpleSwitch;
 
 macro_rules! void_call {
-    ($self:ident, $svc:expr, $m:literal, $args:expr) => {
-        decode_void($self.call($svc, $m, $args), $m)
-    };
+    ($self:ident, $svc:expr, $m:literal, $args:expr) => {{
+        let svc = $svc;
+        decode_void(svc, $self.call(svc, $m, $args), $m)
+    }};
 }
 
 macro_rules! value_call {
-    ($self:ident, $svc:expr, $m:literal, $args:expr, $f:expr) => {
-        decode($self.call($svc, $m, $args), $m, $f)
-    };
+    ($self:ident, $svc:expr, $m:literal, $args:expr, $f:expr) => {{
+        let svc = $svc;
+        decode(svc, $self.call(svc, $m, $args), $m, $f)
+    }};
 }
 
 impl ThriftClient {
@@ -350,9 +337,10 @@ impl ThriftClient {
     }
 }
 
-#[allow(clippy::too_many_lines)]
-impl RuntimeApi for ThriftClient {
-    fn bm_mt_get_num_entries(&mut self, table_name: &str) -> ApiResult<i64, InvalidTableOperation> {
+/// One method per RPC (see [`crate::service::Bmv2`] for what each does).
+#[allow(clippy::too_many_lines, missing_docs)]
+impl ThriftClient {
+    pub fn bm_mt_get_num_entries(&mut self, table_name: &str) -> Rpc<i64> {
         value_call!(
             self,
             STD,
@@ -362,23 +350,19 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_mt_clear_entries(
-        &mut self,
-        table_name: &str,
-        reset_default_entry: bool,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    pub fn bm_mt_clear_entries(&mut self, table_name: &str, reset_default_entry: bool) -> Rpc<()> {
         let a = named(table_name).with(3, Value::Bool(reset_default_entry));
         void_call!(self, STD, "bm_mt_clear_entries", a)
     }
 
-    fn bm_mt_add_entry(
+    pub fn bm_mt_add_entry(
         &mut self,
         table_name: &str,
         match_key: &[BmMatchParam],
         action_name: &str,
         action_data: &[Vec<u8>],
         options: BmAddEntryOptions,
-    ) -> ApiResult<BmEntryHandle, InvalidTableOperation> {
+    ) -> Rpc<BmEntryHandle> {
         let a = named(table_name)
             .with(3, codec::match_key(match_key))
             .with(4, Value::string(action_name))
@@ -387,41 +371,34 @@ impl RuntimeApi for ThriftClient {
         value_call!(self, STD, "bm_mt_add_entry", a, Value::as_i32)
     }
 
-    fn bm_mt_set_default_action(
+    pub fn bm_mt_set_default_action(
         &mut self,
         table_name: &str,
         action_name: &str,
         action_data: &[Vec<u8>],
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(table_name)
             .with(3, Value::string(action_name))
             .with(4, codec::binary_list(action_data));
         void_call!(self, STD, "bm_mt_set_default_action", a)
     }
 
-    fn bm_mt_reset_default_entry(
-        &mut self,
-        table_name: &str,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    pub fn bm_mt_reset_default_entry(&mut self, table_name: &str) -> Rpc<()> {
         void_call!(self, STD, "bm_mt_reset_default_entry", named(table_name))
     }
 
-    fn bm_mt_delete_entry(
-        &mut self,
-        table_name: &str,
-        entry_handle: BmEntryHandle,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    pub fn bm_mt_delete_entry(&mut self, table_name: &str, entry_handle: BmEntryHandle) -> Rpc<()> {
         let a = named(table_name).with(3, Value::I32(entry_handle));
         void_call!(self, STD, "bm_mt_delete_entry", a)
     }
 
-    fn bm_mt_modify_entry(
+    pub fn bm_mt_modify_entry(
         &mut self,
         table_name: &str,
         entry_handle: BmEntryHandle,
         action_name: &str,
         action_data: &[Vec<u8>],
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(table_name)
             .with(3, Value::I32(entry_handle))
             .with(4, Value::string(action_name))
@@ -429,46 +406,46 @@ impl RuntimeApi for ThriftClient {
         void_call!(self, STD, "bm_mt_modify_entry", a)
     }
 
-    fn bm_mt_set_entry_ttl(
+    pub fn bm_mt_set_entry_ttl(
         &mut self,
         table_name: &str,
         entry_handle: BmEntryHandle,
         timeout_ms: i32,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(table_name)
             .with(3, Value::I32(entry_handle))
             .with(4, Value::I32(timeout_ms));
         void_call!(self, STD, "bm_mt_set_entry_ttl", a)
     }
 
-    fn bm_mt_act_prof_add_member(
+    pub fn bm_mt_act_prof_add_member(
         &mut self,
         act_prof_name: &str,
         action_name: &str,
         action_data: &[Vec<u8>],
-    ) -> ApiResult<BmMemberHandle, InvalidTableOperation> {
+    ) -> Rpc<BmMemberHandle> {
         let a = named(act_prof_name)
             .with(3, Value::string(action_name))
             .with(4, codec::binary_list(action_data));
         value_call!(self, STD, "bm_mt_act_prof_add_member", a, Value::as_i32)
     }
 
-    fn bm_mt_act_prof_delete_member(
+    pub fn bm_mt_act_prof_delete_member(
         &mut self,
         act_prof_name: &str,
         mbr_handle: BmMemberHandle,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(act_prof_name).with(3, Value::I32(mbr_handle));
         void_call!(self, STD, "bm_mt_act_prof_delete_member", a)
     }
 
-    fn bm_mt_act_prof_modify_member(
+    pub fn bm_mt_act_prof_modify_member(
         &mut self,
         act_prof_name: &str,
         mbr_handle: BmMemberHandle,
         action_name: &str,
         action_data: &[Vec<u8>],
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(act_prof_name)
             .with(3, Value::I32(mbr_handle))
             .with(4, Value::string(action_name))
@@ -476,10 +453,7 @@ impl RuntimeApi for ThriftClient {
         void_call!(self, STD, "bm_mt_act_prof_modify_member", a)
     }
 
-    fn bm_mt_act_prof_create_group(
-        &mut self,
-        act_prof_name: &str,
-    ) -> ApiResult<BmGroupHandle, InvalidTableOperation> {
+    pub fn bm_mt_act_prof_create_group(&mut self, act_prof_name: &str) -> Rpc<BmGroupHandle> {
         value_call!(
             self,
             STD,
@@ -489,43 +463,43 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_mt_act_prof_delete_group(
+    pub fn bm_mt_act_prof_delete_group(
         &mut self,
         act_prof_name: &str,
         grp_handle: BmGroupHandle,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(act_prof_name).with(3, Value::I32(grp_handle));
         void_call!(self, STD, "bm_mt_act_prof_delete_group", a)
     }
 
-    fn bm_mt_act_prof_add_member_to_group(
+    pub fn bm_mt_act_prof_add_member_to_group(
         &mut self,
         act_prof_name: &str,
         mbr_handle: BmMemberHandle,
         grp_handle: BmGroupHandle,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(act_prof_name)
             .with(3, Value::I32(mbr_handle))
             .with(4, Value::I32(grp_handle));
         void_call!(self, STD, "bm_mt_act_prof_add_member_to_group", a)
     }
 
-    fn bm_mt_act_prof_remove_member_from_group(
+    pub fn bm_mt_act_prof_remove_member_from_group(
         &mut self,
         act_prof_name: &str,
         mbr_handle: BmMemberHandle,
         grp_handle: BmGroupHandle,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(act_prof_name)
             .with(3, Value::I32(mbr_handle))
             .with(4, Value::I32(grp_handle));
         void_call!(self, STD, "bm_mt_act_prof_remove_member_from_group", a)
     }
 
-    fn bm_mt_act_prof_get_members(
+    pub fn bm_mt_act_prof_get_members(
         &mut self,
         act_prof_name: &str,
-    ) -> ApiResult<Vec<BmMtActProfMember>, InvalidTableOperation> {
+    ) -> Rpc<Vec<BmMtActProfMember>> {
         value_call!(
             self,
             STD,
@@ -535,11 +509,11 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_mt_act_prof_get_member(
+    pub fn bm_mt_act_prof_get_member(
         &mut self,
         act_prof_name: &str,
         mbr_handle: BmMemberHandle,
-    ) -> ApiResult<BmMtActProfMember, InvalidTableOperation> {
+    ) -> Rpc<BmMtActProfMember> {
         let a = named(act_prof_name).with(3, Value::I32(mbr_handle));
         value_call!(
             self,
@@ -550,10 +524,7 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_mt_act_prof_get_groups(
-        &mut self,
-        act_prof_name: &str,
-    ) -> ApiResult<Vec<BmMtActProfGroup>, InvalidTableOperation> {
+    pub fn bm_mt_act_prof_get_groups(&mut self, act_prof_name: &str) -> Rpc<Vec<BmMtActProfGroup>> {
         value_call!(
             self,
             STD,
@@ -563,11 +534,11 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_mt_act_prof_get_group(
+    pub fn bm_mt_act_prof_get_group(
         &mut self,
         act_prof_name: &str,
         grp_handle: BmGroupHandle,
-    ) -> ApiResult<BmMtActProfGroup, InvalidTableOperation> {
+    ) -> Rpc<BmMtActProfGroup> {
         let a = named(act_prof_name).with(3, Value::I32(grp_handle));
         value_call!(
             self,
@@ -578,13 +549,13 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_mt_indirect_add_entry(
+    pub fn bm_mt_indirect_add_entry(
         &mut self,
         table_name: &str,
         match_key: &[BmMatchParam],
         mbr_handle: BmMemberHandle,
         options: BmAddEntryOptions,
-    ) -> ApiResult<BmEntryHandle, InvalidTableOperation> {
+    ) -> Rpc<BmEntryHandle> {
         let a = named(table_name)
             .with(3, codec::match_key(match_key))
             .with(4, Value::I32(mbr_handle))
@@ -592,52 +563,49 @@ impl RuntimeApi for ThriftClient {
         value_call!(self, STD, "bm_mt_indirect_add_entry", a, Value::as_i32)
     }
 
-    fn bm_mt_indirect_modify_entry(
+    pub fn bm_mt_indirect_modify_entry(
         &mut self,
         table_name: &str,
         entry_handle: BmEntryHandle,
         mbr_handle: BmMemberHandle,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(table_name)
             .with(3, Value::I32(entry_handle))
             .with(4, Value::I32(mbr_handle));
         void_call!(self, STD, "bm_mt_indirect_modify_entry", a)
     }
 
-    fn bm_mt_indirect_delete_entry(
+    pub fn bm_mt_indirect_delete_entry(
         &mut self,
         table_name: &str,
         entry_handle: BmEntryHandle,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(table_name).with(3, Value::I32(entry_handle));
         void_call!(self, STD, "bm_mt_indirect_delete_entry", a)
     }
 
-    fn bm_mt_indirect_set_entry_ttl(
+    pub fn bm_mt_indirect_set_entry_ttl(
         &mut self,
         table_name: &str,
         entry_handle: BmEntryHandle,
         timeout_ms: i32,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(table_name)
             .with(3, Value::I32(entry_handle))
             .with(4, Value::I32(timeout_ms));
         void_call!(self, STD, "bm_mt_indirect_set_entry_ttl", a)
     }
 
-    fn bm_mt_indirect_set_default_member(
+    pub fn bm_mt_indirect_set_default_member(
         &mut self,
         table_name: &str,
         mbr_handle: BmMemberHandle,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(table_name).with(3, Value::I32(mbr_handle));
         void_call!(self, STD, "bm_mt_indirect_set_default_member", a)
     }
 
-    fn bm_mt_indirect_reset_default_entry(
-        &mut self,
-        table_name: &str,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    pub fn bm_mt_indirect_reset_default_entry(&mut self, table_name: &str) -> Rpc<()> {
         void_call!(
             self,
             STD,
@@ -646,13 +614,13 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_mt_indirect_ws_add_entry(
+    pub fn bm_mt_indirect_ws_add_entry(
         &mut self,
         table_name: &str,
         match_key: &[BmMatchParam],
         grp_handle: BmGroupHandle,
         options: BmAddEntryOptions,
-    ) -> ApiResult<BmEntryHandle, InvalidTableOperation> {
+    ) -> Rpc<BmEntryHandle> {
         let a = named(table_name)
             .with(3, codec::match_key(match_key))
             .with(4, Value::I32(grp_handle))
@@ -660,32 +628,32 @@ impl RuntimeApi for ThriftClient {
         value_call!(self, STD, "bm_mt_indirect_ws_add_entry", a, Value::as_i32)
     }
 
-    fn bm_mt_indirect_ws_modify_entry(
+    pub fn bm_mt_indirect_ws_modify_entry(
         &mut self,
         table_name: &str,
         entry_handle: BmEntryHandle,
         grp_handle: BmGroupHandle,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(table_name)
             .with(3, Value::I32(entry_handle))
             .with(4, Value::I32(grp_handle));
         void_call!(self, STD, "bm_mt_indirect_ws_modify_entry", a)
     }
 
-    fn bm_mt_indirect_ws_set_default_group(
+    pub fn bm_mt_indirect_ws_set_default_group(
         &mut self,
         table_name: &str,
         grp_handle: BmGroupHandle,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(table_name).with(3, Value::I32(grp_handle));
         void_call!(self, STD, "bm_mt_indirect_ws_set_default_group", a)
     }
 
-    fn bm_mt_read_counter(
+    pub fn bm_mt_read_counter(
         &mut self,
         table_name: &str,
         entry_handle: BmEntryHandle,
-    ) -> ApiResult<BmCounterValue, InvalidTableOperation> {
+    ) -> Rpc<BmCounterValue> {
         let a = named(table_name).with(3, Value::I32(entry_handle));
         value_call!(
             self,
@@ -696,39 +664,39 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_mt_reset_counters(&mut self, table_name: &str) -> ApiResult<(), InvalidTableOperation> {
+    pub fn bm_mt_reset_counters(&mut self, table_name: &str) -> Rpc<()> {
         void_call!(self, STD, "bm_mt_reset_counters", named(table_name))
     }
 
-    fn bm_mt_write_counter(
+    pub fn bm_mt_write_counter(
         &mut self,
         table_name: &str,
         entry_handle: BmEntryHandle,
         value: BmCounterValue,
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(table_name)
             .with(3, Value::I32(entry_handle))
             .with(4, Value::Struct(codec::counter_value(value)));
         void_call!(self, STD, "bm_mt_write_counter", a)
     }
 
-    fn bm_mt_set_meter_rates(
+    pub fn bm_mt_set_meter_rates(
         &mut self,
         table_name: &str,
         entry_handle: BmEntryHandle,
         rates: &[BmMeterRateConfig],
-    ) -> ApiResult<(), InvalidTableOperation> {
+    ) -> Rpc<()> {
         let a = named(table_name)
             .with(3, Value::I32(entry_handle))
             .with(4, codec::meter_rates(rates));
         void_call!(self, STD, "bm_mt_set_meter_rates", a)
     }
 
-    fn bm_mt_get_meter_rates(
+    pub fn bm_mt_get_meter_rates(
         &mut self,
         table_name: &str,
         entry_handle: BmEntryHandle,
-    ) -> ApiResult<Vec<BmMeterRateConfig>, InvalidTableOperation> {
+    ) -> Rpc<Vec<BmMeterRateConfig>> {
         let a = named(table_name).with(3, Value::I32(entry_handle));
         value_call!(
             self,
@@ -739,10 +707,7 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_mt_get_entries(
-        &mut self,
-        table_name: &str,
-    ) -> ApiResult<Vec<BmMtEntry>, InvalidTableOperation> {
+    pub fn bm_mt_get_entries(&mut self, table_name: &str) -> Rpc<Vec<BmMtEntry>> {
         value_call!(
             self,
             STD,
@@ -752,21 +717,18 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_mt_get_entry(
+    pub fn bm_mt_get_entry(
         &mut self,
         table_name: &str,
         entry_handle: BmEntryHandle,
-    ) -> ApiResult<BmMtEntry, InvalidTableOperation> {
+    ) -> Rpc<BmMtEntry> {
         let a = named(table_name).with(3, Value::I32(entry_handle));
         value_call!(self, STD, "bm_mt_get_entry", a, |v: &Value| v
             .as_struct()
             .and_then(|s| entry(Fields(s))))
     }
 
-    fn bm_mt_get_default_entry(
-        &mut self,
-        table_name: &str,
-    ) -> ApiResult<BmActionEntry, InvalidTableOperation> {
+    pub fn bm_mt_get_default_entry(&mut self, table_name: &str) -> Rpc<BmActionEntry> {
         value_call!(
             self,
             STD,
@@ -778,12 +740,12 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_mt_get_entry_from_key(
+    pub fn bm_mt_get_entry_from_key(
         &mut self,
         table_name: &str,
         match_key: &[BmMatchParam],
         options: BmAddEntryOptions,
-    ) -> ApiResult<BmMtEntry, InvalidTableOperation> {
+    ) -> Rpc<BmMtEntry> {
         let a = named(table_name)
             .with(3, codec::match_key(match_key))
             .with(4, opts(options));
@@ -792,11 +754,7 @@ impl RuntimeApi for ThriftClient {
             .and_then(|s| entry(Fields(s))))
     }
 
-    fn bm_counter_read(
-        &mut self,
-        counter_name: &str,
-        index: i32,
-    ) -> ApiResult<BmCounterValue, InvalidCounterOperation> {
+    pub fn bm_counter_read(&mut self, counter_name: &str, index: i32) -> Rpc<BmCounterValue> {
         let a = named(counter_name).with(3, Value::I32(index));
         value_call!(
             self,
@@ -807,31 +765,28 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_counter_reset_all(
-        &mut self,
-        counter_name: &str,
-    ) -> ApiResult<(), InvalidCounterOperation> {
+    pub fn bm_counter_reset_all(&mut self, counter_name: &str) -> Rpc<()> {
         void_call!(self, STD, "bm_counter_reset_all", named(counter_name))
     }
 
-    fn bm_counter_write(
+    pub fn bm_counter_write(
         &mut self,
         counter_name: &str,
         index: i32,
         value: BmCounterValue,
-    ) -> ApiResult<(), InvalidCounterOperation> {
+    ) -> Rpc<()> {
         let a = named(counter_name)
             .with(3, Value::I32(index))
             .with(4, Value::Struct(codec::counter_value(value)));
         void_call!(self, STD, "bm_counter_write", a)
     }
 
-    fn bm_learning_ack(
+    pub fn bm_learning_ack(
         &mut self,
         list_id: BmLearningListId,
         buffer_id: BmLearningBufferId,
         sample_ids: &[BmLearningSampleId],
-    ) -> ApiResult<(), InvalidLearnOperation> {
+    ) -> Rpc<()> {
         let a = args()
             .with(1, CXT)
             .with(2, Value::I32(list_id))
@@ -840,11 +795,11 @@ impl RuntimeApi for ThriftClient {
         void_call!(self, STD, "bm_learning_ack", a)
     }
 
-    fn bm_learning_ack_buffer(
+    pub fn bm_learning_ack_buffer(
         &mut self,
         list_id: BmLearningListId,
         buffer_id: BmLearningBufferId,
-    ) -> ApiResult<(), InvalidLearnOperation> {
+    ) -> Rpc<()> {
         let a = args()
             .with(1, CXT)
             .with(2, Value::I32(list_id))
@@ -852,11 +807,11 @@ impl RuntimeApi for ThriftClient {
         void_call!(self, STD, "bm_learning_ack_buffer", a)
     }
 
-    fn bm_learning_set_timeout(
+    pub fn bm_learning_set_timeout(
         &mut self,
         list_id: BmLearningListId,
         timeout_ms: i32,
-    ) -> ApiResult<(), InvalidLearnOperation> {
+    ) -> Rpc<()> {
         let a = args()
             .with(1, CXT)
             .with(2, Value::I32(list_id))
@@ -864,11 +819,11 @@ impl RuntimeApi for ThriftClient {
         void_call!(self, STD, "bm_learning_set_timeout", a)
     }
 
-    fn bm_learning_set_buffer_size(
+    pub fn bm_learning_set_buffer_size(
         &mut self,
         list_id: BmLearningListId,
         nb_samples: i32,
-    ) -> ApiResult<(), InvalidLearnOperation> {
+    ) -> Rpc<()> {
         let a = args()
             .with(1, CXT)
             .with(2, Value::I32(list_id))
@@ -876,11 +831,7 @@ impl RuntimeApi for ThriftClient {
         void_call!(self, STD, "bm_learning_set_buffer_size", a)
     }
 
-    fn p4jet_learning_dump(
-        &mut self,
-        list_name: &str,
-        count: i32,
-    ) -> ApiResult<String, InvalidLearnOperation> {
+    pub fn p4jet_learning_dump(&mut self, list_name: &str, count: i32) -> Rpc<String> {
         let a = args()
             .with(1, CXT)
             .with(2, Value::string(list_name))
@@ -894,41 +845,55 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_load_new_config(&mut self, config_str: &str) -> ApiResult<(), InvalidSwapOperation> {
+    pub fn p4jet_digest_log(&mut self, list_name: &str, count: i32) -> Rpc<String> {
+        let a = args()
+            .with(1, CXT)
+            .with(2, Value::string(list_name))
+            .with(3, Value::I32(count));
+        value_call!(
+            self,
+            Service::P4jet,
+            "p4jet_digest_log",
+            a,
+            Value::as_string
+        )
+    }
+
+    pub fn bm_load_new_config(&mut self, config_str: &str) -> Rpc<()> {
         let a = args().with(1, Value::string(config_str));
         void_call!(self, STD, "bm_load_new_config", a)
     }
 
-    fn bm_swap_configs(&mut self) -> ApiResult<(), InvalidSwapOperation> {
+    pub fn bm_swap_configs(&mut self) -> Rpc<()> {
         void_call!(self, STD, "bm_swap_configs", args())
     }
 
-    fn bm_meter_array_set_rates(
+    pub fn bm_meter_array_set_rates(
         &mut self,
         meter_array_name: &str,
         rates: &[BmMeterRateConfig],
-    ) -> ApiResult<(), InvalidMeterOperation> {
+    ) -> Rpc<()> {
         let a = named(meter_array_name).with(3, codec::meter_rates(rates));
         void_call!(self, STD, "bm_meter_array_set_rates", a)
     }
 
-    fn bm_meter_set_rates(
+    pub fn bm_meter_set_rates(
         &mut self,
         meter_array_name: &str,
         index: i32,
         rates: &[BmMeterRateConfig],
-    ) -> ApiResult<(), InvalidMeterOperation> {
+    ) -> Rpc<()> {
         let a = named(meter_array_name)
             .with(3, Value::I32(index))
             .with(4, codec::meter_rates(rates));
         void_call!(self, STD, "bm_meter_set_rates", a)
     }
 
-    fn bm_meter_get_rates(
+    pub fn bm_meter_get_rates(
         &mut self,
         meter_array_name: &str,
         index: i32,
-    ) -> ApiResult<Vec<BmMeterRateConfig>, InvalidMeterOperation> {
+    ) -> Rpc<Vec<BmMeterRateConfig>> {
         let a = named(meter_array_name).with(3, Value::I32(index));
         value_call!(
             self,
@@ -939,19 +904,16 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_register_read(
+    pub fn bm_register_read(
         &mut self,
         register_array_name: &str,
         index: i32,
-    ) -> ApiResult<BmRegisterValue, InvalidRegisterOperation> {
+    ) -> Rpc<BmRegisterValue> {
         let a = named(register_array_name).with(3, Value::I32(index));
         value_call!(self, STD, "bm_register_read", a, Value::as_i64)
     }
 
-    fn bm_register_read_all(
-        &mut self,
-        register_array_name: &str,
-    ) -> ApiResult<Vec<BmRegisterValue>, InvalidRegisterOperation> {
+    pub fn bm_register_read_all(&mut self, register_array_name: &str) -> Rpc<Vec<BmRegisterValue>> {
         value_call!(
             self,
             STD,
@@ -966,25 +928,25 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_register_write(
+    pub fn bm_register_write(
         &mut self,
         register_array_name: &str,
         index: i32,
         value: BmRegisterValue,
-    ) -> ApiResult<(), InvalidRegisterOperation> {
+    ) -> Rpc<()> {
         let a = named(register_array_name)
             .with(3, Value::I32(index))
             .with(4, Value::I64(value));
         void_call!(self, STD, "bm_register_write", a)
     }
 
-    fn bm_register_write_range(
+    pub fn bm_register_write_range(
         &mut self,
         register_array_name: &str,
         start_index: i32,
         end_index: i32,
         value: BmRegisterValue,
-    ) -> ApiResult<(), InvalidRegisterOperation> {
+    ) -> Rpc<()> {
         let a = named(register_array_name)
             .with(3, Value::I32(start_index))
             .with(4, Value::I32(end_index))
@@ -992,35 +954,21 @@ impl RuntimeApi for ThriftClient {
         void_call!(self, STD, "bm_register_write_range", a)
     }
 
-    fn bm_register_reset(
-        &mut self,
-        register_array_name: &str,
-    ) -> ApiResult<(), InvalidRegisterOperation> {
+    pub fn bm_register_reset(&mut self, register_array_name: &str) -> Rpc<()> {
         void_call!(self, STD, "bm_register_reset", named(register_array_name))
     }
 
-    fn bm_parse_vset_add(
-        &mut self,
-        parse_vset_name: &str,
-        value: &[u8],
-    ) -> ApiResult<(), InvalidParseVSetOperation> {
+    pub fn bm_parse_vset_add(&mut self, parse_vset_name: &str, value: &[u8]) -> Rpc<()> {
         let a = named(parse_vset_name).with(3, codec::binary(value));
         void_call!(self, STD, "bm_parse_vset_add", a)
     }
 
-    fn bm_parse_vset_remove(
-        &mut self,
-        parse_vset_name: &str,
-        value: &[u8],
-    ) -> ApiResult<(), InvalidParseVSetOperation> {
+    pub fn bm_parse_vset_remove(&mut self, parse_vset_name: &str, value: &[u8]) -> Rpc<()> {
         let a = named(parse_vset_name).with(3, codec::binary(value));
         void_call!(self, STD, "bm_parse_vset_remove", a)
     }
 
-    fn bm_parse_vset_get(
-        &mut self,
-        parse_vset_name: &str,
-    ) -> ApiResult<Vec<BmParseVSetValue>, InvalidParseVSetOperation> {
+    pub fn bm_parse_vset_get(&mut self, parse_vset_name: &str) -> Rpc<Vec<BmParseVSetValue>> {
         value_call!(
             self,
             STD,
@@ -1035,19 +983,16 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_parse_vset_clear(
-        &mut self,
-        parse_vset_name: &str,
-    ) -> ApiResult<(), InvalidParseVSetOperation> {
+    pub fn bm_parse_vset_clear(&mut self, parse_vset_name: &str) -> Rpc<()> {
         void_call!(self, STD, "bm_parse_vset_clear", named(parse_vset_name))
     }
 
-    fn bm_dev_mgr_add_port(
+    pub fn bm_dev_mgr_add_port(
         &mut self,
         iface_name: &str,
         port_num: i32,
         pcap_path: &str,
-    ) -> ApiResult<(), InvalidDevMgrOperation> {
+    ) -> Rpc<()> {
         let a = args()
             .with(1, Value::string(iface_name))
             .with(2, Value::I32(port_num))
@@ -1055,12 +1000,12 @@ impl RuntimeApi for ThriftClient {
         void_call!(self, STD, "bm_dev_mgr_add_port", a)
     }
 
-    fn bm_dev_mgr_remove_port(&mut self, port_num: i32) -> ApiResult<(), InvalidDevMgrOperation> {
+    pub fn bm_dev_mgr_remove_port(&mut self, port_num: i32) -> Rpc<()> {
         let a = args().with(1, Value::I32(port_num));
         void_call!(self, STD, "bm_dev_mgr_remove_port", a)
     }
 
-    fn bm_dev_mgr_show_ports(&mut self) -> ApiResult<Vec<DevMgrPortInfo>, InvalidDevMgrOperation> {
+    pub fn bm_dev_mgr_show_ports(&mut self) -> Rpc<Vec<DevMgrPortInfo>> {
         value_call!(
             self,
             STD,
@@ -1070,7 +1015,7 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_mgmt_get_info(&mut self) -> ApiResult<BmConfig> {
+    pub fn bm_mgmt_get_info(&mut self) -> Rpc<BmConfig> {
         value_call!(
             self,
             STD,
@@ -1080,52 +1025,48 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn bm_set_crc16_custom_parameters(
+    pub fn bm_set_crc16_custom_parameters(
         &mut self,
         calc_name: &str,
         crc16_config: BmCrc16Config,
-    ) -> ApiResult<(), InvalidCrcOperation> {
+    ) -> Rpc<()> {
         let a = named(calc_name).with(3, Value::Struct(codec::crc16_config(crc16_config)));
         void_call!(self, STD, "bm_set_crc16_custom_parameters", a)
     }
 
-    fn bm_set_crc32_custom_parameters(
+    pub fn bm_set_crc32_custom_parameters(
         &mut self,
         calc_name: &str,
         crc32_config: BmCrc32Config,
-    ) -> ApiResult<(), InvalidCrcOperation> {
+    ) -> Rpc<()> {
         let a = named(calc_name).with(3, Value::Struct(codec::crc32_config(crc32_config)));
         void_call!(self, STD, "bm_set_crc32_custom_parameters", a)
     }
 
-    fn bm_set_toeplitz_hash_key(
-        &mut self,
-        calc_name: &str,
-        key: &[u8],
-    ) -> ApiResult<(), InvalidToeplitzHashOperation> {
+    pub fn bm_set_toeplitz_hash_key(&mut self, calc_name: &str, key: &[u8]) -> Rpc<()> {
         let a = named(calc_name).with(3, codec::binary(key));
         void_call!(self, STD, "bm_set_toeplitz_hash_key", a)
     }
 
-    fn bm_reset_state(&mut self) -> ApiResult<()> {
+    pub fn bm_reset_state(&mut self) -> Rpc<()> {
         void_call!(self, STD, "bm_reset_state", args())
     }
 
-    fn bm_get_config(&mut self) -> ApiResult<String> {
+    pub fn bm_get_config(&mut self) -> Rpc<String> {
         value_call!(self, STD, "bm_get_config", args(), Value::as_string)
     }
 
-    fn bm_get_config_md5(&mut self) -> ApiResult<Vec<u8>> {
+    pub fn bm_get_config_md5(&mut self) -> Rpc<Vec<u8>> {
         value_call!(self, STD, "bm_get_config_md5", args(), |v: &Value| v
             .as_bytes()
             .map(<[u8]>::to_vec))
     }
 
-    fn bm_get_id_from_name(
+    pub fn bm_get_id_from_name(
         &mut self,
         resource_type: BmResourceType,
         resource_name: &str,
-    ) -> ApiResult<i32, InvalidIdLookup> {
+    ) -> Rpc<i32> {
         let a = args()
             .with(1, CXT)
             .with(2, Value::I32(resource_type.code()))
@@ -1133,48 +1074,42 @@ impl RuntimeApi for ThriftClient {
         value_call!(self, STD, "bm_get_id_from_name", a, Value::as_i32)
     }
 
-    fn bm_serialize_state(&mut self) -> ApiResult<String> {
+    pub fn bm_serialize_state(&mut self) -> Rpc<String> {
         value_call!(self, STD, "bm_serialize_state", args(), Value::as_string)
     }
 
     // ------------------------------------------------------------ PRE
 
-    fn bm_mc_mgrp_create(
-        &mut self,
-        mgrp: BmMcMgrp,
-    ) -> ApiResult<BmMcMgrpHandle, InvalidMcOperation> {
+    pub fn bm_mc_mgrp_create(&mut self, mgrp: BmMcMgrp) -> Rpc<BmMcMgrpHandle> {
         let a = args().with(1, CXT).with(2, Value::I32(mgrp));
         let svc = self.pre_service();
         value_call!(self, svc, "bm_mc_mgrp_create", a, Value::as_i32)
     }
 
-    fn bm_mc_mgrp_destroy(
-        &mut self,
-        mgrp_handle: BmMcMgrpHandle,
-    ) -> ApiResult<(), InvalidMcOperation> {
+    pub fn bm_mc_mgrp_destroy(&mut self, mgrp_handle: BmMcMgrpHandle) -> Rpc<()> {
         let a = args().with(1, CXT).with(2, Value::I32(mgrp_handle));
         let svc = self.pre_service();
         void_call!(self, svc, "bm_mc_mgrp_destroy", a)
     }
 
-    fn bm_mc_node_create(
+    pub fn bm_mc_node_create(
         &mut self,
         rid: BmMcRid,
         port_map: &str,
         lag_map: &str,
-    ) -> ApiResult<BmMcL1Handle, InvalidMcOperation> {
+    ) -> Rpc<BmMcL1Handle> {
         let a = self
             .node_args((2, Value::I32(rid)), port_map, lag_map)
-            .map_err(ApiError::Internal)?;
+            .map_err(RuntimeError::internal)?;
         let svc = self.pre_service();
         value_call!(self, svc, "bm_mc_node_create", a, Value::as_i32)
     }
 
-    fn bm_mc_node_associate(
+    pub fn bm_mc_node_associate(
         &mut self,
         mgrp_handle: BmMcMgrpHandle,
         l1_handle: BmMcL1Handle,
-    ) -> ApiResult<(), InvalidMcOperation> {
+    ) -> Rpc<()> {
         let a = args()
             .with(1, CXT)
             .with(2, Value::I32(mgrp_handle))
@@ -1183,11 +1118,11 @@ impl RuntimeApi for ThriftClient {
         void_call!(self, svc, "bm_mc_node_associate", a)
     }
 
-    fn bm_mc_node_dissociate(
+    pub fn bm_mc_node_dissociate(
         &mut self,
         mgrp_handle: BmMcMgrpHandle,
         l1_handle: BmMcL1Handle,
-    ) -> ApiResult<(), InvalidMcOperation> {
+    ) -> Rpc<()> {
         let a = args()
             .with(1, CXT)
             .with(2, Value::I32(mgrp_handle))
@@ -1196,33 +1131,29 @@ impl RuntimeApi for ThriftClient {
         void_call!(self, svc, "bm_mc_node_dissociate", a)
     }
 
-    fn bm_mc_node_destroy(&mut self, l1_handle: BmMcL1Handle) -> ApiResult<(), InvalidMcOperation> {
+    pub fn bm_mc_node_destroy(&mut self, l1_handle: BmMcL1Handle) -> Rpc<()> {
         let a = args().with(1, CXT).with(2, Value::I32(l1_handle));
         let svc = self.pre_service();
         void_call!(self, svc, "bm_mc_node_destroy", a)
     }
 
-    fn bm_mc_node_update(
+    pub fn bm_mc_node_update(
         &mut self,
         l1_handle: BmMcL1Handle,
         port_map: &str,
         lag_map: &str,
-    ) -> ApiResult<(), InvalidMcOperation> {
+    ) -> Rpc<()> {
         let a = self
             .node_args((2, Value::I32(l1_handle)), port_map, lag_map)
-            .map_err(ApiError::Internal)?;
+            .map_err(RuntimeError::internal)?;
         let svc = self.pre_service();
         void_call!(self, svc, "bm_mc_node_update", a)
     }
 
-    fn bm_mc_set_lag_membership(
-        &mut self,
-        lag_index: BmMcLagIndex,
-        port_map: &str,
-    ) -> ApiResult<(), InvalidMcOperation> {
+    pub fn bm_mc_set_lag_membership(&mut self, lag_index: BmMcLagIndex, port_map: &str) -> Rpc<()> {
         if self.pre == PreService::SimplePre {
-            return Err(ApiError::Internal(
-                "simple_pre has no LAGs (bm_mc_set_lag_membership)".into(),
+            return Err(RuntimeError::internal(
+                "simple_pre has no LAGs (bm_mc_set_lag_membership)",
             ));
         }
         let a = args()
@@ -1232,7 +1163,7 @@ impl RuntimeApi for ThriftClient {
         void_call!(self, Service::SimplePreLag, "bm_mc_set_lag_membership", a)
     }
 
-    fn bm_mc_get_entries(&mut self) -> ApiResult<String, InvalidMcOperation> {
+    pub fn bm_mc_get_entries(&mut self) -> Rpc<String> {
         let a = args().with(1, CXT);
         let svc = self.pre_service();
         value_call!(self, svc, "bm_mc_get_entries", a, Value::as_string)
@@ -1240,29 +1171,23 @@ impl RuntimeApi for ThriftClient {
 
     // ---------------------------------------------------- simple_switch
 
-    fn mirroring_session_add(
+    pub fn mirroring_session_add(
         &mut self,
         mirror_id: i32,
         config: MirroringSessionConfig,
-    ) -> ApiResult<(), InvalidMirroringOperation> {
+    ) -> Rpc<()> {
         let a = args()
             .with(1, Value::I32(mirror_id))
             .with(2, Value::Struct(codec::mirroring_config(config)));
         void_call!(self, SSW, "mirroring_session_add", a)
     }
 
-    fn mirroring_session_delete(
-        &mut self,
-        mirror_id: i32,
-    ) -> ApiResult<(), InvalidMirroringOperation> {
+    pub fn mirroring_session_delete(&mut self, mirror_id: i32) -> Rpc<()> {
         let a = args().with(1, Value::I32(mirror_id));
         void_call!(self, SSW, "mirroring_session_delete", a)
     }
 
-    fn mirroring_session_get(
-        &mut self,
-        mirror_id: i32,
-    ) -> ApiResult<MirroringSessionConfig, InvalidMirroringOperation> {
+    pub fn mirroring_session_get(&mut self, mirror_id: i32) -> Rpc<MirroringSessionConfig> {
         let a = args().with(1, Value::I32(mirror_id));
         value_call!(
             self,
@@ -1273,19 +1198,19 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn mirroring_mapping_add(&mut self, mirror_id: i32, egress_port: i32) -> ApiResult<i32> {
+    pub fn mirroring_mapping_add(&mut self, mirror_id: i32, egress_port: i32) -> Rpc<i32> {
         let a = args()
             .with(1, Value::I32(mirror_id))
             .with(2, Value::I32(egress_port));
         value_call!(self, SSW, "mirroring_mapping_add", a, Value::as_i32)
     }
 
-    fn mirroring_mapping_delete(&mut self, mirror_id: i32) -> ApiResult<i32> {
+    pub fn mirroring_mapping_delete(&mut self, mirror_id: i32) -> Rpc<i32> {
         let a = args().with(1, Value::I32(mirror_id));
         value_call!(self, SSW, "mirroring_mapping_delete", a, Value::as_i32)
     }
 
-    fn mirroring_mapping_get_egress_port(&mut self, mirror_id: i32) -> ApiResult<i32> {
+    pub fn mirroring_mapping_get_egress_port(&mut self, mirror_id: i32) -> Rpc<i32> {
         let a = args().with(1, Value::I32(mirror_id));
         value_call!(
             self,
@@ -1296,19 +1221,19 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn set_egress_queue_depth(&mut self, port_num: i32, depth_pkts: i32) -> ApiResult<i32> {
+    pub fn set_egress_queue_depth(&mut self, port_num: i32, depth_pkts: i32) -> Rpc<i32> {
         let a = args()
             .with(1, Value::I32(port_num))
             .with(2, Value::I32(depth_pkts));
         value_call!(self, SSW, "set_egress_queue_depth", a, Value::as_i32)
     }
 
-    fn set_egress_priority_queue_depth(
+    pub fn set_egress_priority_queue_depth(
         &mut self,
         port_num: i32,
         priority: i32,
         depth_pkts: i32,
-    ) -> ApiResult<i32> {
+    ) -> Rpc<i32> {
         let a = args()
             .with(1, Value::I32(port_num))
             .with(2, Value::I32(priority))
@@ -1322,24 +1247,24 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn set_all_egress_queue_depths(&mut self, depth_pkts: i32) -> ApiResult<i32> {
+    pub fn set_all_egress_queue_depths(&mut self, depth_pkts: i32) -> Rpc<i32> {
         let a = args().with(1, Value::I32(depth_pkts));
         value_call!(self, SSW, "set_all_egress_queue_depths", a, Value::as_i32)
     }
 
-    fn set_egress_queue_rate(&mut self, port_num: i32, rate_pps: i64) -> ApiResult<i32> {
+    pub fn set_egress_queue_rate(&mut self, port_num: i32, rate_pps: i64) -> Rpc<i32> {
         let a = args()
             .with(1, Value::I32(port_num))
             .with(2, Value::I64(rate_pps));
         value_call!(self, SSW, "set_egress_queue_rate", a, Value::as_i32)
     }
 
-    fn set_egress_priority_queue_rate(
+    pub fn set_egress_priority_queue_rate(
         &mut self,
         port_num: i32,
         priority: i32,
         rate_pps: i64,
-    ) -> ApiResult<i32> {
+    ) -> Rpc<i32> {
         let a = args()
             .with(1, Value::I32(port_num))
             .with(2, Value::I32(priority))
@@ -1353,16 +1278,16 @@ impl RuntimeApi for ThriftClient {
         )
     }
 
-    fn set_all_egress_queue_rates(&mut self, rate_pps: i64) -> ApiResult<i32> {
+    pub fn set_all_egress_queue_rates(&mut self, rate_pps: i64) -> Rpc<i32> {
         let a = args().with(1, Value::I64(rate_pps));
         value_call!(self, SSW, "set_all_egress_queue_rates", a, Value::as_i32)
     }
 
-    fn get_time_elapsed_us(&mut self) -> ApiResult<i64> {
+    pub fn get_time_elapsed_us(&mut self) -> Rpc<i64> {
         value_call!(self, SSW, "get_time_elapsed_us", args(), Value::as_i64)
     }
 
-    fn get_time_since_epoch_us(&mut self) -> ApiResult<i64> {
+    pub fn get_time_since_epoch_us(&mut self) -> Rpc<i64> {
         value_call!(self, SSW, "get_time_since_epoch_us", args(), Value::as_i64)
     }
 }

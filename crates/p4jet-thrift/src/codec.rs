@@ -7,7 +7,7 @@
 //! wire type is not the declared one, reads as unset (default value); unknown
 //! field ids are ignored. Only enum tags that cannot be mapped fail.
 
-use p4jet_control::api::*;
+use crate::types::*;
 
 use crate::protocol::{Struct, TType, Value};
 
@@ -691,6 +691,7 @@ methods! {
     Standard bm_serialize_state() -> String;
 
     P4jet p4jet_learning_dump(1 cxt_id: I32, 2 list_name: String, 3 count: I32) -> String throws InvalidLearnOperation;
+    P4jet p4jet_digest_log(1 cxt_id: I32, 2 list_name: String, 3 count: I32) -> String throws InvalidLearnOperation;
 
     SimplePreLag bm_mc_mgrp_create(1 cxt_id: I32, 2 mgrp: I32) -> I32 throws InvalidMcOperation;
     SimplePreLag bm_mc_mgrp_destroy(1 cxt_id: I32, 2 mgrp_handle: I32) -> void throws InvalidMcOperation;

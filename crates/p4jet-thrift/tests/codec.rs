@@ -10,10 +10,12 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 
-use p4jet_control::api::*;
+use p4jet_runtime::bmv2::*;
+use p4jet_runtime::testing::Call;
 use p4jet_thrift::ThriftClient;
 use p4jet_thrift::codec::{self, Fields};
 use p4jet_thrift::protocol::*;
+use p4jet_thrift::types::*;
 
 fn enc(v: &Value) -> Vec<u8> {
     let mut out = Vec::new();
@@ -717,10 +719,8 @@ fn client_sends_golden_bytes() {
         BmAddEntryOptions { priority: Some(5) },
     );
     assert_eq!(
-        r,
-        Err(ApiError::Exception(InvalidTableOperation::new(
-            TableOperationErrorCode::DUPLICATE_ENTRY
-        )))
+        r.unwrap_err().bmv2,
+        Some(Bmv2Code::Table(TableOperationErrorCode::DUPLICATE_ENTRY))
     );
     assert_eq!(t.join().unwrap(), golden_add_entry_call());
 
@@ -737,21 +737,31 @@ fn client_sends_golden_bytes() {
 
 #[test]
 fn server_answers_golden_bytes() {
-    let mut mock = common::MockApi::new();
-    mock.entries.insert(
-        "t".into(),
-        vec![BmMtEntry {
-            match_key: vec![BmMatchParam::Exact {
+    // The golden calls' program: table `t` (exact, 16 bits), action `a` (8 bits),
+    // with the entry aa:bb → a(7) already there.
+    let mut j: serde_json::Value = serde_json::from_str(&common::corpus_json("basic_l2")).unwrap();
+    j["pipelines"][0]["init_table"] = "t".into();
+    let t = &mut j["pipelines"][0]["tables"][0];
+    t["name"] = "t".into();
+    t["key"][0]["target"] = serde_json::json!(["ethernet", "ether_type"]);
+    t["actions"][0] = "a".into();
+    t["next_tables"] = serde_json::json!({"a": null, "IngressImpl.drop": null});
+    let a = &mut j["actions"][0];
+    a["name"] = "a".into();
+    a["runtime_data"][0]["bitwidth"] = 8.into();
+    let mut rt = p4jet_runtime::testing::Recorder::new(common::switch_for(&j.to_string()));
+    p4jet_thrift::Bmv2::new(rt.inner())
+        .bm_mt_add_entry(
+            "t",
+            &[BmMatchParam::Exact {
                 key: vec![0xaa, 0xbb],
             }],
-            // As bmv2 reports it for an exact table (priority -1).
-            options: BmAddEntryOptions { priority: Some(-1) },
-            entry_handle: 0,
-            action_entry: BmActionEntry::None,
-            life: None,
-        }],
-    );
-    let (typed, api) = common::shared(mock);
+            "a",
+            &[vec![7]],
+            BmAddEntryOptions::default(),
+        )
+        .unwrap();
+    let (typed, api) = common::shared(rt);
     let server = common::start(api);
     let mut s = std::net::TcpStream::connect(server.local_addr()).unwrap();
     let exchange = |s: &mut std::net::TcpStream, call: &[u8], reply: &[u8]| {
@@ -795,14 +805,23 @@ fn server_answers_golden_bytes() {
         &golden_get_num_entries_reply(1),
     );
     drop(s);
+    // What reached the runtime (not the unknown method).
+    let calls = typed.lock().unwrap().take();
+    let names: Vec<&str> = calls
+        .iter()
+        .map(|c| match c {
+            Call::Other(s) => s.split('(').next().unwrap(),
+            Call::Write(u, _) => match u[..] {
+                [p4jet_runtime::Update::AddEntry { .. }] => "add_entry",
+                _ => "write",
+            },
+            Call::SetPipeline(_) => "set_pipeline",
+        })
+        .collect();
     assert_eq!(
-        typed.lock().unwrap().take(),
-        vec![
-            r#"bm_mt_get_num_entries("t")"#,
-            r#"bm_mt_add_entry("t", [Exact { key: [170, 187] }], "a", [[7]], BmAddEntryOptions { priority: Some(5) })"#,
-            "mirroring_session_add(3, MirroringSessionConfig { port: Some(2), mgid: None })",
-            r#"bm_mt_get_num_entries("t")"#,
-        ]
+        names,
+        ["entry_count", "add_entry", "write", "entry_count"],
+        "{calls:?}"
     );
     server.stop().unwrap();
 }

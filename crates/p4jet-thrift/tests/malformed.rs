@@ -10,8 +10,8 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{MockApi, shared, start};
-use p4jet_control::api::RuntimeApi;
+use common::{CLOCK_US, recorded, shared, start};
+use p4jet_runtime::testing::Call;
 use p4jet_thrift::protocol::*;
 use p4jet_thrift::{ServerConfig, ServerHandle, ThriftClient};
 
@@ -65,8 +65,19 @@ fn exceptions_in(mut bytes: &[u8]) -> Vec<i32> {
 /// The server still answers a well-formed client.
 fn healthy(addr: SocketAddr) {
     let mut c = ThriftClient::connect(addr).unwrap();
-    assert_eq!(c.get_time_elapsed_us(), Ok(123_456_789));
-    assert_eq!(c.bm_mt_get_num_entries("health"), Ok(0));
+    assert_eq!(c.get_time_elapsed_us(), Ok(CLOCK_US as i64));
+    assert_eq!(c.bm_mt_get_num_entries("IngressImpl.acl"), Ok(0));
+}
+
+/// The model operations recorded, by name (`write` for any write).
+fn names(calls: &[Call]) -> Vec<String> {
+    calls
+        .iter()
+        .map(|c| match c {
+            Call::Other(s) => s.split('(').next().unwrap().to_string(),
+            _ => "write".to_string(),
+        })
+        .collect()
 }
 
 struct XorShift(u64);
@@ -94,7 +105,7 @@ fn strict_header(name: &str) -> Vec<u8> {
 
 #[test]
 fn random_frames() {
-    let (mock, api) = shared(MockApi::new());
+    let (mock, api) = shared(recorded("p4rt_switch"));
     let server = start(api);
     let addr = server.local_addr();
     let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
@@ -126,50 +137,53 @@ fn random_frames() {
     }
     println!("{replies} exception replies to 300 random frames");
     healthy(addr);
-    // No garbage ever reached the API: only the health checks did.
-    let calls = mock.lock().unwrap().take();
+    // No garbage ever reached the runtime: only the health checks did.
+    let calls = names(&mock.lock().unwrap().take());
     assert!(
-        calls
-            .iter()
-            .all(|c| c == "get_time_elapsed_us()" || c == r#"bm_mt_get_num_entries("health")"#),
+        calls.iter().all(|c| c == "clock" || c == "entry_count"),
         "{calls:?}"
     );
-    assert!(mock.lock().unwrap().entries.is_empty());
     server.stop().unwrap();
 }
 
 fn valid_frames() -> Vec<Vec<u8>> {
     let add = Struct::new()
         .with(1, Value::I32(0))
-        .with(2, Value::string("t"))
+        .with(2, Value::string("IngressImpl.dmac"))
         .with(
             3,
             Value::list(
                 TType::Struct,
                 vec![Value::Struct(Struct::new().with(1, Value::I32(0)).with(
                     2,
-                    Value::Struct(Struct::new().with(1, Value::Binary(vec![1, 2]))),
+                    Value::Struct(Struct::new().with(1, Value::Binary(vec![1, 2, 3, 4, 5, 6]))),
                 ))],
             ),
         )
-        .with(4, Value::string("a"))
-        .with(5, Value::list(TType::String, vec![Value::Binary(vec![3])]))
+        .with(4, Value::string("IngressImpl.forward"))
+        .with(
+            5,
+            Value::list(TType::String, vec![Value::Binary(vec![0, 3])]),
+        )
         .with(6, Value::Struct(Struct::new().with(1, Value::I32(0))));
     let mirror = Struct::new()
         .with(1, Value::I32(1))
         .with(2, Value::Struct(Struct::new().with(1, Value::I32(2))));
     let rates = Struct::new()
         .with(1, Value::I32(0))
-        .with(2, Value::string("m"))
+        .with(2, Value::string("IngressImpl.port_meter"))
         .with(
             3,
             Value::list(
                 TType::Struct,
-                vec![Value::Struct(
-                    Struct::new()
-                        .with(1, Value::Double(0.5))
-                        .with(2, Value::I32(10)),
-                )],
+                vec![
+                    Value::Struct(
+                        Struct::new()
+                            .with(1, Value::Double(0.5))
+                            .with(2, Value::I32(10)),
+                    );
+                    2
+                ],
             ),
         );
     vec![
@@ -191,7 +205,7 @@ fn valid_frames() -> Vec<Vec<u8>> {
 
 #[test]
 fn truncated_frames() {
-    let (mock, api) = shared(MockApi::new());
+    let (mock, api) = shared(recorded("p4rt_switch"));
     let server = start(api);
     let addr = server.local_addr();
     for frame in valid_frames() {
@@ -215,7 +229,7 @@ fn truncated_frames() {
 
 #[test]
 fn oversized_and_invalid_frames() {
-    let (mock, api) = shared(MockApi::new());
+    let (mock, api) = shared(recorded("p4rt_switch"));
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let config = ServerConfig {
         limits: Limits {
@@ -296,14 +310,18 @@ fn oversized_and_invalid_frames() {
     assert!(t0.elapsed() < Duration::from_secs(9));
 
     healthy(addr);
-    let calls = mock.lock().unwrap().take();
-    assert_eq!(calls.len(), 4, "only the health checks: {calls:?}");
+    let calls = names(&mock.lock().unwrap().take());
+    assert_eq!(
+        calls,
+        ["clock", "entry_count", "clock", "entry_count"],
+        "only the health checks"
+    );
     server.stop().unwrap();
 }
 
 #[test]
 fn garbage_after_a_good_call_only_affects_that_connection() {
-    let (mock, api) = shared(MockApi::new());
+    let (mock, api) = shared(recorded("p4rt_switch"));
     let server = start(api);
     let addr = server.local_addr();
     let mut client = ThriftClient::connect(addr).unwrap();
@@ -327,14 +345,13 @@ fn garbage_after_a_good_call_only_affects_that_connection() {
     d.read_struct().unwrap();
     let rest = d.get_ref().to_vec();
     exceptions_in(&rest);
-    // The other connection is unaffected.
-    assert_eq!(client.mirroring_mapping_get_egress_port(1), Ok(-1));
-    assert_eq!(
-        mock.lock().unwrap().take(),
-        vec![
-            "mirroring_session_add(1, MirroringSessionConfig { port: Some(2), mgid: None })",
-            "mirroring_mapping_get_egress_port(1)",
-        ]
+    // The good call took effect; the other connection is unaffected.
+    assert_eq!(client.mirroring_mapping_get_egress_port(1), Ok(2));
+    let calls = mock.lock().unwrap().take();
+    assert!(
+        matches!(&calls[0], Call::Write(u, _) if matches!(u[..], [p4jet_runtime::Update::WriteCloneSession { .. }])),
+        "{calls:?}"
     );
+    assert_eq!(names(&calls[1..]), ["clone_session"]);
     server.stop().unwrap();
 }

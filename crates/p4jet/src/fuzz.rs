@@ -288,6 +288,14 @@ fn random_state(
         let session = MirrorSession {
             port: Some(rng.below(8) as u32),
             mgid: rng.chance(20).then_some(1),
+            // some sessions truncate their clones (the same for every engine: the
+            // worker cuts them, but the cut must fall on the same bytes)
+            truncate: if rng.chance(25) {
+                14 + rng.below(50) as u32
+            } else {
+                0
+            },
+            ..MirrorSession::default()
         };
         three.apply(&Op::SetMirror {
             id,
@@ -305,6 +313,7 @@ fn random_state(
             let call = random_call(p, &t.actions, rng);
             let r = three.apply(&Op::AddMember {
                 profile: pi as u32,
+                id: None,
                 call,
             });
             if let OpResult::Handle(h) = r[0] {
@@ -313,7 +322,10 @@ fn random_state(
         }
         if prof.selector.is_some() {
             for _ in 0..2 {
-                let r = three.apply(&Op::AddGroup(pi as u32));
+                let r = three.apply(&Op::AddGroup {
+                    profile: pi as u32,
+                    id: None,
+                });
                 if let OpResult::Handle(g) = r[0] {
                     for m in members.get(&(pi as u32)).cloned().unwrap_or_default() {
                         if rng.chance(50) {

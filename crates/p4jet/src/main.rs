@@ -4,9 +4,11 @@
 
 mod bench;
 mod cli_cmd;
+mod cpu_port;
 mod engine;
 mod forward;
 mod fuzz;
+mod grpc;
 mod run;
 mod stf;
 
@@ -51,8 +53,12 @@ fn main() -> ExitCode {
         .first()
         .map(|a| a.rsplit('/').next().unwrap_or(a).to_string())
         .unwrap_or_default();
+    // `simple_switch_grpc ...` is the same with the P4Runtime server
     if argv0 == "simple_switch" {
         args.insert(1, "run".into());
+    } else if argv0 == "simple_switch_grpc" {
+        args.insert(1, "run".into());
+        args.insert(2, "--p4runtime".into());
     }
     let (ours, target) = run::split_target_options(&args);
     let cli = match Cli::try_parse_from(&ours) {

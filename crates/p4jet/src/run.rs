@@ -12,15 +12,23 @@ use clap::Args;
 use p4jet_control::cli::Cli;
 use p4jet_io::{PcapFilePort, PcapRecorder, Port};
 use p4jet_switch::{PortCounters, Switch, SwitchConfig};
-use p4jet_thrift::{ServerConfig, ServerHandle, SharedApi};
+use p4jet_thrift::{ServerConfig, ServerHandle, SharedRuntime};
 
 use crate::forward;
 
 /// simple_switch options.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The bmv2 JSON program (p4c-bm2-ss output).
-    pub program: PathBuf,
+    /// The bmv2 JSON program (p4c-bm2-ss output). Leave it out with `--no-p4`.
+    pub program: Option<PathBuf>,
+    /// Start without a program: packets are dropped until a controller pushes one
+    /// over P4Runtime (SetForwardingPipelineConfig) or Thrift (load + swap).
+    #[arg(long = "no-p4", conflicts_with = "program")]
+    pub no_p4: bool,
+    /// Serve P4Runtime (gRPC) as simple_switch_grpc does; implied by the name
+    /// `simple_switch_grpc`, by `--no-p4` and by the gRPC target options.
+    #[arg(long = "p4runtime", hide = true)]
+    pub p4runtime: bool,
     /// `PORT@NAME`: attach port number PORT to interface (or pcap base name) NAME.
     #[arg(short = 'i', long = "interface", value_name = "PORT@NAME")]
     pub interfaces: Vec<String>,
@@ -63,7 +71,8 @@ pub struct RunArgs {
     /// nanomsg event logger address (accepted, not supported: ignored with a warning).
     #[arg(long = "nanolog", value_name = "ADDR")]
     pub nanolog: Option<String>,
-    /// nanomsg notifications address (accepted; digests are available through the CLI).
+    /// nanomsg PUB address of learning and port notifications (default
+    /// `ipc:///tmp/bmv2-<device-id>-notifications.ipc`, as simple_switch).
     #[arg(long = "notifications-addr", value_name = "ADDR")]
     pub notifications_addr: Option<String>,
     /// Bytes of packet data dumped in the log (accepted for compatibility).
@@ -90,6 +99,15 @@ pub struct RunArgs {
     /// Packets per ingress batch.
     #[arg(long = "batch", default_value_t = 32)]
     pub batch: usize,
+    /// Seconds an empty pcap FIFO input (open, nothing written yet) holds back the
+    /// others, so that frames enter in timestamp order across inputs; then the others
+    /// go on without it until it delivers. simple_switch waits for ever.
+    #[arg(long = "pcap-fifo-wait", value_name = "SECONDS", default_value_t = 1.0)]
+    pub pcap_fifo_wait: f64,
+    /// Resubmit/recirculate passes after which a packet is dropped with an error
+    /// (simple_switch has no limit; p4jet's keeps a looping program from hanging it).
+    #[arg(long = "max-passes", default_value_t = 64)]
+    pub max_passes: u32,
     /// Keys per stage of a batched table lookup: all are hashed or indexed and their
     /// buckets prefetched before the first is resolved (1 to 64).
     #[arg(long = "sub-batch", default_value_t = p4jet_engine::DEFAULT_SUB_BATCH as u8,
@@ -169,8 +187,34 @@ pub struct TargetOptions {
     pub priority_queues: Option<u32>,
     /// `--enable-swap`
     pub enable_swap: bool,
+    /// `--grpc-server-addr` (simple_switch_grpc: where P4Runtime listens)
+    pub grpc_server_addr: Option<String>,
+    /// `--grpc-server-ssl`
+    pub grpc_server_ssl: bool,
+    /// `--grpc-server-cacert`
+    pub grpc_server_cacert: Option<PathBuf>,
+    /// `--grpc-server-cert`
+    pub grpc_server_cert: Option<PathBuf>,
+    /// `--grpc-server-key`
+    pub grpc_server_key: Option<PathBuf>,
+    /// `--grpc-server-with-client-auth`
+    pub grpc_server_with_client_auth: bool,
+    /// `--cpu-port`: packets to and from the P4Runtime controller
+    pub cpu_port: Option<u32>,
+    /// Options accepted and ignored (with their reason).
+    pub ignored: Vec<String>,
     /// Other options (warned about).
     pub unknown: Vec<String>,
+}
+
+impl TargetOptions {
+    /// Whether a simple_switch_grpc option asks for the P4Runtime server.
+    pub fn wants_grpc(&self) -> bool {
+        self.grpc_server_addr.is_some()
+            || self.cpu_port.is_some()
+            || self.grpc_server_ssl
+            || self.grpc_server_cert.is_some()
+    }
 }
 
 /// Splits `argv` at `--` into our arguments and target options.
@@ -197,6 +241,18 @@ pub fn split_target_options(args: &[String]) -> (Vec<String>, TargetOptions) {
             "--drop-port" => t.drop_port = value().and_then(|v| v.parse().ok()),
             "--priority-queues" => t.priority_queues = value().and_then(|v| v.parse().ok()),
             "--enable-swap" => t.enable_swap = true,
+            "--grpc-server-addr" => t.grpc_server_addr = value(),
+            "--grpc-server-ssl" => t.grpc_server_ssl = true,
+            "--grpc-server-cacert" => t.grpc_server_cacert = value().map(PathBuf::from),
+            "--grpc-server-cert" => t.grpc_server_cert = value().map(PathBuf::from),
+            "--grpc-server-key" => t.grpc_server_key = value().map(PathBuf::from),
+            "--grpc-server-with-client-auth" => t.grpc_server_with_client_auth = true,
+            "--cpu-port" => t.cpu_port = value().and_then(|v| v.parse().ok()),
+            "--dp-grpc-server-addr" => {
+                let _ = value();
+                t.ignored
+                    .push("--dp-grpc-server-addr (no data-plane gRPC service)".into());
+            }
             "--max-mc-groups" | "--max-l1-entries" | "--max-l2-entries" | "--load-modules" => {
                 let _ = value();
             }
@@ -217,6 +273,8 @@ pub(crate) struct PortEntry {
     pub(crate) num: u32,
     pub(crate) io: PortIo,
     pub(crate) exhausted: bool,
+    /// Since when a pcap FIFO input has had no record ready (and is not closed).
+    pub(crate) pending_since: Option<std::time::Instant>,
 }
 
 impl PortEntry {
@@ -292,12 +350,11 @@ fn warn_ignored(a: &RunArgs, target: &TargetOptions) {
     for u in &target.unknown {
         eprintln!("p4jet: ignoring unknown target option {u}");
     }
-    let ignored: [(&str, bool); 8] = [
+    for u in &target.ignored {
+        eprintln!("p4jet: {u} is not supported; ignored");
+    }
+    let ignored: [(&str, bool); 7] = [
         ("--nanolog (no nanomsg event logger)", a.nanolog.is_some()),
-        (
-            "--notifications-addr (no nanomsg notifications; digests are read through the runtime API)",
-            a.notifications_addr.is_some(),
-        ),
         ("--debugger", a.debugger),
         ("--debugger-addr", a.debugger_addr.is_some()),
         ("--restore-state", a.restore_state.is_some()),
@@ -321,8 +378,23 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     if a.log_console && a.log_file.is_some() {
         return Err("--log-console and --log-file are exclusive".into());
     }
-    let json = std::fs::read_to_string(&a.program)
-        .map_err(|e| format!("reading {}: {e}", a.program.display()))?;
+    let program = match (&a.program, a.no_p4) {
+        (Some(p), _) => Some(p.clone()),
+        (None, true) => None,
+        (None, false) => {
+            return Err(
+                "no program: give the bmv2 JSON file, or --no-p4 to start without \
+                        one (a controller then pushes it)"
+                    .into(),
+            );
+        }
+    };
+    let grpc = crate::grpc::wanted(&a, target);
+    let cpu = if grpc {
+        crate::grpc::cpu_channel(target)?
+    } else {
+        None
+    };
     let cfg = SwitchConfig {
         drop_port: target.drop_port.unwrap_or(511),
         priority_queues: target.priority_queues.unwrap_or(1),
@@ -330,17 +402,22 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         batch: a.batch.max(1),
         sub_batch: usize::from(a.sub_batch),
         enable_swap: target.enable_swap,
+        max_passes: a.max_passes.max(1),
         engine: a.engine,
         ..SwitchConfig::default()
     };
-    let mut sw = Switch::new(&json, cfg).map_err(|e| format!("{}: {e}", a.program.display()))?;
+    let mut sw = match &program {
+        Some(p) => {
+            let json =
+                std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display()))?;
+            Switch::new(&json, cfg).map_err(|e| format!("{}: {e}", p.display()))?
+        }
+        None => Switch::without_program(cfg)?,
+    };
     eprintln!("p4jet: engine {}", crate::engine::describe(&sw.engine));
-    sw.rt.device_id = i64::from(a.device_id);
-    sw.rt.thrift_port = i32::from(a.thrift_port);
-    sw.rt.notifications_socket = a.notifications_addr.clone().or(Some(format!(
-        "ipc:///tmp/bmv2-{}-notifications.ipc",
-        a.device_id
-    )));
+    sw.rt.device_id = u64::from(a.device_id);
+    sw.rt.thrift_port = a.thrift_port;
+    sw.rt.notifications_socket = Some(sw_notifications_addr(&a));
     sw.rt.elogger_socket = a.nanolog.clone();
     let log: Option<Box<dyn Write + Send>> = if a.log_console {
         Some(Box::new(std::io::stdout()))
@@ -388,7 +465,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     // The control side (Thrift server) shares the switch behind a mutex that the
     // forwarding threads never take per packet.
     let sw = Arc::new(Mutex::new(sw));
-    let api: SharedApi = sw.clone();
+    let api: SharedRuntime = sw.clone();
     let addr = format!("{}:{}", a.thrift_ip, a.thrift_port);
     let listener = TcpListener::bind(&addr)
         .map_err(|e| format!("Thrift server: cannot listen on {addr}: {e}"))?;
@@ -433,6 +510,22 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         for (num, name) in &ifaces {
             mine.push(forward::PortHandle::new(open_one(*num, name, &opts, k)?));
         }
+        if let Some(c) = &cpu {
+            if ifaces.iter().any(|(n, _)| *n == c.port()) {
+                return Err(format!(
+                    "--cpu-port {} is also given as an interface (-i {}@...)",
+                    c.port(),
+                    c.port()
+                ));
+            }
+            mine.push(forward::PortHandle::new(PortEntry {
+                num: c.port(),
+                io: PortIo::Live(Box::new(crate::cpu_port::CpuPort::new(c.clone()))),
+                exhausted: false,
+                pending_since: None,
+            }));
+            mine.sort_by_key(|p| p.num);
+        }
         ports.push(mine);
     }
     // Installed once the FIFOs are open: a SIGTERM while blocked opening one of them
@@ -443,14 +536,27 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
             .map_err(|e| format!("signal handler: {e}"))?;
     }
 
+    // bmv2's notification socket: learning and port status messages for controllers
+    // that subscribe with nanomsg (p4-utils, nnpy scripts); a socket that cannot be
+    // bound is reported and the switch runs without it, as simple_switch does
+    let notify = match p4jet_nanomsg::Publisher::bind(&sw_notifications_addr(&a)) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            eprintln!("p4jet: notifications: {e}; not publishing notifications");
+            None
+        }
+    };
     let common = Arc::new(forward::Common {
         stop: AtomicBool::new(false),
         files,
         exit_when_done: a.exit_when_done,
         batch: a.batch.max(1),
         log: log.map(Mutex::new),
+        notify,
+        fifo_wait: Duration::from_secs_f64(a.pcap_fifo_wait.clamp(0.0, 1e9)),
     });
     let plan = forward::Plan {
+        log_digests: !grpc,
         mode: a.mode,
         workers,
         pin: a.pin,
@@ -458,13 +564,29 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         duration: a.duration,
     };
     let open = |num: u32, name: &str, k: usize| open_one(num, name, &opts, k);
+    // P4Runtime listens once the ports are open, right before forwarding starts
+    let p4rt = if grpc {
+        Some(crate::grpc::start(&sw, &a, target, cpu)?)
+    } else {
+        None
+    };
     // the threads flush their ports when they end
     let r = forward::run(&sw, &plan, ports, common, &term, &open);
+    if let Some(h) = p4rt {
+        h.stop();
+    }
     if let Err(e) = server.stop() {
         eprintln!("p4jet: Thrift server: {e}");
     }
     print_counts(&r?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--notifications-addr`, or simple_switch's default for the device id.
+fn sw_notifications_addr(a: &RunArgs) -> String {
+    a.notifications_addr
+        .clone()
+        .unwrap_or_else(|| format!("ipc:///tmp/bmv2-{}-notifications.ipc", a.device_id))
 }
 
 struct OpenArgs {
@@ -531,6 +653,7 @@ fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, S
         num,
         io,
         exhausted: false,
+        pending_since: None,
     })
 }
 

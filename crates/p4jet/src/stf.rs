@@ -11,14 +11,14 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use clap::Args;
-use p4jet_control::api::RuntimeApi;
 use p4jet_control::cli::Cli;
-use p4jet_control::program::Program;
 use p4jet_control::stf::{
     CompareOptions, CounterIndex, CounterKind, Expectations, StfKind, StfOptions,
     added_entry_handle, compare, compare_digests, parse_stf,
 };
+use p4jet_runtime::Schema;
 use p4jet_switch::{EgressStage, IngressStage, Switch, SwitchConfig};
+use p4jet_thrift::Bmv2;
 
 use crate::run::Mode;
 
@@ -81,7 +81,7 @@ pub fn run_stf(
     mode: Mode,
     engine: p4jet_engine::EngineKind,
 ) -> Result<StfOutcome, String> {
-    let program = Program::from_json_str(json).map_err(|e| e.to_string())?;
+    let program = Schema::shared_from_json(json).map_err(|e| e.to_string())?;
     let stmts = match parse_stf(text, &program, &StfOptions { extensions }) {
         Ok(s) => s,
         Err(errs) => {
@@ -105,7 +105,7 @@ pub fn run_stf(
         ..SwitchConfig::default()
     };
     let mut sw = Switch::new(json, cfg)?;
-    let mut cli = Cli::from_program(program);
+    let mut cli = Cli::from_schema(program);
     let actual: Mutex<BTreeMap<u32, Vec<Vec<u8>>>> = Mutex::new(BTreeMap::new());
     std::thread::scope(|sc| {
         let fwd = match mode {
@@ -150,10 +150,11 @@ fn run_statements(
                 entry_name,
             } => match cli.execute(sw, command) {
                 Ok(out) => {
+                    // `= A` and `= $A` name the same entry that `cnt($A)` reads
                     if let Some(n) = entry_name
                         && let Some(h) = added_entry_handle(&out)
                     {
-                        names.insert(n.clone(), h);
+                        names.insert(n.trim_start_matches('$').to_string(), h);
                     }
                 }
                 Err(e) => {
@@ -203,7 +204,7 @@ fn run_statements(
             StfKind::CheckCounter(c) => {
                 let idx = match &c.index {
                     CounterIndex::Number(n) => Some(*n as i32),
-                    CounterIndex::Entry(name) => names.get(name).copied(),
+                    CounterIndex::Entry(name) => names.get(name.trim_start_matches('$')).copied(),
                 };
                 let Some(idx) = idx else {
                     failed = true;
@@ -214,9 +215,10 @@ fn run_statements(
                     );
                     continue;
                 };
+                let mut b = Bmv2::new(sw);
                 let v = match &c.direct_table {
-                    Some(t) => sw.bm_mt_read_counter(t, idx).map_err(|e| e.to_string()),
-                    None => sw
+                    Some(t) => b.bm_mt_read_counter(t, idx).map_err(|e| e.to_string()),
+                    None => b
                         .bm_counter_read(&c.counter, idx)
                         .map_err(|e| e.to_string()),
                 };

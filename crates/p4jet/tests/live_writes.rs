@@ -24,9 +24,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::corpus_json;
-use p4jet_control::api::{BmAddEntryOptions, BmMatchParam, RuntimeApi};
 use p4jet_switch::{Switch, SwitchConfig, Worker};
-use p4jet_thrift::{ServerConfig, ServerHandle, SharedApi, ThriftClient};
+use p4jet_thrift::Bmv2;
+use p4jet_thrift::types::{BmAddEntryOptions, BmMatchParam};
+use p4jet_thrift::{ServerConfig, ServerHandle, SharedRuntime, ThriftClient};
 
 const TABLE: &str = "IngressImpl.dmac";
 const FORWARD: &str = "IngressImpl.forward";
@@ -48,8 +49,7 @@ fn port_data(p: u16) -> Vec<Vec<u8>> {
 }
 
 fn add(sw: &Mutex<Switch>, class: u8, i: u32, port: u16) -> i32 {
-    sw.lock()
-        .unwrap()
+    Bmv2::new(&mut *sw.lock().unwrap())
         .bm_mt_add_entry(
             TABLE,
             &key(class, i),
@@ -240,14 +240,15 @@ fn table_writes_while_traffic_flows() {
     }
     for i in 0..mods {
         let h = handles[(i % adds) as usize];
-        sw.lock()
-            .unwrap()
+        Bmv2::new(&mut *sw.lock().unwrap())
             .bm_mt_modify_entry(TABLE, h, FORWARD, &port_data((i % 5) as u16))
             .unwrap();
     }
     for i in 0..dels {
         let h = handles[(i % adds) as usize];
-        sw.lock().unwrap().bm_mt_delete_entry(TABLE, h).unwrap();
+        Bmv2::new(&mut *sw.lock().unwrap())
+            .bm_mt_delete_entry(TABLE, h)
+            .unwrap();
     }
     let took1 = t.elapsed();
     stop.store(true, Ordering::Release);
@@ -257,7 +258,9 @@ fn table_writes_while_traffic_flows() {
     assert_eq!(seen1.injected, seen1.sent, "no frame lost");
     assert!(seen1.injected > 0);
     assert_eq!(
-        sw.lock().unwrap().bm_mt_get_num_entries(TABLE).unwrap(),
+        Bmv2::new(&mut *sw.lock().unwrap())
+            .bm_mt_get_num_entries(TABLE)
+            .unwrap(),
         (nkeys + adds - dels) as i64
     );
 
@@ -348,8 +351,7 @@ fn table_writes_while_traffic_flows() {
         live_handles[k as usize] = add(&sw, LIVE, k, before(k) as u16);
     }
     for &k in &mod_order {
-        sw.lock()
-            .unwrap()
+        Bmv2::new(&mut *sw.lock().unwrap())
             .bm_mt_modify_entry(
                 TABLE,
                 live_handles[k as usize],
@@ -369,7 +371,7 @@ fn table_writes_while_traffic_flows() {
 
     // ---------------------------------------------------------------- phase 3
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let api: SharedApi = sw.clone();
+    let api: SharedRuntime = sw.clone();
     let server = ServerHandle::spawn(listener, api, ServerConfig::default()).unwrap();
     let mut c = ThriftClient::connect(server.local_addr()).unwrap();
     let worker = sw.lock().unwrap().new_worker();

@@ -16,8 +16,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use p4jet_control::program::Program;
 use p4jet_control::stf::{CompareOptions, Expectations, StfKind, StfOptions, compare, parse_stf};
+use p4jet_runtime::Schema;
 
 /// Runs one STF test the way p4c's driver does; returns the comparison report text
 /// (empty if it passed).
@@ -32,7 +32,7 @@ fn drive(program: &str, stf: &str, stock: Option<&Path>) -> String {
             .join(format!("{stf}.stf")),
     )
     .unwrap();
-    let prog = Program::from_json_str(&json).unwrap();
+    let prog = Schema::from_json(&json).unwrap();
     let statements = parse_stf(&text, &prog, &StfOptions::default()).unwrap();
     let mut ports = BTreeSet::new();
     for s in &statements {

@@ -1,10 +1,15 @@
 //! The `simple_switch_CLI` command language.
 //!
-//! [`Cli`] holds the program description ([`Program`], read from the bmv2
-//! JSON like runtime_CLI.py does) and executes one command line at a time
-//! against a [`RuntimeApi`], returning what simple_switch_CLI would print on
-//! its standard output. A malformed command is rejected before any call that
-//! changes state is made.
+//! [`Cli`] holds the program model ([`Schema`]) and executes one command line
+//! at a time against a [`Runtime`] (the switch in this process, or a remote one
+//! through `p4jet_thrift::ThriftClient`), returning what simple_switch_CLI would
+//! print on its standard output. Like runtime_CLI.py, it resolves names itself
+//! (unique dotted suffixes), parses values and asks the switch through bmv2's
+//! services ([`p4jet_thrift::Bmv2`], the same adapter the Thrift server uses), so
+//! that every answer is simple_switch's. A malformed command is rejected before any
+//! call that changes state is made.
+//!
+//! The commands are one table ([`commands`]): name, help text and handler.
 //!
 //! Differences from simple_switch_CLI, all deliberate:
 //! * Inputs on which the Python CLI crashes with a traceback (e.g. a bad
@@ -24,18 +29,44 @@ mod values;
 
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
+use std::sync::Arc;
 
+use p4jet_runtime::schema::{
+    Action, ActionProfile, CalcAlgo, MatchKind, ObjectKind, Table, TableKind,
+};
+use p4jet_runtime::{Atomicity, Runtime, RuntimeError, Schema, Update};
+use p4jet_thrift::Bmv2;
+use p4jet_thrift::types::{
+    BmActionEntry, BmAddEntryOptions, BmCounterValue, BmCrc16Config, BmCrc32Config, BmMatchParam,
+    BmMeterRateConfig, BmMtActProfGroup, BmMtActProfMember, BmMtEntry, MirroringSessionConfig,
+};
 use serde_json::Value;
 
 pub use values::parse_value;
 
-use crate::api::{
-    ApiResult, BmActionEntry, BmAddEntryOptions, BmAddEntryRequest, BmCounterValue, BmCrc16Config,
-    BmCrc32Config, BmMatchParam, BmMeterRateConfig, BmMtActProfGroup, BmMtActProfMember, BmMtEntry,
-    MirroringSessionConfig, RuntimeApi, ThriftException,
-};
-use crate::program::{Action, ActionProf, Program, ProgramError, Table, TableType};
 use crate::py;
+
+/// bmv2's services over the runtime.
+fn bm(rt: &mut dyn Runtime) -> Bmv2<'_> {
+    Bmv2::new(rt)
+}
+
+/// The match kind name simple_switch_CLI prints (p4c's `optional` is `ternary`).
+pub(crate) fn kind_str(k: MatchKind) -> &'static str {
+    match k {
+        MatchKind::Optional => "ternary",
+        k => k.as_str(),
+    }
+}
+
+/// Whether entries of the table take a priority (its JSON match type is ternary or
+/// range).
+pub(crate) fn needs_priority(t: &Table) -> bool {
+    matches!(
+        t.match_type,
+        MatchKind::Ternary | MatchKind::Range | MatchKind::Optional
+    )
+}
 
 /// The prompt simple_switch_CLI shows.
 pub const PROMPT: &str = "RuntimeCmd: ";
@@ -145,6 +176,9 @@ macro_rules! outln {
     }};
 }
 
+// after `outln!`, which it uses
+mod commands;
+
 fn usage(msg: impl Into<String>) -> CliErrorKind {
     CliErrorKind::Usage(msg.into())
 }
@@ -176,29 +210,32 @@ fn parse_int(arg: &str, name: &str) -> Result<i32, CliErrorKind> {
     py::int10_i32(arg).ok_or_else(|| usage(format!("Bad format for {name}, expected integer")))
 }
 
-fn call<T, E: ThriftException>(r: ApiResult<T, E>) -> Result<T, CliErrorKind> {
-    r.map_err(|e| match e {
-        crate::api::ApiError::Exception(e) => CliErrorKind::Api {
-            message: e.to_string(),
-            code: Some(e.code_name()),
-        },
-        crate::api::ApiError::Internal(m) => CliErrorKind::Api {
-            message: format!("Error: {m}"),
-            code: None,
-        },
-    })
+/// A failure of the switch as simple_switch_CLI prints it.
+fn api_error(e: RuntimeError) -> CliErrorKind {
+    CliErrorKind::Api {
+        message: e.cli_line(),
+        code: e.bmv2.map(|c| c.name()),
+    }
+}
+
+fn call<T>(r: Result<T, RuntimeError>) -> Result<T, CliErrorKind> {
+    r.map_err(api_error)
 }
 
 fn key_str(t: &Table) -> String {
-    t.key
+    t.keys
         .iter()
-        .map(|k| format!("{}({}, {})", k.cli_name, k.match_kind.as_str(), k.bitwidth))
+        .map(|k| format!("{}({}, {})", k.cli_name(), kind_str(k.kind), k.width))
         .collect::<Vec<_>>()
         .join(",\t")
 }
 
-fn table_str(t: &Table) -> String {
-    let ap = t.action_prof.as_deref().unwrap_or("None");
+fn table_str(s: &Schema, t: &Table) -> String {
+    let ap = t
+        .kind
+        .profile()
+        .and_then(|p| s.profile(p))
+        .map_or("None", |p| p.name.as_str());
     format!(
         "{} [implementation={}, mk={}]",
         py::ljust(&t.name, 30),
@@ -211,7 +248,7 @@ fn action_str(a: &Action) -> String {
     let rd = a
         .params
         .iter()
-        .map(|(n, bw)| format!("{n}({bw})"))
+        .map(|p| format!("{}({})", p.name, p.width))
         .collect::<Vec<_>>()
         .join(",\t");
     format!("{} [{}]", py::ljust(&a.name, 30), rd)
@@ -259,20 +296,20 @@ fn dump_one_group(out: &mut String, g: &BmMtActProfGroup) {
 
 fn dump_one_entry(out: &mut String, table: &Table, e: &BmMtEntry) {
     let w = table
-        .key
+        .keys
         .iter()
-        .map(|k| k.cli_name.chars().count())
+        .map(|k| k.cli_name().chars().count())
         .max()
         .unwrap_or(0)
         .max(20);
     outln!(out, "Dumping entry {}", py::hex(i64::from(e.entry_handle)));
     outln!(out, "Match key:");
-    for (p, k) in e.match_key.iter().zip(&table.key) {
+    for (p, k) in e.match_key.iter().zip(&table.keys) {
         let t = p.param_type().name();
         outln!(
             out,
             "* {}: {}{}",
-            py::ljust(&k.cli_name, w),
+            py::ljust(&k.cli_name(), w),
             py::ljust(t, 10),
             values::match_param_dump(p)
         );
@@ -329,49 +366,69 @@ fn table_add_args(line: &str) -> Option<&str> {
 /// The simple_switch_CLI command interpreter.
 #[derive(Debug, Clone)]
 pub struct Cli {
-    program: Program,
+    schema: Arc<Schema>,
+    /// Refuse the commands that reach outside the switch (see [`Cli::sandboxed`]).
+    sandboxed: bool,
 }
+
+/// Commands that run programs or write files on the machine the CLI runs on.
+const OUTSIDE_COMMANDS: &[&str] = &["shell", "write_config_to_file", "serialize_state"];
 
 impl Cli {
     /// A CLI for the program described by this bmv2 JSON.
-    pub fn new(json: &str) -> Result<Cli, ProgramError> {
+    pub fn new(json: &str) -> Result<Cli, RuntimeError> {
         Ok(Cli {
-            program: Program::from_json_str(json)?,
+            schema: Schema::shared_from_json(json)?,
+            sandboxed: false,
         })
     }
 
-    /// A CLI for an already loaded program.
-    pub fn from_program(program: Program) -> Cli {
-        Cli { program }
+    /// A CLI for a program model.
+    pub fn from_schema(schema: Arc<Schema>) -> Cli {
+        Cli {
+            schema,
+            sandboxed: false,
+        }
     }
 
-    /// A CLI for the program the switch runs (like simple_switch_CLI
-    /// without `--json`: the JSON comes from `bm_get_config`).
-    pub fn from_switch(api: &mut dyn RuntimeApi) -> Result<Cli, ProgramError> {
-        let json = api
-            .bm_get_config()
-            .map_err(|e| ProgramError(format!("cannot get the JSON from the switch: {e}")))?;
-        Cli::new(&json)
+    /// This CLI, refusing the commands that reach outside the switch: `shell` (and its
+    /// `!` shortcut), `write_config_to_file` and `serialize_state`. For callers that run
+    /// command text nobody vetted (fuzzing, services relaying others' commands).
+    pub fn sandboxed(mut self) -> Cli {
+        self.sandboxed = true;
+        self
     }
 
-    /// The program description.
-    pub fn program(&self) -> &Program {
-        &self.program
+    /// A CLI for the program the switch runs (like simple_switch_CLI without
+    /// `--json`: the program of the runtime).
+    pub fn from_runtime(rt: &mut dyn Runtime) -> Result<Cli, RuntimeError> {
+        match rt.schema() {
+            Some(schema) => Ok(Cli::from_schema(schema)),
+            None => {
+                let json = rt.pipeline()?.json;
+                Cli::new(&json)
+            }
+        }
     }
 
-    /// Replaces the program description (after a configuration swap).
-    pub fn set_program(&mut self, program: Program) {
-        self.program = program;
+    /// The program model.
+    pub fn schema(&self) -> &Arc<Schema> {
+        &self.schema
+    }
+
+    /// Replaces the program model (after a configuration swap).
+    pub fn set_schema(&mut self, schema: Arc<Schema>) {
+        self.schema = schema;
     }
 
     /// Whether `name` is a simple_switch_CLI command.
     pub fn is_command(name: &str) -> bool {
-        help::doc(name).is_some()
+        commands::find(name).is_some()
     }
 
     /// Names of all simple_switch_CLI commands, sorted.
     pub fn command_names() -> Vec<&'static str> {
-        help::names()
+        commands::names()
     }
 
     /// Runs one command line and returns what simple_switch_CLI prints on
@@ -379,7 +436,7 @@ impl Cli {
     /// nothing). Blank lines do nothing. On failure, nothing that changes
     /// the switch state has been called unless the switch itself refused
     /// the call ([`CliErrorKind::Api`]).
-    pub fn execute(&mut self, api: &mut dyn RuntimeApi, line: &str) -> Result<String, CliError> {
+    pub fn execute(&mut self, rt: &mut dyn Runtime, line: &str) -> Result<String, CliError> {
         let mut line = line.trim().to_string();
         if line.is_empty() {
             return Ok(String::new());
@@ -397,8 +454,10 @@ impl Cli {
         let mut out = String::new();
         let result = if cmd.is_empty() || !Cli::is_command(cmd) {
             Err(CliErrorKind::UnknownSyntax(line.clone()))
+        } else if self.sandboxed && OUTSIDE_COMMANDS.contains(&cmd) {
+            Err(usage(format!("{cmd} is disabled in this CLI")))
         } else {
-            self.dispatch(api, cmd, rest, &mut out)
+            self.dispatch(rt, cmd, rest, &mut out)
         };
         match result {
             Ok(()) => Ok(out),
@@ -410,23 +469,23 @@ impl Cli {
     /// lines and `#` comments skipped, every line run even after a failure
     /// (like piping the file into simple_switch_CLI).
     ///
-    /// Consecutive `table_add` lines are sent to the switch together
-    /// ([`RuntimeApi::bm_mt_add_entries`]), which gives the same entries,
-    /// handles, output and errors as running them one by one.
-    pub fn run_script(&mut self, api: &mut dyn RuntimeApi, text: &str) -> ScriptOutcome {
-        self.run_script_with(api, text, true)
+    /// Consecutive `table_add` lines go to the switch together, as one batch of
+    /// updates ([`Runtime::write`]), which gives the same entries, handles, output
+    /// and errors as running them one by one.
+    pub fn run_script(&mut self, rt: &mut dyn Runtime, text: &str) -> ScriptOutcome {
+        self.run_script_with(rt, text, true)
     }
 
     /// [`Cli::run_script`] without the output of the lines that succeed
     /// (bulk loads nobody reads): `output` stays empty, the errors are the
     /// same (with what their lines printed before failing).
-    pub fn run_script_quiet(&mut self, api: &mut dyn RuntimeApi, text: &str) -> ScriptOutcome {
-        self.run_script_with(api, text, false)
+    pub fn run_script_quiet(&mut self, rt: &mut dyn Runtime, text: &str) -> ScriptOutcome {
+        self.run_script_with(rt, text, false)
     }
 
     /// Tells the switch how many entries the script's `table_add` lines add
-    /// to each table, when that is many ([`RuntimeApi::bm_mt_reserve_entries`]).
-    fn reserve_entries(&self, api: &mut dyn RuntimeApi, text: &str) {
+    /// to each table, when that is many ([`Update::ReserveEntries`]).
+    fn reserve_entries(&self, rt: &mut dyn Runtime, text: &str) {
         let mut counts: HashMap<&str, usize> = HashMap::new();
         for raw in text.lines() {
             if let Some(table) =
@@ -435,23 +494,26 @@ impl Cli {
                 *counts.entry(table).or_default() += 1;
             }
         }
-        for (name, n) in counts {
-            if n >= RESERVE_MIN
-                && let Some(t) = self.program.table(name)
-            {
-                api.bm_mt_reserve_entries(&t.name, n);
-            }
+        let hints: Vec<Update> = counts
+            .into_iter()
+            .filter(|(_, n)| *n >= RESERVE_MIN)
+            .filter_map(|(name, n)| {
+                let t = self.find_table(name)?;
+                Some(Update::ReserveEntries {
+                    table: t.id,
+                    additional: n,
+                })
+            })
+            .collect();
+        if !hints.is_empty() {
+            // a hint: its failure changes nothing
+            let _ = rt.write(hints, Atomicity::ContinueOnError);
         }
     }
 
-    fn run_script_with(
-        &mut self,
-        api: &mut dyn RuntimeApi,
-        text: &str,
-        output: bool,
-    ) -> ScriptOutcome {
+    fn run_script_with(&mut self, rt: &mut dyn Runtime, text: &str, output: bool) -> ScriptOutcome {
         let mut outcome = ScriptOutcome::default();
-        self.reserve_entries(api, text);
+        self.reserve_entries(rt, text);
         let mut adds: Vec<(usize, &str, &str)> = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
@@ -461,16 +523,16 @@ impl Cli {
             if let Some(rest) = table_add_args(line) {
                 adds.push((i + 1, line, rest));
                 if adds.len() >= ADD_BATCH {
-                    self.add_batch(api, &adds, output, &mut outcome);
+                    self.add_batch(rt, &adds, output, &mut outcome);
                     adds.clear();
                 }
                 continue;
             }
             if !adds.is_empty() {
-                self.add_batch(api, &adds, output, &mut outcome);
+                self.add_batch(rt, &adds, output, &mut outcome);
                 adds.clear();
             }
-            match self.execute(api, line) {
+            match self.execute(rt, line) {
                 Ok(out) => {
                     if output {
                         outcome.output.push_str(&out);
@@ -489,154 +551,19 @@ impl Cli {
             }
         }
         if !adds.is_empty() {
-            self.add_batch(api, &adds, output, &mut outcome);
+            self.add_batch(rt, &adds, output, &mut outcome);
         }
         outcome
     }
 
-    fn dispatch(&mut self, api: &mut dyn RuntimeApi, cmd: &str, rest: &str, out: &mut String) -> R {
-        let args: Vec<&str> = rest.split_whitespace().collect();
-        let a = &args[..];
-        match cmd {
-            "help" => {
-                help::help(out, rest);
-                Ok(())
+    /// Runs command `cmd` with its arguments.
+    fn dispatch(&mut self, rt: &mut dyn Runtime, cmd: &str, rest: &str, out: &mut String) -> R {
+        match commands::find(cmd) {
+            Some(c) => {
+                let args: Vec<&str> = rest.split_whitespace().collect();
+                (c.run)(self, rt, &args, rest, out)
             }
-            "EOF" => {
-                outln!(out);
-                Ok(())
-            }
-            "greet" => {
-                outln!(out, "hello");
-                Ok(())
-            }
-            "shell" => self.shell(rest, out),
-            "show_tables" => self.show_tables(a, out),
-            "show_actions" => self.show_actions(a, out),
-            "table_show_actions" => self.table_show_actions(a, out),
-            "table_info" => self.table_info(a, out),
-            "table_set_default" => self.table_set_default(api, a, out),
-            "table_reset_default" => self.table_reset_default(api, a),
-            "table_num_entries" => self.table_num_entries(api, a, out),
-            "table_clear" => self.table_clear(api, a),
-            "table_add" => self.table_add(api, a, out),
-            "table_set_timeout" => self.table_set_timeout(api, a, out),
-            "table_modify" => self.table_modify(api, a, out),
-            "table_delete" => self.table_delete(api, a, out),
-            "act_prof_create_member" => self.act_prof_create_member(api, a, out),
-            "act_prof_delete_member" => self.act_prof_delete_member(api, a),
-            "act_prof_modify_member" => self.act_prof_modify_member(api, a),
-            "table_indirect_add" => self.table_indirect_add(api, a, out, false),
-            "table_indirect_add_with_group" => self.table_indirect_add(api, a, out, true),
-            "table_indirect_delete" => self.table_indirect_delete(api, a, out),
-            "table_indirect_set_default" => self.table_indirect_set_default(api, a, false),
-            "table_indirect_set_default_with_group" => {
-                self.table_indirect_set_default(api, a, true)
-            }
-            "table_indirect_reset_default" => self.table_indirect_reset_default(api, a),
-            "act_prof_create_group" => self.act_prof_create_group(api, a, out),
-            "act_prof_delete_group" => self.act_prof_delete_group(api, a),
-            "act_prof_add_member_to_group" => self.act_prof_member_group(api, a, true),
-            "act_prof_remove_member_from_group" => self.act_prof_member_group(api, a, false),
-            "table_indirect_create_member" => {
-                self.legacy(api, a, out, "act_prof_create_member", false, true)
-            }
-            "table_indirect_delete_member" => {
-                self.legacy(api, a, out, "act_prof_delete_member", false, true)
-            }
-            "table_indirect_modify_member" => {
-                self.legacy(api, a, out, "act_prof_modify_member", false, true)
-            }
-            "table_indirect_create_group" => {
-                self.legacy(api, a, out, "act_prof_create_group", true, true)
-            }
-            "table_indirect_delete_group" => {
-                self.legacy(api, a, out, "act_prof_delete_group", true, true)
-            }
-            "table_indirect_add_member_to_group" => {
-                self.legacy(api, a, out, "act_prof_add_member_to_group", true, true)
-            }
-            "table_indirect_remove_member_from_group" => {
-                self.legacy(api, a, out, "act_prof_remove_member_from_group", true, true)
-            }
-            "table_dump_member" => self.legacy(api, a, out, "act_prof_dump_member", false, false),
-            "table_dump_group" => self.legacy(api, a, out, "act_prof_dump_group", false, false),
-            "mc_mgrp_create" => self.mc_mgrp(api, a, out, true),
-            "mc_mgrp_destroy" => self.mc_mgrp(api, a, out, false),
-            "mc_node_create" => self.mc_node_create(api, a, out),
-            "mc_node_update" => self.mc_node_update(api, a, out),
-            "mc_node_associate" => self.mc_node_associate(api, a, out, true),
-            "mc_node_dissociate" => self.mc_node_associate(api, a, out, false),
-            "mc_node_destroy" => self.mc_node_destroy(api, a, out),
-            "mc_set_lag_membership" => self.mc_set_lag_membership(api, a, out),
-            "mc_dump" => self.mc_dump(api, out),
-            "load_new_config_file" => self.load_new_config_file(api, a, out),
-            "swap_configs" => {
-                outln!(out, "Swapping configs");
-                call(api.bm_swap_configs())
-            }
-            "meter_array_set_rates" => self.meter_array_set_rates(api, a),
-            "meter_set_rates" => self.meter_set_rates(api, a),
-            "meter_get_rates" => self.meter_get_rates(api, a, out),
-            "counter_read" => self.counter_read(api, a, out),
-            "counter_write" => self.counter_write(api, a, out),
-            "counter_reset" => self.counter_reset(api, a, out),
-            "register_read" => self.register_read(api, a, out),
-            "register_write" => self.register_write(api, a),
-            "register_reset" => self.register_reset(api, a),
-            "table_dump_entry" => self.table_dump_entry(api, a, out),
-            "act_prof_dump_member" => self.act_prof_dump_member(api, a, out),
-            "act_prof_dump_group" => self.act_prof_dump_group(api, a, out),
-            "act_prof_dump" => self.act_prof_dump(api, a, out),
-            "table_dump" => self.table_dump(api, a, out),
-            "table_dump_entry_from_key" => self.table_dump_entry_from_key(api, a, out),
-            "show_pvs" => self.show_pvs(a, out),
-            "pvs_add" => self.pvs_add_remove(api, a, true),
-            "pvs_remove" => self.pvs_add_remove(api, a, false),
-            "pvs_get" => self.pvs_get(api, a, out),
-            "pvs_clear" => self.pvs_clear(api, a),
-            "port_add" => self.port_add(api, a),
-            "port_remove" => self.port_remove(api, a),
-            "show_ports" => self.show_ports(api, a, out),
-            "switch_info" => self.switch_info(api, a, out),
-            "reset_state" => {
-                exactly(a, 0)?;
-                call(api.bm_reset_state())
-            }
-            "write_config_to_file" => self.write_config_to_file(api, a),
-            "serialize_state" => self.serialize_state(api, a),
-            "set_crc16_parameters" => self.set_crc_parameters(api, a, 16),
-            "set_crc32_parameters" => self.set_crc_parameters(api, a, 32),
-            "set_toeplitz_hash_key" => self.set_toeplitz_hash_key(api, a),
-            "set_queue_depth" => self.set_queue(api, a, true),
-            "set_queue_rate" => self.set_queue(api, a, false),
-            "mirroring_add" => self.mirroring_add(api, a, false),
-            "mirroring_add_mc" => self.mirroring_add(api, a, true),
-            "mirroring_delete" => {
-                exactly(a, 1)?;
-                let id = parse_int(a[0], "mirror_id")?;
-                call(api.mirroring_session_delete(id))
-            }
-            "mirroring_get" => {
-                exactly(a, 1)?;
-                let id = parse_int(a[0], "mirror_id")?;
-                let config = call(api.mirroring_session_get(id))?;
-                outln!(out, "{config}");
-                Ok(())
-            }
-            "digest_dump" => self.digest_dump(api, a, out),
-            "digest_ack" => self.digest_ack(api, a),
-            "get_time_elapsed" => {
-                let t = call(api.get_time_elapsed_us())?;
-                outln!(out, "{t}");
-                Ok(())
-            }
-            "get_time_since_epoch" => {
-                let t = call(api.get_time_since_epoch_us())?;
-                outln!(out, "{t}");
-                Ok(())
-            }
-            _ => Err(CliErrorKind::UnknownSyntax(
+            None => Err(CliErrorKind::UnknownSyntax(
                 format!("{cmd} {rest}").trim().to_string(),
             )),
         }
@@ -645,27 +572,41 @@ impl Cli {
     // ---------------------------------------------------------------------
     // lookups
 
+    /// The object of this kind that `name` names (a unique dotted suffix), by index.
+    fn find(&self, kind: ObjectKind, name: &str) -> Option<usize> {
+        let full = self.schema.resolve(kind, name)?;
+        self.schema.index_of(kind, full).map(|i| i as usize)
+    }
+
+    fn find_table(&self, name: &str) -> Option<&Table> {
+        self.schema.tables.get(self.find(ObjectKind::Table, name)?)
+    }
+
     fn table(&self, name: &str) -> Result<Table, CliErrorKind> {
-        self.program
-            .table(name)
+        self.find_table(name)
             .cloned()
             .ok_or_else(|| usage(format!("Invalid table name ({name})")))
     }
 
-    fn act_prof(&self, name: &str) -> Result<ActionProf, CliErrorKind> {
-        self.program
-            .action_prof(name)
+    fn act_prof(&self, name: &str) -> Result<ActionProfile, CliErrorKind> {
+        self.find(ObjectKind::Profile, name)
+            .and_then(|i| self.schema.profiles.get(i))
             .cloned()
             .ok_or_else(|| usage(format!("Invalid action profile name ({name})")))
     }
 
     /// runtime_CLI's `get_action`: a unique suffix among all actions, which
-    /// must belong to `actions`.
-    fn action_in(&self, name: &str, allowed: impl Fn(&str) -> bool) -> Option<Action> {
-        self.program
-            .action(name)
-            .filter(|a| allowed(&a.name))
-            .cloned()
+    /// must be one of `allowed` (the action of that name in the list).
+    fn action_in(&self, name: &str, allowed: &[p4jet_runtime::ActionId]) -> Option<Action> {
+        self.action_ref_in(name, allowed).cloned()
+    }
+
+    fn action_ref_in(&self, name: &str, allowed: &[p4jet_runtime::ActionId]) -> Option<&Action> {
+        let full = self.schema.resolve(ObjectKind::Action, name)?;
+        allowed
+            .iter()
+            .filter_map(|a| self.schema.action(*a))
+            .find(|a| a.name == full)
     }
 
     fn table_action(
@@ -674,7 +615,7 @@ impl Cli {
         table_name: &str,
         action_name: &str,
     ) -> Result<Action, CliErrorKind> {
-        self.action_in(action_name, |a| table.has_action(a))
+        self.action_in(action_name, &table.actions)
             .ok_or_else(|| usage(format!("Table {table_name} has no action {action_name}")))
     }
 
@@ -708,28 +649,33 @@ impl Cli {
 
     fn show_tables(&self, a: &[&str], out: &mut String) -> R {
         exactly(a, 0)?;
-        for t in self.program.tables.values() {
-            outln!(out, "{}", table_str(t));
+        let mut tables: Vec<&Table> = self.schema.tables.iter().collect();
+        tables.sort_by(|a, b| a.name.cmp(&b.name));
+        for t in tables {
+            outln!(out, "{}", table_str(&self.schema, t));
         }
         Ok(())
     }
 
     fn show_actions(&self, a: &[&str], out: &mut String) -> R {
         exactly(a, 0)?;
-        for act in self.program.actions.values() {
+        for act in self.actions_by_name(self.schema.actions.iter().map(|a| a.id)) {
             outln!(out, "{}", action_str(act));
         }
         Ok(())
     }
 
+    /// Actions sorted by name, one per name (p4c copies some per use).
+    fn actions_by_name(&self, ids: impl Iterator<Item = p4jet_runtime::ActionId>) -> Vec<&Action> {
+        let mut v: Vec<&Action> = ids.filter_map(|a| self.schema.action(a)).collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v.dedup_by(|a, b| a.name == b.name);
+        v
+    }
+
     fn print_table_actions(&self, t: &Table, out: &mut String) {
-        let mut names: Vec<&String> = t.actions.iter().collect();
-        names.sort();
-        names.dedup();
-        for n in names {
-            if let Some(act) = self.program.actions.get(n) {
-                outln!(out, "{}", action_str(act));
-            }
+        for act in self.actions_by_name(t.actions.iter().copied()) {
+            outln!(out, "{}", action_str(act));
         }
     }
 
@@ -743,7 +689,7 @@ impl Cli {
     fn table_info(&self, a: &[&str], out: &mut String) -> R {
         exactly(a, 1)?;
         let t = self.table(a[0])?;
-        outln!(out, "{}", table_str(&t));
+        outln!(out, "{}", table_str(&self.schema, &t));
         outln!(out, "{}", "*".repeat(80));
         self.print_table_actions(&t, out);
         Ok(())
@@ -751,12 +697,14 @@ impl Cli {
 
     fn show_pvs(&self, a: &[&str], out: &mut String) -> R {
         exactly(a, 0)?;
-        for v in self.program.parse_vsets.values() {
+        let mut sets: Vec<_> = self.schema.value_sets.iter().collect();
+        sets.sort_by(|a, b| a.name.cmp(&b.name));
+        for v in sets {
             outln!(
                 out,
                 "{} [compressed bitwidth:{}]",
                 py::ljust(&v.name, 30),
-                v.bitwidth
+                v.width
             );
         }
         Ok(())
@@ -765,7 +713,7 @@ impl Cli {
     // ---------------------------------------------------------------------
     // direct tables
 
-    fn table_set_default(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn table_set_default(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         at_least(a, 2)?;
         let (table_name, action_name) = (a[0], a[1]);
         let table = self.table(table_name)?;
@@ -789,32 +737,32 @@ impl Cli {
                 .collect::<Vec<_>>()
                 .join("\t")
         );
-        call(api.bm_mt_set_default_action(&table.name, &action.name, &data))
+        call(bm(rt).bm_mt_set_default_action(&table.name, &action.name, &data))
     }
 
-    fn table_reset_default(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn table_reset_default(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         exactly(a, 1)?;
         let table = self.table(a[0])?;
-        call(api.bm_mt_reset_default_entry(&table.name))
+        call(bm(rt).bm_mt_reset_default_entry(&table.name))
     }
 
-    fn table_num_entries(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn table_num_entries(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 1)?;
         let table = self.table(a[0])?;
-        let n = call(api.bm_mt_get_num_entries(&table.name))?;
+        let n = call(bm(rt).bm_mt_get_num_entries(&table.name))?;
         outln!(out, "{n}");
         Ok(())
     }
 
-    fn table_clear(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn table_clear(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         exactly(a, 1)?;
         let table = self.table(a[0])?;
-        call(api.bm_mt_clear_entries(&table.name, false))
+        call(bm(rt).bm_mt_clear_entries(&table.name, false))
     }
 
     /// Pops the priority of ternary/range tables (0 for the others).
     fn pop_priority(table: &Table, args: &mut Vec<&str>) -> Result<i32, CliErrorKind> {
-        if !table.match_kind.needs_priority() {
+        if !needs_priority(table) {
             return Ok(0);
         }
         args.pop().and_then(py::int10_i32).ok_or_else(|| {
@@ -835,8 +783,7 @@ impl Cli {
             Some((n, t)) if n == table_name => *t,
             _ => {
                 let t = self
-                    .program
-                    .table(table_name)
+                    .find_table(table_name)
                     .ok_or_else(|| usage(format!("Invalid table name ({table_name})")))?;
                 names.table = Some((table_name.to_string(), t));
                 t
@@ -846,9 +793,7 @@ impl Cli {
             Some((n, t, act)) if n == action_name && std::ptr::eq(*t, table) => *act,
             _ => {
                 let act = self
-                    .program
-                    .action(action_name)
-                    .filter(|x| table.has_action(&x.name))
+                    .action_ref_in(action_name, &table.actions)
                     .ok_or_else(|| {
                         usage(format!("Table {table_name} has no action {action_name}"))
                     })?;
@@ -857,7 +802,7 @@ impl Cli {
             }
         };
         // like pop_priority: ternary/range tables take the last argument
-        let (priority, args) = if table.match_kind.needs_priority() {
+        let (priority, args) = if needs_priority(table) {
             match a.split_last() {
                 Some((last, init)) => match py::int10_i32(last) {
                     Some(p) => (p, init),
@@ -874,11 +819,11 @@ impl Cli {
             Some(i) => (&rest[..i], &rest[i + 1..]),
             None => (&rest[..rest.len().saturating_sub(1)], &[]),
         };
-        if keys.len() != table.key.len() {
+        if keys.len() != table.keys.len() {
             return Err(usage(format!(
                 "Table {} needs {} key fields",
                 table_name,
-                table.key.len()
+                table.keys.len()
             )));
         }
         let data = self.runtime_data(action, params)?;
@@ -901,7 +846,7 @@ impl Cli {
         outln!(
             out,
             "Adding entry to {} match table {}",
-            add.table.match_kind.as_str(),
+            kind_str(add.table.match_type),
             table_name
         );
         // py::ljust(.., 20) of the labels, then a space
@@ -926,14 +871,14 @@ impl Cli {
         out.push('\n');
     }
 
-    fn table_add(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn table_add(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         let mut names = NameCache::default();
         let add = self.parse_table_add(a, &mut names)?;
         Self::echo_table_add(out, &add, a[0], a[1]);
         let options = BmAddEntryOptions {
             priority: Some(add.priority),
         };
-        let handle = call(api.bm_mt_add_entry(
+        let handle = call(bm(rt).bm_mt_add_entry(
             &add.table.name,
             &add.key,
             &add.action.name,
@@ -944,24 +889,39 @@ impl Cli {
         Ok(())
     }
 
+    /// The update a parsed `table_add` makes (as `bm_mt_add_entry` would).
+    fn add_update(add: TableAdd<'_>) -> Result<Update, RuntimeError> {
+        if !matches!(add.table.kind, TableKind::Direct) {
+            return Err(p4jet_runtime::bmv2::Bmv2Code::Table(
+                p4jet_runtime::bmv2::TableOperationErrorCode::WRONG_TABLE_TYPE,
+            )
+            .error(format!("table {} is not a direct table", add.table.name)));
+        }
+        let key = p4jet_thrift::service::key_from_bm_owned(add.key, add.priority);
+        let call = p4jet_runtime::ActionCall::new(add.action.id, add.data);
+        Ok(Update::add_direct(add.table.id, key, call))
+    }
+
     /// Runs consecutive `table_add` lines of a script (line number, command,
-    /// arguments) with one [`RuntimeApi::bm_mt_add_entries`] call: the same
+    /// arguments) with one [`Runtime::write`] batch (one publication): the same
     /// entries, handles, output and errors as running them one by one, as
     /// parsing a line does not depend on the switch and a line that fails
     /// to parse calls nothing. With `output` false, only failed lines get
     /// their output (in their [`CliError`]).
     fn add_batch(
         &self,
-        api: &mut dyn RuntimeApi,
+        rt: &mut dyn Runtime,
         lines: &[(usize, &str, &str)],
         output: bool,
         outcome: &mut ScriptOutcome,
     ) {
         let mut names = NameCache::default();
         let mut args: Vec<&str> = Vec::new();
-        // per line: the echo (empty without output), or why it failed to parse
-        let mut parsed: Vec<Result<String, CliErrorKind>> = Vec::with_capacity(lines.len());
-        let mut requests = Vec::with_capacity(lines.len());
+        // per line: the echo (empty without output) and whether it goes to the
+        // switch, or why it failed to parse
+        let mut parsed: Vec<Result<(String, Option<RuntimeError>), CliErrorKind>> =
+            Vec::with_capacity(lines.len());
+        let mut updates = Vec::with_capacity(lines.len());
         for (_, _, rest) in lines {
             args.clear();
             args.extend(rest.split_whitespace());
@@ -971,24 +931,21 @@ impl Cli {
                     if output {
                         Self::echo_table_add(&mut echo, &add, args[0], args[1]);
                     }
-                    parsed.push(Ok(echo));
-                    requests.push(BmAddEntryRequest {
-                        table_name: &add.table.name,
-                        match_key: add.key,
-                        action_name: &add.action.name,
-                        action_data: add.data,
-                        options: BmAddEntryOptions {
-                            priority: Some(add.priority),
-                        },
-                    });
+                    match Self::add_update(add) {
+                        Ok(u) => {
+                            updates.push(u);
+                            parsed.push(Ok((echo, None)));
+                        }
+                        Err(e) => parsed.push(Ok((echo, Some(e)))),
+                    }
                 }
                 Err(kind) => parsed.push(Err(kind)),
             }
         }
-        let mut results = if requests.is_empty() {
+        let mut results = if updates.is_empty() {
             Vec::new()
         } else {
-            api.bm_mt_add_entries(requests)
+            rt.write(updates, Atomicity::ContinueOnError).results
         }
         .into_iter();
         for ((line, command, rest), p) in lines.iter().zip(parsed) {
@@ -997,12 +954,20 @@ impl Cli {
                     output: String::new(),
                     kind,
                 },
-                Ok(mut echo) => {
-                    let result = results.next().unwrap_or_else(|| {
-                        Err(crate::api::ApiError::Internal(
-                            "the switch returned no result for this entry".to_string(),
-                        ))
-                    });
+                Ok((mut echo, refused)) => {
+                    let result = match refused {
+                        Some(e) => Err(e),
+                        None => match results.next() {
+                            Some(r) => r.and_then(|a| {
+                                a.entry().map(|h| h.0 as i32).ok_or_else(|| {
+                                    RuntimeError::internal("the switch gave no entry handle")
+                                })
+                            }),
+                            None => Err(RuntimeError::internal(
+                                "the switch returned no result for this entry",
+                            )),
+                        },
+                    };
                     match call(result) {
                         Ok(handle) => {
                             if output {
@@ -1036,7 +1001,7 @@ impl Cli {
         }
     }
 
-    fn table_set_timeout(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn table_set_timeout(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 3)?;
         let table = self.table(a[0])?;
         if !table.support_timeout {
@@ -1048,10 +1013,10 @@ impl Cli {
         let handle = int_arg(a[1], "entry handle")?;
         let timeout = int_arg(a[2], "timeout")?;
         outln!(out, "Setting a {timeout} ms timeout for entry {handle}");
-        call(api.bm_mt_set_entry_ttl(&table.name, handle, timeout))
+        call(bm(rt).bm_mt_set_entry_ttl(&table.name, handle, timeout))
     }
 
-    fn table_modify(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn table_modify(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         at_least(a, 3)?;
         let (table_name, action_name) = (a[0], a[1]);
         let table = self.table(table_name)?;
@@ -1067,32 +1032,32 @@ impl Cli {
             out,
             "Modifying entry {} for {} match table {}",
             handle,
-            table.match_kind.as_str(),
+            kind_str(table.match_type),
             table_name
         );
-        call(api.bm_mt_modify_entry(&table.name, handle, &action.name, &data))
+        call(bm(rt).bm_mt_modify_entry(&table.name, handle, &action.name, &data))
     }
 
-    fn table_delete(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn table_delete(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 2)?;
         let table = self.table(a[0])?;
         let handle = int_arg(a[1], "entry handle")?;
         outln!(out, "Deleting entry {} from {}", handle, a[0]);
-        call(api.bm_mt_delete_entry(&table.name, handle))
+        call(bm(rt).bm_mt_delete_entry(&table.name, handle))
     }
 
     // ---------------------------------------------------------------------
     // action profiles and indirect tables
 
     fn check_indirect(table: &Table) -> R {
-        if table.table_type == TableType::Simple {
+        if table.kind == TableKind::Direct {
             return Err(usage("Cannot run this command on non-indirect table"));
         }
         Ok(())
     }
 
     fn check_indirect_ws(table: &Table) -> R {
-        if table.table_type != TableType::IndirectWs {
+        if !matches!(table.kind, TableKind::IndirectWs(_)) {
             return Err(usage(
                 "Cannot run this command on non-indirect table, or on indirect table with no selector",
             ));
@@ -1100,8 +1065,8 @@ impl Cli {
         Ok(())
     }
 
-    fn check_act_prof_ws(ap: &ActionProf) -> R {
-        if !ap.with_selection {
+    fn check_act_prof_ws(ap: &ActionProfile) -> R {
+        if !ap.with_selector {
             return Err(usage(
                 "Cannot run this command on an action profile without selector",
             ));
@@ -1111,36 +1076,35 @@ impl Cli {
 
     fn act_prof_action(
         &self,
-        ap: &ActionProf,
+        ap: &ActionProfile,
         ap_name: &str,
         action_name: &str,
     ) -> Result<Action, CliErrorKind> {
-        self.action_in(action_name, |a| ap.actions.contains(a))
-            .ok_or_else(|| {
-                usage(format!(
-                    "Action profile '{ap_name}' has no action '{action_name}'"
-                ))
-            })
+        self.action_in(action_name, &ap.actions).ok_or_else(|| {
+            usage(format!(
+                "Action profile '{ap_name}' has no action '{action_name}'"
+            ))
+        })
     }
 
-    fn act_prof_create_member(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn act_prof_create_member(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         at_least(a, 2)?;
         let ap = self.act_prof(a[0])?;
         let action = self.act_prof_action(&ap, a[0], a[1])?;
         let data = self.runtime_data(&action, &a[2..])?;
-        let h = call(api.bm_mt_act_prof_add_member(&ap.name, &action.name, &data))?;
+        let h = call(bm(rt).bm_mt_act_prof_add_member(&ap.name, &action.name, &data))?;
         outln!(out, "Member has been created with handle {h}");
         Ok(())
     }
 
-    fn act_prof_delete_member(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn act_prof_delete_member(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         exactly(a, 2)?;
         let ap = self.act_prof(a[0])?;
         let mbr = int_arg(a[1], "member handle")?;
-        call(api.bm_mt_act_prof_delete_member(&ap.name, mbr))
+        call(bm(rt).bm_mt_act_prof_delete_member(&ap.name, mbr))
     }
 
-    fn act_prof_modify_member(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn act_prof_modify_member(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         at_least(a, 3)?;
         let ap = self.act_prof(a[0])?;
         let action = self.act_prof_action(&ap, a[0], a[1])?;
@@ -1151,12 +1115,12 @@ impl Cli {
             &a[3..]
         };
         let data = self.runtime_data(&action, params)?;
-        call(api.bm_mt_act_prof_modify_member(&ap.name, mbr, &action.name, &data))
+        call(bm(rt).bm_mt_act_prof_modify_member(&ap.name, mbr, &action.name, &data))
     }
 
     fn table_indirect_add(
         &self,
-        api: &mut dyn RuntimeApi,
+        rt: &mut dyn Runtime,
         a: &[&str],
         out: &mut String,
         ws: bool,
@@ -1178,11 +1142,11 @@ impl Cli {
         }
         let keys = &args[1..i];
         let handle = int_arg(args[i + 1], "handle")?;
-        if keys.len() != table.key.len() {
+        if keys.len() != table.keys.len() {
             return Err(usage(format!(
                 "Table {} needs {} key fields",
                 a[0],
-                table.key.len()
+                table.keys.len()
             )));
         }
         let key = values::parse_match_key(&table, keys)?;
@@ -1191,24 +1155,24 @@ impl Cli {
             priority: Some(priority),
         };
         let h = if ws {
-            call(api.bm_mt_indirect_ws_add_entry(&table.name, &key, handle, options))?
+            call(bm(rt).bm_mt_indirect_ws_add_entry(&table.name, &key, handle, options))?
         } else {
-            call(api.bm_mt_indirect_add_entry(&table.name, &key, handle, options))?
+            call(bm(rt).bm_mt_indirect_add_entry(&table.name, &key, handle, options))?
         };
         outln!(out, "Entry has been added with handle {h}");
         Ok(())
     }
 
-    fn table_indirect_delete(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn table_indirect_delete(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 2)?;
         let table = self.table(a[0])?;
         Self::check_indirect(&table)?;
         let handle = int_arg(a[1], "entry handle")?;
         outln!(out, "Deleting entry {} from {}", handle, a[0]);
-        call(api.bm_mt_indirect_delete_entry(&table.name, handle))
+        call(bm(rt).bm_mt_indirect_delete_entry(&table.name, handle))
     }
 
-    fn table_indirect_set_default(&self, api: &mut dyn RuntimeApi, a: &[&str], ws: bool) -> R {
+    fn table_indirect_set_default(&self, rt: &mut dyn Runtime, a: &[&str], ws: bool) -> R {
         exactly(a, 2)?;
         let table = self.table(a[0])?;
         if ws {
@@ -1218,45 +1182,45 @@ impl Cli {
         }
         let handle = int_arg(a[1], "handle")?;
         if ws {
-            call(api.bm_mt_indirect_ws_set_default_group(&table.name, handle))
+            call(bm(rt).bm_mt_indirect_ws_set_default_group(&table.name, handle))
         } else {
-            call(api.bm_mt_indirect_set_default_member(&table.name, handle))
+            call(bm(rt).bm_mt_indirect_set_default_member(&table.name, handle))
         }
     }
 
-    fn table_indirect_reset_default(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn table_indirect_reset_default(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         exactly(a, 1)?;
         let table = self.table(a[0])?;
-        call(api.bm_mt_indirect_reset_default_entry(&table.name))
+        call(bm(rt).bm_mt_indirect_reset_default_entry(&table.name))
     }
 
-    fn act_prof_create_group(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn act_prof_create_group(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 1)?;
         let ap = self.act_prof(a[0])?;
         Self::check_act_prof_ws(&ap)?;
-        let h = call(api.bm_mt_act_prof_create_group(&ap.name))?;
+        let h = call(bm(rt).bm_mt_act_prof_create_group(&ap.name))?;
         outln!(out, "Group has been created with handle {h}");
         Ok(())
     }
 
-    fn act_prof_delete_group(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn act_prof_delete_group(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         exactly(a, 2)?;
         let ap = self.act_prof(a[0])?;
         Self::check_act_prof_ws(&ap)?;
         let grp = int_arg(a[1], "group handle")?;
-        call(api.bm_mt_act_prof_delete_group(&ap.name, grp))
+        call(bm(rt).bm_mt_act_prof_delete_group(&ap.name, grp))
     }
 
-    fn act_prof_member_group(&self, api: &mut dyn RuntimeApi, a: &[&str], add: bool) -> R {
+    fn act_prof_member_group(&self, rt: &mut dyn Runtime, a: &[&str], add: bool) -> R {
         exactly(a, 3)?;
         let ap = self.act_prof(a[0])?;
         Self::check_act_prof_ws(&ap)?;
         let mbr = int_arg(a[1], "member handle")?;
         let grp = int_arg(a[2], "group handle")?;
         if add {
-            call(api.bm_mt_act_prof_add_member_to_group(&ap.name, mbr, grp))
+            call(bm(rt).bm_mt_act_prof_add_member_to_group(&ap.name, mbr, grp))
         } else {
-            call(api.bm_mt_act_prof_remove_member_from_group(&ap.name, mbr, grp))
+            call(bm(rt).bm_mt_act_prof_remove_member_from_group(&ap.name, mbr, grp))
         }
     }
 
@@ -1264,7 +1228,7 @@ impl Cli {
     /// the table's action profile replaces the table name.
     fn legacy(
         &mut self,
-        api: &mut dyn RuntimeApi,
+        rt: &mut dyn Runtime,
         a: &[&str],
         out: &mut String,
         substitute: &str,
@@ -1278,14 +1242,10 @@ impl Cli {
         } else {
             Self::check_indirect(&table)?;
         }
-        let Some(ap_name) = table.action_prof.clone() else {
+        let Some(ap) = table.kind.profile().and_then(|p| self.schema.profile(p)) else {
             return Err(usage("Cannot run this command on non-indirect table"));
         };
-        let ref_cnt = self
-            .program
-            .action_profs
-            .get(&ap_name)
-            .map_or(0, |ap| ap.ref_cnt);
+        let (ap_name, ref_cnt) = (ap.name.clone(), ap.tables.len());
         if strict && ref_cnt > 1 {
             return Err(usage(
                 "Legacy command does not work with shared action profiles",
@@ -1293,37 +1253,37 @@ impl Cli {
         }
         let mut args = a.to_vec();
         args[0] = &ap_name;
-        self.dispatch(api, substitute, &args.join(" "), out)
+        self.dispatch(rt, substitute, &args.join(" "), out)
     }
 
-    fn act_prof_dump_member(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn act_prof_dump_member(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 2)?;
         let ap = self.act_prof(a[0])?;
         let mbr = int_arg(a[1], "member handle")?;
-        let m = call(api.bm_mt_act_prof_get_member(&ap.name, mbr))?;
+        let m = call(bm(rt).bm_mt_act_prof_get_member(&ap.name, mbr))?;
         dump_one_member(out, &m);
         Ok(())
     }
 
-    fn act_prof_dump_group(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn act_prof_dump_group(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 2)?;
         let ap = self.act_prof(a[0])?;
         let grp = int_arg(a[1], "group handle")?;
-        let g = call(api.bm_mt_act_prof_get_group(&ap.name, grp))?;
+        let g = call(bm(rt).bm_mt_act_prof_get_group(&ap.name, grp))?;
         dump_one_group(out, &g);
         Ok(())
     }
 
-    fn dump_act_prof(api: &mut dyn RuntimeApi, ap: &ActionProf, out: &mut String) -> R {
-        let members = call(api.bm_mt_act_prof_get_members(&ap.name))?;
+    fn dump_act_prof(rt: &mut dyn Runtime, ap: &ActionProfile, out: &mut String) -> R {
+        let members = call(bm(rt).bm_mt_act_prof_get_members(&ap.name))?;
         outln!(out, "==========");
         outln!(out, "MEMBERS");
         for m in &members {
             outln!(out, "**********");
             dump_one_member(out, m);
         }
-        if ap.with_selection {
-            let groups = call(api.bm_mt_act_prof_get_groups(&ap.name))?;
+        if ap.with_selector {
+            let groups = call(bm(rt).bm_mt_act_prof_get_groups(&ap.name))?;
             outln!(out, "==========");
             outln!(out, "GROUPS");
             for g in &groups {
@@ -1334,42 +1294,38 @@ impl Cli {
         Ok(())
     }
 
-    fn act_prof_dump(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn act_prof_dump(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 1)?;
         let ap = self.act_prof(a[0])?;
-        Self::dump_act_prof(api, &ap, out)
+        Self::dump_act_prof(rt, &ap, out)
     }
 
     // ---------------------------------------------------------------------
     // dumps
 
-    fn table_dump_entry(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn table_dump_entry(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 2)?;
         let table = self.table(a[0])?;
         let handle = int_arg(a[1], "entry handle")?;
-        let e = call(api.bm_mt_get_entry(&table.name, handle))?;
+        let e = call(bm(rt).bm_mt_get_entry(&table.name, handle))?;
         dump_one_entry(out, &table, &e);
         Ok(())
     }
 
-    fn table_dump(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn table_dump(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 1)?;
         let table = self.table(a[0])?;
-        let entries = call(api.bm_mt_get_entries(&table.name))?;
+        let entries = call(bm(rt).bm_mt_get_entries(&table.name))?;
         outln!(out, "==========");
         outln!(out, "TABLE ENTRIES");
         for e in &entries {
             outln!(out, "**********");
             dump_one_entry(out, &table, e);
         }
-        let ap = table
-            .action_prof
-            .as_ref()
-            .and_then(|n| self.program.action_profs.get(n));
-        if let (TableType::Indirect | TableType::IndirectWs, Some(ap)) = (table.table_type, ap) {
-            Self::dump_act_prof(api, ap, out)?;
+        if let Some(ap) = table.kind.profile().and_then(|p| self.schema.profile(p)) {
+            Self::dump_act_prof(rt, ap, out)?;
         }
-        let default = call(api.bm_mt_get_default_entry(&table.name))?;
+        let default = call(bm(rt).bm_mt_get_default_entry(&table.name))?;
         outln!(out, "==========");
         outln!(out, "Dumping default entry");
         dump_action_entry(out, &default);
@@ -1377,29 +1333,24 @@ impl Cli {
         Ok(())
     }
 
-    fn table_dump_entry_from_key(
-        &self,
-        api: &mut dyn RuntimeApi,
-        a: &[&str],
-        out: &mut String,
-    ) -> R {
+    fn table_dump_entry_from_key(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         at_least(a, 1)?;
         let table = self.table(a[0])?;
         let mut args = a.to_vec();
         let priority = Self::pop_priority(&table, &mut args)?;
         let keys = &args[1..];
-        if keys.len() != table.key.len() {
+        if keys.len() != table.keys.len() {
             return Err(usage(format!(
                 "Table {} needs {} key fields",
                 a[0],
-                table.key.len()
+                table.keys.len()
             )));
         }
         let key = values::parse_match_key(&table, keys)?;
         let options = BmAddEntryOptions {
             priority: Some(priority),
         };
-        let e = call(api.bm_mt_get_entry_from_key(&table.name, &key, options))?;
+        let e = call(bm(rt).bm_mt_get_entry_from_key(&table.name, &key, options))?;
         dump_one_entry(out, &table, &e);
         Ok(())
     }
@@ -1430,7 +1381,7 @@ impl Cli {
                 description, w[0]
             )));
         }
-        Ok(crate::api::ports_to_port_map(&nums))
+        Ok(p4jet_thrift::types::ports_to_port_map(&nums))
     }
 
     fn ports_and_lags(args: &[&str]) -> Result<(String, String), CliErrorKind> {
@@ -1448,19 +1399,19 @@ impl Cli {
         ))
     }
 
-    fn mc_mgrp(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String, create: bool) -> R {
+    fn mc_mgrp(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String, create: bool) -> R {
         exactly(a, 1)?;
         let mgrp = Self::mgrp(a[0])?;
         if create {
             outln!(out, "Creating multicast group {mgrp}");
-            call(api.bm_mc_mgrp_create(mgrp)).map(|_| ())
+            call(bm(rt).bm_mc_mgrp_create(mgrp)).map(|_| ())
         } else {
             outln!(out, "Destroying multicast group {mgrp}");
-            call(api.bm_mc_mgrp_destroy(mgrp))
+            call(bm(rt).bm_mc_mgrp_destroy(mgrp))
         }
     }
 
-    fn mc_node_create(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn mc_node_create(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         at_least(a, 1)?;
         let rid = py::int10_i32(a[0]).ok_or_else(|| usage("Bad format for rid"))?;
         let (ports, lags) = Self::ports_and_lags(a)?;
@@ -1468,12 +1419,12 @@ impl Cli {
             out,
             "Creating node with rid {rid} , port map {ports} and lag map {lags}"
         );
-        let h = call(api.bm_mc_node_create(rid, &ports, &lags))?;
+        let h = call(bm(rt).bm_mc_node_create(rid, &ports, &lags))?;
         outln!(out, "node was created with handle {h}");
         Ok(())
     }
 
-    fn mc_node_update(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn mc_node_update(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         at_least(a, 2)?;
         let h = Self::node_handle(a[0])?;
         let (ports, lags) = Self::ports_and_lags(a)?;
@@ -1481,12 +1432,12 @@ impl Cli {
             out,
             "Updating node {h} with port map {ports} and lag map {lags}"
         );
-        call(api.bm_mc_node_update(h, &ports, &lags))
+        call(bm(rt).bm_mc_node_update(h, &ports, &lags))
     }
 
     fn mc_node_associate(
         &self,
-        api: &mut dyn RuntimeApi,
+        rt: &mut dyn Runtime,
         a: &[&str],
         out: &mut String,
         assoc: bool,
@@ -1496,32 +1447,32 @@ impl Cli {
         let h = Self::node_handle(a[1])?;
         if assoc {
             outln!(out, "Associating node {h} to multicast group {mgrp}");
-            call(api.bm_mc_node_associate(mgrp, h))
+            call(bm(rt).bm_mc_node_associate(mgrp, h))
         } else {
             outln!(out, "Dissociating node {h} from multicast group {mgrp}");
-            call(api.bm_mc_node_dissociate(mgrp, h))
+            call(bm(rt).bm_mc_node_dissociate(mgrp, h))
         }
     }
 
-    fn mc_node_destroy(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn mc_node_destroy(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 1)?;
         let h = Self::node_handle(a[0])?;
         outln!(out, "Destroying node {h}");
-        call(api.bm_mc_node_destroy(h))
+        call(bm(rt).bm_mc_node_destroy(h))
     }
 
-    fn mc_set_lag_membership(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn mc_set_lag_membership(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         at_least(a, 2)?;
         let lag = py::int10_i64(a[0])
             .and_then(|v| i16::try_from(v).ok())
             .ok_or_else(|| usage("Bad format for lag index"))?;
         let ports = Self::ports_to_port_map(&a[1..], "lag")?;
         outln!(out, "Setting lag membership: {lag} <- {ports}");
-        call(api.bm_mc_set_lag_membership(lag, &ports))
+        call(bm(rt).bm_mc_set_lag_membership(lag, &ports))
     }
 
-    fn mc_dump(&self, api: &mut dyn RuntimeApi, out: &mut String) -> R {
-        let text = call(api.bm_mc_get_entries())?;
+    fn mc_dump(&self, rt: &mut dyn Runtime, out: &mut String) -> R {
+        let text = call(bm(rt).bm_mc_get_entries())?;
         let Ok(json) = serde_json::from_str::<Value>(&text) else {
             outln!(out, "Exception when retrieving MC entries");
             return Ok(());
@@ -1593,12 +1544,7 @@ impl Cli {
     // ---------------------------------------------------------------------
     // configuration
 
-    fn load_new_config_file(
-        &mut self,
-        api: &mut dyn RuntimeApi,
-        a: &[&str],
-        out: &mut String,
-    ) -> R {
+    fn load_new_config_file(&mut self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 1)?;
         let path = std::path::Path::new(a[0]);
         if !path.is_file() {
@@ -1609,28 +1555,28 @@ impl Cli {
         if serde_json::from_str::<Value>(&text).is_err() {
             return Err(usage("Not a valid JSON file"));
         }
-        let program = Program::from_json_str(&text).map_err(|e| usage(e.to_string()))?;
-        call(api.bm_load_new_config(&text))?;
+        let schema = Schema::shared_from_json(&text).map_err(|e| usage(e.to_string()))?;
+        call(bm(rt).bm_load_new_config(&text))?;
         // Like simple_switch_CLI, the CLI switches to the new program at once.
-        self.program = program;
+        self.schema = schema;
         Ok(())
     }
 
-    fn write_config_to_file(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn write_config_to_file(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         exactly(a, 1)?;
-        let json = call(api.bm_get_config())?;
+        let json = call(bm(rt).bm_get_config())?;
         std::fs::write(a[0], json).map_err(|e| usage(format!("cannot write {}: {}", a[0], e)))
     }
 
-    fn serialize_state(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn serialize_state(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         exactly(a, 1)?;
-        let state = call(api.bm_serialize_state())?;
+        let state = call(bm(rt).bm_serialize_state())?;
         std::fs::write(a[0], state).map_err(|e| usage(format!("cannot write {}: {}", a[0], e)))
     }
 
-    fn switch_info(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn switch_info(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 0)?;
-        let info = call(api.bm_mgmt_get_info())?;
+        let info = call(bm(rt).bm_mgmt_get_info())?;
         let opt = |s: &Option<String>| s.clone().unwrap_or_else(|| "None".to_string());
         let rows = [
             ("device_id", info.device_id.to_string()),
@@ -1646,24 +1592,24 @@ impl Cli {
         Ok(())
     }
 
-    fn port_add(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn port_add(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         at_least(a, 2)?;
         let port = py::int10_i32(a[1])
             .ok_or_else(|| usage("Bad format for port_num, must be an integer"))?;
         let pcap = a.get(2).copied().unwrap_or("");
-        call(api.bm_dev_mgr_add_port(a[0], port, pcap))
+        call(bm(rt).bm_dev_mgr_add_port(a[0], port, pcap))
     }
 
-    fn port_remove(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn port_remove(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         exactly(a, 1)?;
         let port = py::int10_i32(a[0])
             .ok_or_else(|| usage("Bad format for port_num, must be an integer"))?;
-        call(api.bm_dev_mgr_remove_port(port))
+        call(bm(rt).bm_dev_mgr_remove_port(port))
     }
 
-    fn show_ports(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn show_ports(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 0)?;
-        let ports = call(api.bm_dev_mgr_show_ports())?;
+        let ports = call(bm(rt).bm_dev_mgr_show_ports())?;
         outln!(
             out,
             "{}{}{}extra info",
@@ -1692,10 +1638,20 @@ impl Cli {
         Ok(())
     }
 
-    fn set_crc_parameters(&self, api: &mut dyn RuntimeApi, a: &[&str], width: u32) -> R {
+    fn set_crc_parameters(&self, rt: &mut dyn Runtime, a: &[&str], width: u32) -> R {
         exactly(a, 6)?;
         let name = a[0];
-        if self.program.custom_crc_calcs.get(name) != Some(&width) {
+        let algo = if width == 16 {
+            CalcAlgo::Crc16Custom
+        } else {
+            CalcAlgo::Crc32Custom
+        };
+        if !self
+            .schema
+            .calculations
+            .iter()
+            .any(|c| c.name == name && c.algo == algo)
+        {
             return Err(usage(format!("Invalid crc{width}_custom name ({name})")));
         }
         // runtime_CLI's hex_to_i16 / hex_to_i32: int(x, 0), at most `width`
@@ -1732,7 +1688,7 @@ impl Cli {
                 data_reflected: refl_data,
                 remainder_reflected: refl_rem,
             };
-            call(api.bm_set_crc16_custom_parameters(name, config))
+            call(bm(rt).bm_set_crc16_custom_parameters(name, config))
         } else {
             let config = BmCrc32Config {
                 polynomial: poly,
@@ -1741,11 +1697,11 @@ impl Cli {
                 data_reflected: refl_data,
                 remainder_reflected: refl_rem,
             };
-            call(api.bm_set_crc32_custom_parameters(name, config))
+            call(bm(rt).bm_set_crc32_custom_parameters(name, config))
         }
     }
 
-    fn set_toeplitz_hash_key(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn set_toeplitz_hash_key(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         exactly(a, 2)?;
         let s = a[1].as_bytes();
         if !s.len().is_multiple_of(2) || !s.iter().all(u8::is_ascii_hexdigit) {
@@ -1764,7 +1720,7 @@ impl Cli {
                 "Toeplitz hash key must be a multiple of 4 bytes in length",
             ));
         }
-        call(api.bm_set_toeplitz_hash_key(a[0], &key))
+        call(bm(rt).bm_set_toeplitz_hash_key(a[0], &key))
     }
 
     // ---------------------------------------------------------------------
@@ -1801,40 +1757,45 @@ impl Cli {
             .collect()
     }
 
-    fn meter(&self, name: &str) -> Result<crate::program::MeterArray, CliErrorKind> {
-        self.program
-            .meter_array(name)
+    fn meter(&self, name: &str) -> Result<p4jet_runtime::schema::Meter, CliErrorKind> {
+        self.find(ObjectKind::Meter, name)
+            .and_then(|i| self.schema.meters.get(i))
             .cloned()
             .ok_or_else(|| usage(format!("Invalid meter name ({name})")))
     }
 
-    fn meter_array_set_rates(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
-        at_least(a, 1)?;
-        let meter = self.meter(a[0])?;
-        let rates = Self::meter_rates(&a[1..], meter.rate_count)?;
-        call(api.bm_meter_array_set_rates(&meter.name, &rates))
+    /// The name of the table of a direct counter or meter.
+    fn binding(&self, t: Option<p4jet_runtime::TableId>) -> Option<String> {
+        t.and_then(|t| self.schema.table(t)).map(|t| t.name.clone())
     }
 
-    fn meter_set_rates(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn meter_array_set_rates(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
+        at_least(a, 1)?;
+        let meter = self.meter(a[0])?;
+        let rates = Self::meter_rates(&a[1..], meter.rate_count as usize)?;
+        call(bm(rt).bm_meter_array_set_rates(&meter.name, &rates))
+    }
+
+    fn meter_set_rates(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         at_least(a, 2)?;
         let meter = self.meter(a[0])?;
         let index = int_arg(a[1], "index")?;
-        let rates = Self::meter_rates(&a[2..], meter.rate_count)?;
-        match &meter.binding {
-            Some(table) => call(api.bm_mt_set_meter_rates(table, index, &rates)),
-            None => call(api.bm_meter_set_rates(&meter.name, index, &rates)),
+        let rates = Self::meter_rates(&a[2..], meter.rate_count as usize)?;
+        match &self.binding(meter.direct_table) {
+            Some(table) => call(bm(rt).bm_mt_set_meter_rates(table, index, &rates)),
+            None => call(bm(rt).bm_meter_set_rates(&meter.name, index, &rates)),
         }
     }
 
-    fn meter_get_rates(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn meter_get_rates(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 2)?;
         let meter = self.meter(a[0])?;
         let index = int_arg(a[1], "index")?;
-        let rates = match &meter.binding {
-            Some(table) => call(api.bm_mt_get_meter_rates(table, index))?,
-            None => call(api.bm_meter_get_rates(&meter.name, index))?,
+        let rates = match &self.binding(meter.direct_table) {
+            Some(table) => call(bm(rt).bm_mt_get_meter_rates(table, index))?,
+            None => call(bm(rt).bm_meter_get_rates(&meter.name, index))?,
         };
-        if rates.len() != meter.rate_count {
+        if rates.len() != meter.rate_count as usize {
             outln!(
                 out,
                 "WARNING: expected {} rates but only received {}",
@@ -1854,23 +1815,23 @@ impl Cli {
         Ok(())
     }
 
-    fn counter(&self, name: &str) -> Result<crate::program::CounterArray, CliErrorKind> {
-        self.program
-            .counter_array(name)
+    fn counter(&self, name: &str) -> Result<p4jet_runtime::schema::Counter, CliErrorKind> {
+        self.find(ObjectKind::Counter, name)
+            .and_then(|i| self.schema.counters.get(i))
             .cloned()
             .ok_or_else(|| usage(format!("Invalid counter name ({name})")))
     }
 
-    fn counter_read(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn counter_read(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 2)?;
         let counter = self.counter(a[0])?;
         let index = int_arg(a[1], "index")?;
-        let value = match &counter.binding {
+        let value = match &self.binding(counter.direct_table) {
             Some(table) => {
                 outln!(out, "this is the direct counter for table {table}");
-                call(api.bm_mt_read_counter(table, index))?
+                call(bm(rt).bm_mt_read_counter(table, index))?
             }
-            None => call(api.bm_counter_read(&counter.name, index))?,
+            None => call(bm(rt).bm_counter_read(&counter.name, index))?,
         };
         outln!(
             out,
@@ -1883,7 +1844,7 @@ impl Cli {
         Ok(())
     }
 
-    fn counter_write(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn counter_write(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 4)?;
         let counter = self.counter(a[0])?;
         let index = int_arg(a[1], "index")?;
@@ -1894,77 +1855,77 @@ impl Cli {
             bytes: bytes as u64,
             packets: packets as u64,
         };
-        match &counter.binding {
+        match &self.binding(counter.direct_table) {
             Some(table) => {
                 outln!(out, "writing to direct counter for table {table}");
-                call(api.bm_mt_write_counter(table, index, value))?;
+                call(bm(rt).bm_mt_write_counter(table, index, value))?;
             }
-            None => call(api.bm_counter_write(&counter.name, index, value))?,
+            None => call(bm(rt).bm_counter_write(&counter.name, index, value))?,
         }
         outln!(out, "{}[{}] has been updated", a[0], index);
         Ok(())
     }
 
-    fn counter_reset(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn counter_reset(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 1)?;
         let counter = self.counter(a[0])?;
-        match &counter.binding {
+        match &self.binding(counter.direct_table) {
             Some(table) => {
                 outln!(out, "this is the direct counter for table {table}");
-                call(api.bm_mt_reset_counters(table))
+                call(bm(rt).bm_mt_reset_counters(table))
             }
-            None => call(api.bm_counter_reset_all(&counter.name)),
+            None => call(bm(rt).bm_counter_reset_all(&counter.name)),
         }
     }
 
-    fn register(&self, name: &str) -> Result<crate::program::RegisterArray, CliErrorKind> {
-        self.program
-            .register_array(name)
+    fn register(&self, name: &str) -> Result<p4jet_runtime::schema::Register, CliErrorKind> {
+        self.find(ObjectKind::Register, name)
+            .and_then(|i| self.schema.registers.get(i))
             .cloned()
             .ok_or_else(|| usage(format!("Invalid register name ({name})")))
     }
 
-    fn register_read(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn register_read(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         at_least(a, 1)?;
         let reg = self.register(a[0])?;
         if a.len() > 1 {
             exactly(a, 2)?;
             let index = int_arg(a[1], "index")?;
-            let v = call(api.bm_register_read(&reg.name, index))?;
+            let v = call(bm(rt).bm_register_read(&reg.name, index))?;
             outln!(out, "{}[{}]= {}", a[0], index, v);
         } else {
-            let values = call(api.bm_register_read_all(&reg.name))?;
+            let values = call(bm(rt).bm_register_read_all(&reg.name))?;
             let values: Vec<String> = values.iter().map(i64::to_string).collect();
             outln!(out, "{}= {}", a[0], values.join(", "));
         }
         Ok(())
     }
 
-    fn register_write(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn register_write(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         exactly(a, 3)?;
         let reg = self.register(a[0])?;
         let index = int_arg(a[1], "index")?;
         let value =
             py::int10_i64(a[2]).ok_or_else(|| usage("Bad format for value, must be an integer"))?;
-        call(api.bm_register_write(&reg.name, index, value))
+        call(bm(rt).bm_register_write(&reg.name, index, value))
     }
 
-    fn register_reset(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn register_reset(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         exactly(a, 1)?;
         let reg = self.register(a[0])?;
-        call(api.bm_register_reset(&reg.name))
+        call(bm(rt).bm_register_reset(&reg.name))
     }
 
-    fn learn_list(&self, name: &str) -> Result<&crate::program::LearnList, CliErrorKind> {
-        self.program
-            .learn_lists
-            .get(name)
+    fn learn_list(&self, name: &str) -> Result<&p4jet_runtime::schema::Digest, CliErrorKind> {
+        self.schema
+            .digest_by_name(name)
+            .and_then(|d| self.schema.digest(d))
             .ok_or_else(|| usage(format!("Invalid learn list name ({name})")))
     }
 
     /// `digest_dump [<learn list> [<count>]]` (p4jet): the switch's latest learning
     /// notifications, then the samples waiting to be sent.
-    fn digest_dump(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn digest_dump(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         if a.len() > 2 {
             return Err(usage(format!(
                 "Wrong number of args, expected at most 2 but got {}",
@@ -1982,94 +1943,94 @@ impl Cli {
             },
             None => 0,
         };
-        let text = call(api.p4jet_learning_dump(&name, count))?;
+        let text = call(bm(rt).p4jet_learning_dump(&name, count))?;
         out.push_str(&text);
         Ok(())
     }
 
     /// `digest_ack <learn list> <buffer id>` (p4jet): `bm_learning_ack_buffer`, so
     /// that the buffer's samples pass the learning filter again.
-    fn digest_ack(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn digest_ack(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         exactly(a, 2)?;
         let list = self.learn_list(a[0])?;
-        let id = i32::try_from(list.id)
-            .map_err(|_| usage(format!("learn list id {} out of range", list.id)))?;
+        let id = i32::try_from(list.json_id)
+            .map_err(|_| usage(format!("learn list id {} out of range", list.json_id)))?;
         let buffer = py::parse_int(a[1], 10)
             .and_then(|v| v.to_i64())
             .ok_or_else(|| usage("Bad format for buffer id, expected integer"))?;
-        call(api.bm_learning_ack_buffer(id, buffer))
+        call(bm(rt).bm_learning_ack_buffer(id, buffer))
     }
 
-    fn pvs(&self, name: &str) -> Result<crate::program::ParseVSet, CliErrorKind> {
-        self.program
-            .parse_vset(name)
+    fn pvs(&self, name: &str) -> Result<p4jet_runtime::schema::ValueSet, CliErrorKind> {
+        self.find(ObjectKind::ValueSet, name)
+            .and_then(|i| self.schema.value_sets.get(i))
             .cloned()
             .ok_or_else(|| usage(format!("Invalid parser value set name ({name})")))
     }
 
-    fn pvs_add_remove(&self, api: &mut dyn RuntimeApi, a: &[&str], add: bool) -> R {
+    fn pvs_add_remove(&self, rt: &mut dyn Runtime, a: &[&str], add: bool) -> R {
         exactly(a, 2)?;
         let pvs = self.pvs(a[0])?;
-        let v = values::parse_pvs_value(a[1], pvs.bitwidth).map_err(usage)?;
+        let v = values::parse_pvs_value(a[1], pvs.width).map_err(usage)?;
         if add {
-            call(api.bm_parse_vset_add(&pvs.name, &v))
+            call(bm(rt).bm_parse_vset_add(&pvs.name, &v))
         } else {
-            call(api.bm_parse_vset_remove(&pvs.name, &v))
+            call(bm(rt).bm_parse_vset_remove(&pvs.name, &v))
         }
     }
 
-    fn pvs_get(&self, api: &mut dyn RuntimeApi, a: &[&str], out: &mut String) -> R {
+    fn pvs_get(&self, rt: &mut dyn Runtime, a: &[&str], out: &mut String) -> R {
         exactly(a, 1)?;
         let pvs = self.pvs(a[0])?;
-        for v in call(api.bm_parse_vset_get(&pvs.name))? {
+        for v in call(bm(rt).bm_parse_vset_get(&pvs.name))? {
             outln!(out, "{}", py::hexstr(&v));
         }
         Ok(())
     }
 
-    fn pvs_clear(&self, api: &mut dyn RuntimeApi, a: &[&str]) -> R {
+    fn pvs_clear(&self, rt: &mut dyn Runtime, a: &[&str]) -> R {
         exactly(a, 1)?;
         let pvs = self.pvs(a[0])?;
-        call(api.bm_parse_vset_clear(&pvs.name))
+        call(bm(rt).bm_parse_vset_clear(&pvs.name))
     }
 
     // ---------------------------------------------------------------------
     // simple_switch
 
-    fn set_queue(&self, api: &mut dyn RuntimeApi, a: &[&str], depth: bool) -> R {
+    fn set_queue(&self, rt: &mut dyn Runtime, a: &[&str], depth: bool) -> R {
         at_least(a, 1)?;
         let what = if depth { "nb_pkts" } else { "rate_pps" };
         let v = parse_int(a[0], what)?;
         match a.len() {
             1 => {
                 if depth {
-                    call(api.set_all_egress_queue_depths(v))?;
+                    call(bm(rt).set_all_egress_queue_depths(v))?;
                 } else {
-                    call(api.set_all_egress_queue_rates(i64::from(v)))?;
+                    call(bm(rt).set_all_egress_queue_rates(i64::from(v)))?;
                 }
             }
             2 => {
                 let port = parse_int(a[1], "egress_port")?;
                 if depth {
-                    call(api.set_egress_queue_depth(port, v))?;
+                    call(bm(rt).set_egress_queue_depth(port, v))?;
                 } else {
-                    call(api.set_egress_queue_rate(port, i64::from(v)))?;
+                    call(bm(rt).set_egress_queue_rate(port, i64::from(v)))?;
                 }
             }
             _ => {
                 let port = parse_int(a[1], "egress_port")?;
                 let prio = parse_int(a[2], "priority")?;
                 if depth {
-                    call(api.set_egress_priority_queue_depth(port, prio, v))?;
+                    call(bm(rt).set_egress_priority_queue_depth(port, prio, v))?;
                 } else {
-                    call(api.set_egress_priority_queue_rate(port, prio, i64::from(v)))?;
+                    call(bm(rt).set_egress_priority_queue_rate(port, prio, i64::from(v)))?;
                 }
             }
         }
         Ok(())
     }
 
-    fn mirroring_add(&self, api: &mut dyn RuntimeApi, a: &[&str], mc: bool) -> R {
+    fn mirroring_add(&self, rt: &mut dyn Runtime, a: &[&str], mc: bool) -> R {
         exactly(a, 2)?;
         let id = parse_int(a[0], "mirror_id")?;
         let config = if mc {
@@ -2083,18 +2044,18 @@ impl Cli {
                 mgid: None,
             }
         };
-        call(api.mirroring_session_add(id, config))
+        call(bm(rt).mirroring_session_add(id, config))
     }
 }
 
 /// Parses a match key for `table` from simple_switch_CLI key syntax
 /// (`v`, `v/len`, `v&&&mask`, `lo->hi`, `0|1`), one string per key field.
 pub fn parse_match_key(table: &Table, fields: &[&str]) -> Result<Vec<BmMatchParam>, CliErrorKind> {
-    if fields.len() != table.key.len() {
+    if fields.len() != table.keys.len() {
         return Err(usage(format!(
             "Table {} needs {} key fields",
             table.name,
-            table.key.len()
+            table.keys.len()
         )));
     }
     values::parse_match_key(table, fields)

@@ -4,9 +4,9 @@ use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 
 use super::CliErrorKind;
-use crate::api::BmMatchParam;
-use crate::program::{Action, MatchKind, Table};
 use crate::py::{self, PyInt};
+use p4jet_runtime::schema::{Action, MatchKind, Table};
+use p4jet_thrift::types::BmMatchParam;
 
 /// Encodes `v` big-endian in `num` bytes like runtime_CLI's `int_to_bytes`:
 /// negative values encode as zeros (its loop only runs while the value is
@@ -144,8 +144,8 @@ pub(crate) fn parse_runtime_data(
     params
         .iter()
         .zip(&action.params)
-        .map(|(p, (_, bw))| {
-            parse_value(p, *bw)
+        .map(|(p, param)| {
+            parse_value(p, param.width)
                 .map_err(|e| CliErrorKind::RuntimeData(format!("Error while parsing {p} - {e}")))
         })
         .collect()
@@ -161,9 +161,9 @@ pub(crate) fn parse_match_key(
             .map_err(|e| CliErrorKind::MatchKey(format!("Error while parsing {field} - {e}")))
     };
     let mut params = Vec::with_capacity(fields.len());
-    for (field, key) in fields.iter().zip(&table.key) {
-        let bw = key.bitwidth;
-        let param = match key.match_kind {
+    for (field, key) in fields.iter().zip(&table.keys) {
+        let bw = key.width;
+        let param = match key.kind {
             MatchKind::Exact => BmMatchParam::Exact {
                 key: value(field, bw)?,
             },
@@ -182,7 +182,7 @@ pub(crate) fn parse_match_key(
                 };
                 BmMatchParam::Lpm { key, prefix_length }
             }
-            MatchKind::Ternary => {
+            MatchKind::Ternary | MatchKind::Optional => {
                 let parts: Vec<&str> = field.split("&&&").collect();
                 let [k, m] = parts[..] else {
                     return Err(CliErrorKind::MatchKey(format!(

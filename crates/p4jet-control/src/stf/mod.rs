@@ -51,7 +51,8 @@ pub use compare::{
 };
 
 use crate::cli::Cli;
-use crate::program::{Action, KeyField, MatchKind, Program, Table};
+use p4jet_runtime::Schema as Program;
+use p4jet_runtime::schema::{Action, KeyField, MatchKind, ObjectKind, Table};
 
 /// One statement of an STF file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -628,10 +629,20 @@ fn show(t: &Tok) -> String {
 
 /// bmv2stf.py's `tableByName`, plus dotted suffixes.
 fn find_table<'p>(program: &'p Program, name: &str) -> Result<&'p Table, String> {
-    if let Some(t) = program.tables.get(name).or_else(|| program.table(name)) {
+    let exact = program
+        .table_by_name(name)
+        .or_else(|| {
+            program
+                .resolve(ObjectKind::Table, name)
+                .and_then(|n| program.table_by_name(n))
+        })
+        .and_then(|t| program.table(t));
+    if let Some(t) = exact {
         return Ok(t);
     }
-    let mut candidates = program.tables.values().filter(|t| t.name.ends_with(name));
+    let mut sorted: Vec<&Table> = program.tables.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut candidates = sorted.into_iter().filter(|t| t.name.ends_with(name));
     match (candidates.next(), candidates.next()) {
         (Some(t), None) => Ok(t),
         (Some(a), Some(b)) => Err(format!(
@@ -644,11 +655,13 @@ fn find_table<'p>(program: &'p Program, name: &str) -> Result<&'p Table, String>
 
 /// bmv2stf.py's `actionByName` (among the table's actions), plus dotted suffixes.
 fn find_action<'p>(program: &'p Program, table: &Table, name: &str) -> Result<&'p Action, String> {
-    let actions: Vec<&Action> = table
+    let mut actions: Vec<&Action> = table
         .actions
         .iter()
-        .filter_map(|a| program.actions.get(a))
+        .filter_map(|a| program.action(*a))
         .collect();
+    actions.sort_by(|a, b| a.name.cmp(&b.name));
+    actions.dedup_by(|a, b| a.name == b.name);
     if let Some(a) = actions.iter().find(|a| a.name == name) {
         return Ok(a);
     }
@@ -696,7 +709,7 @@ fn dollar_index(key: &str) -> String {
 /// bmv2stf.py's `TableKeyInstance.set` key lookup; returns the key index.
 fn find_key(table: &Table, key: &str) -> Result<usize, String> {
     let key = dollar_index(key);
-    let fields: Vec<&str> = table.key.iter().map(|k| k.stf_name.as_str()).collect();
+    let fields: Vec<&str> = table.keys.iter().map(|k| k.name.as_str()).collect();
     let pos = |name: &str| fields.iter().position(|f| *f == name);
     let direct = [
         Some(key.clone()),
@@ -727,10 +740,13 @@ fn find_key(table: &Table, key: &str) -> Result<usize, String> {
     if found.is_empty() {
         // Not in bmv2stf.py: the JSON target name (`hdr.field`) or its suffix.
         found = table
-            .key
+            .keys
             .iter()
             .enumerate()
-            .filter(|(_, k)| k.cli_name == key || k.cli_name.ends_with(&dotted))
+            .filter(|(_, k)| {
+                let n = k.cli_name();
+                n == key || n.ends_with(&dotted)
+            })
             .map(|(i, _)| i)
             .collect();
     }
@@ -804,15 +820,15 @@ fn parse_len(len: &str, width: u32) -> Result<u32, String> {
 
 fn translate_key_value(field: &KeyField, kv: &KeyValue) -> Result<String, String> {
     let v = kv.value.as_str();
-    let width = field.bitwidth;
-    match field.match_kind {
+    let width = field.width;
+    match field.kind {
         MatchKind::Exact | MatchKind::Valid => {
             if kv.prefix_len.is_some() || v.contains('*') {
                 return Err(format!(
                     "{}: '{}' is not a value for an {} key",
-                    field.stf_name,
+                    field.name,
                     v,
-                    field.match_kind.as_str()
+                    field.kind.as_str()
                 ));
             }
             Ok(v.to_string())
@@ -839,7 +855,7 @@ fn translate_key_value(field: &KeyField, kv: &KeyValue) -> Result<String, String
                 None => Ok(format!("{v}/{width}")),
             }
         }
-        MatchKind::Ternary => {
+        MatchKind::Ternary | MatchKind::Optional => {
             if let Some(len) = &kv.prefix_len {
                 if v.contains('*') {
                     return Err(format!("{v}/{len}: '*' digits and a prefix length"));
@@ -892,27 +908,25 @@ fn translate_key_value(field: &KeyField, kv: &KeyValue) -> Result<String, String
 }
 
 fn default_key_value(field: &KeyField) -> String {
-    match field.match_kind {
+    match field.kind {
         MatchKind::Exact | MatchKind::Valid => "0".into(),
         MatchKind::Lpm => "0/0".into(),
-        MatchKind::Ternary => "0&&&0".into(),
-        MatchKind::Range => format!(
-            "0->{}",
-            hex_of(&prefix_mask(field.bitwidth, field.bitwidth))
-        ),
+        MatchKind::Ternary | MatchKind::Optional => "0&&&0".into(),
+        MatchKind::Range => format!("0->{}", hex_of(&prefix_mask(field.width, field.width))),
     }
 }
 
 fn action_values(action: &Action, args: &[(String, String)]) -> Result<Vec<String>, String> {
     for (k, _) in args {
-        if !action.params.iter().any(|(p, _)| p == k) {
+        if !action.params.iter().any(|p| &p.name == k) {
             return Err(format!("unexpected action arg {k} for {}", action.name));
         }
     }
     action
         .params
         .iter()
-        .map(|(p, _)| {
+        .map(|p| {
+            let p = &p.name;
             args.iter()
                 .rev()
                 .find(|(k, _)| k == p)
@@ -942,7 +956,7 @@ fn translate_add(rest: &str, program: &Program) -> Result<StfKind, String> {
         }
         _ => None,
     };
-    let mut keys: Vec<Option<String>> = vec![None; table.key.len()];
+    let mut keys: Vec<Option<String>> = vec![None; table.keys.len()];
     let (action, args) = loop {
         let name = t.qualified_name()?;
         if t.is_punct("(") {
@@ -959,7 +973,7 @@ fn translate_add(rest: &str, program: &Program) -> Result<StfKind, String> {
         };
         let idx = find_key(table, &name)?;
         keys[idx] = Some(translate_key_value(
-            &table.key[idx],
+            &table.keys[idx],
             &KeyValue { value, prefix_len },
         )?);
     };
@@ -977,7 +991,7 @@ fn translate_add(rest: &str, program: &Program) -> Result<StfKind, String> {
     }
     let keys: Vec<String> = keys
         .into_iter()
-        .zip(&table.key)
+        .zip(&table.keys)
         .map(|(v, f)| v.unwrap_or_else(|| default_key_value(f)))
         .collect();
     let values = action_values(action, &args)?;
@@ -991,12 +1005,12 @@ fn translate_add(rest: &str, program: &Program) -> Result<StfKind, String> {
         command.push(' ');
         command.push_str(v);
     }
-    if table.match_kind.needs_priority() {
+    if crate::cli::needs_priority(table) {
         let Some(p) = prio else {
             return Err(format!(
                 "table {} has {} keys: a priority is required",
                 table.name,
-                table.match_kind.as_str()
+                crate::cli::kind_str(table.match_type)
             ));
         };
         let p: i64 = p.parse().map_err(|_| format!("invalid priority {p}"))?;
@@ -1085,13 +1099,16 @@ fn translate_check_counter(rest: &str, program: &Program) -> Result<CounterCheck
         }
         (Some(kind), op, value)
     };
-    let counter = match program.counter_array(&name) {
+    let resolved = program
+        .resolve(ObjectKind::Counter, &name)
+        .and_then(|n| program.counter_by_name(n))
+        .and_then(|c| program.counter(c));
+    let counter = match resolved {
         Some(c) => c,
         None => {
-            let mut c = program
-                .counter_arrays
-                .values()
-                .filter(|c| c.name.ends_with(&name));
+            let mut sorted: Vec<_> = program.counters.iter().collect();
+            sorted.sort_by(|a, b| a.name.cmp(&b.name));
+            let mut c = sorted.into_iter().filter(|c| c.name.ends_with(&name));
             match (c.next(), c.next()) {
                 (Some(c), None) => c,
                 (Some(_), Some(_)) => return Err(format!("ambiguous counter name {name}")),
@@ -1105,7 +1122,10 @@ fn translate_check_counter(rest: &str, program: &Program) -> Result<CounterCheck
     };
     Ok(CounterCheck {
         counter: counter.name.clone(),
-        direct_table: counter.binding.clone(),
+        direct_table: counter
+            .direct_table
+            .and_then(|t| program.table(t))
+            .map(|t| t.name.clone()),
         index,
         kind,
         op,

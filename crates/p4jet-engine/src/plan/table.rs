@@ -162,7 +162,8 @@ pub struct TablePlan {
     pub key: Key,
     /// Where the apply leads.
     pub next: ApplyNext,
-    /// The table has a direct counter or a direct meter (a hit counts or meters).
+    /// The table has a direct counter, a direct meter or entries that age (a hit counts,
+    /// meters or records its time).
     pub direct: bool,
 }
 
@@ -197,7 +198,7 @@ pub(crate) fn tables(prog: &Program, plan: bool) -> Vec<TablePlan> {
             TablePlan {
                 key,
                 next,
-                direct: t.direct_counter.is_some() || t.direct_meter.is_some(),
+                direct: t.direct_counter.is_some() || t.direct_meter.is_some() || t.support_timeout,
             }
         })
         .collect()

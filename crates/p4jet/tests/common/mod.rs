@@ -526,3 +526,144 @@ pub fn shared_dir() -> Option<PathBuf> {
     };
     d.is_dir().then_some(d)
 }
+
+// --------------------------------------------------------------- P4Runtime switch
+
+/// `p4jet` started as `simple_switch_grpc` (a symlink named so, as Mininet
+/// launchers start it) with `--no-p4`, FIFO pcap ports `pcapN` in `dir`, the CPU
+/// port 255 and the gRPC server on a free loopback port. Waits until the gRPC port
+/// listens (the launcher's readiness check).
+pub struct GrpcSwitch {
+    pub run: Running,
+    pub grpc_port: u16,
+    pub device_id: u64,
+}
+
+impl GrpcSwitch {
+    pub fn start(dir: &Path, ports: &[u32], extra: &[&str]) -> GrpcSwitch {
+        GrpcSwitch::start_with(dir, ports, extra, &[])
+    }
+
+    /// Also with simple_switch_grpc target options (after `--`).
+    pub fn start_with(dir: &Path, ports: &[u32], extra: &[&str], target: &[&str]) -> GrpcSwitch {
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let link = bin.join("simple_switch_grpc");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(p4jet(), &link).unwrap();
+        let grpc_port = free_port();
+        let thrift_port = free_port();
+        for p in ports {
+            let fifo = dir.join(format!("pcap{p}_in.pcap"));
+            let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+            assert!(st.success(), "mkfifo {}", fifo.display());
+        }
+        let mut cmd = Command::new(&link);
+        cmd.current_dir(dir)
+            .args(["--no-p4", "--use-files", "0", "--device-id", "1"])
+            .arg("--thrift-port")
+            .arg(thrift_port.to_string());
+        for p in ports {
+            cmd.arg("-i").arg(format!("{p}@pcap{p}"));
+        }
+        cmd.args(extra)
+            .arg("--")
+            .arg("--grpc-server-addr")
+            .arg(format!("127.0.0.1:{grpc_port}"))
+            .args(["--cpu-port", "255"])
+            .args(target);
+        cmd.stdout(Stdio::from(File::create(dir.join("stdout.txt")).unwrap()))
+            .stderr(Stdio::from(File::create(dir.join("stderr.txt")).unwrap()));
+        let child = cmd.spawn().unwrap();
+        let mut sorted = ports.to_vec();
+        sorted.sort_unstable();
+        let mut inputs = vec![];
+        for p in sorted {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join(format!("pcap{p}_in.pcap")))
+                .unwrap();
+            f.write_all(&pcap_header()).unwrap();
+            f.flush().unwrap();
+            inputs.push((p, f));
+        }
+        let run = Running {
+            child: Some(child),
+            dir: dir.to_path_buf(),
+            thrift_port,
+            inputs,
+            ts: 1_000_000,
+        };
+        let start = Instant::now();
+        while TcpStream::connect(("127.0.0.1", grpc_port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "the gRPC server did not come up; stderr:\n{}",
+                run.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        GrpcSwitch {
+            run,
+            grpc_port,
+            device_id: 1,
+        }
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.grpc_port)
+    }
+}
+
+/// The venv of the P4Runtime client tests: p4runtime-shell (which pins the PyPI
+/// `p4runtime` package and protobuf < 3.21, whose generated code needs no
+/// `PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION`), grpcio, PTF and scapy. None (with
+/// `SKIPPED: ...` on stderr) when it cannot be installed; `P4JET_REQUIRE_P4RT=1` makes
+/// that a failure.
+pub fn p4rt_venv() -> Option<PathBuf> {
+    static V: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let r = V.get_or_init(|| {
+        python_venv(
+            "p4rt-shell-venv",
+            &["p4runtime-shell", "ptf", "scapy"],
+            "import p4runtime_sh.shell, p4.v1.p4runtime_pb2, grpc, ptf, scapy",
+        )
+    });
+    venv_or_skip(r, "p4runtime-shell / p4runtime / grpcio / ptf")
+}
+
+/// The venv with finsy (its own generated P4Runtime code and a recent protobuf).
+pub fn finsy_venv() -> Option<PathBuf> {
+    static V: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let r = V.get_or_init(|| python_venv("p4rt-finsy-venv", &["finsy"], "import finsy"));
+    venv_or_skip(r, "finsy")
+}
+
+fn venv_or_skip(r: &Result<PathBuf, String>, what: &str) -> Option<PathBuf> {
+    match r {
+        Ok(p) => Some(p.clone()),
+        Err(why) => {
+            let msg = format!("SKIPPED: {what} is not available: {why}");
+            if std::env::var_os("P4JET_REQUIRE_P4RT").is_some() {
+                panic!("{msg}");
+            }
+            skipped(&msg);
+            None
+        }
+    }
+}
+
+/// The P4Runtime test scripts.
+pub fn p4rt_script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/p4rt")
+        .join(name)
+}
+
+/// A corpus file (`tests/corpus/...`).
+pub fn corpus_file(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/corpus")
+        .join(rel)
+}

@@ -1,5 +1,5 @@
 //! Commands files load through the bulk path (`Cli::run_script` batches consecutive
-//! `table_add` lines into `bm_mt_add_entries`, one left-right publish per batch): the
+//! `table_add` lines into one runtime-model write, one left-right publish per batch): the
 //! result must be exactly what running the lines one by one gives — handles, entries,
 //! output, error lines — with malformed lines and other commands in the middle.
 
@@ -7,9 +7,8 @@
 
 use std::fmt::Write as _;
 
-use p4jet_control::api::RuntimeApi;
 use p4jet_control::cli::{Cli, ScriptError, ScriptOutcome};
-use p4jet_control::program::Program;
+use p4jet_runtime::{Runtime, Schema};
 use p4jet_switch::{Switch, SwitchConfig};
 
 fn bench_json(prog: &str) -> String {
@@ -24,8 +23,8 @@ fn switch(json: &str) -> Switch {
     Switch::new(json, SwitchConfig::default()).unwrap()
 }
 
-/// The reference: every line through `Cli::execute` (one `bm_mt_add_entry`, one publish
-/// per command), collected as `run_script` reports a script.
+/// The reference: every line through `Cli::execute` (one write, one publish per
+/// command), collected as `run_script` reports a script.
 fn one_by_one(cli: &mut Cli, sw: &mut Switch, text: &str) -> ScriptOutcome {
     let mut outcome = ScriptOutcome::default();
     for (i, raw) in text.lines().enumerate() {
@@ -48,15 +47,16 @@ fn one_by_one(cli: &mut Cli, sw: &mut Switch, text: &str) -> ScriptOutcome {
     outcome
 }
 
-/// Everything the runtime API reports about the tables.
+/// Everything the runtime model reports about the tables.
 fn tables_state(json: &str, sw: &mut Switch) -> String {
-    let program = Program::from_json_str(json).unwrap();
+    let program = Schema::from_json(json).unwrap();
     let mut s = String::new();
-    for name in program.tables.keys() {
-        let n = sw.bm_mt_get_num_entries(name);
-        let entries = sw.bm_mt_get_entries(name);
-        let default = sw.bm_mt_get_default_entry(name);
-        writeln!(s, "{name}: {n:?}\n{entries:?}\n{default:?}").unwrap();
+    for (i, t) in program.tables.iter().enumerate() {
+        let id = p4jet_runtime::TableId(i as u32);
+        let n = sw.entry_count(id);
+        let entries = p4jet_runtime::all_entries(sw, id);
+        let default = sw.default_entry(id);
+        writeln!(s, "{}: {n:?}\n{entries:?}\n{default:?}", t.name).unwrap();
     }
     s
 }

@@ -117,7 +117,13 @@ fn run_stf(json: &str, text: &str) -> Vec<String> {
             StfKind::CheckCounter(c) => {
                 let idx = match &c.index {
                     CounterIndex::Number(n) => *n as i32,
-                    CounterIndex::Entry(n) => names[n],
+                    CounterIndex::Entry(n) => match names.get(n) {
+                        Some(h) => *h,
+                        None => {
+                            problems.push(format!("line {}: no entry named {n}", s.line));
+                            continue;
+                        }
+                    },
                 };
                 let mut b = p4jet_thrift::Bmv2::new(&mut sw);
                 let v = match &c.direct_table {

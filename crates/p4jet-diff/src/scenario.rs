@@ -208,7 +208,7 @@ pub fn play(
                     if let Some(n) = name
                         && let Some(h) = added_handle(&a)
                     {
-                        names.insert(n.trim_start_matches('$').to_string(), h);
+                        names.insert(n.clone(), h);
                     }
                     obs.answers.push((c, a));
                 }
@@ -257,7 +257,7 @@ pub fn play(
                 idle(&mut sw)?;
                 let idx = match index {
                     CounterRef::Index(n) => Some(*n),
-                    CounterRef::Entry(e) => names.get(e.trim_start_matches('$')).copied(),
+                    CounterRef::Entry(e) => names.get(e).copied(),
                 };
                 let v = match idx {
                     Some(idx) => {

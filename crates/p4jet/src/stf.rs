@@ -150,11 +150,10 @@ fn run_statements(
                 entry_name,
             } => match cli.execute(sw, command) {
                 Ok(out) => {
-                    // `= A` and `= $A` name the same entry that `cnt($A)` reads
                     if let Some(n) = entry_name
                         && let Some(h) = added_entry_handle(&out)
                     {
-                        names.insert(n.trim_start_matches('$').to_string(), h);
+                        names.insert(n.clone(), h);
                     }
                 }
                 Err(e) => {
@@ -204,7 +203,7 @@ fn run_statements(
             StfKind::CheckCounter(c) => {
                 let idx = match &c.index {
                     CounterIndex::Number(n) => Some(*n as i32),
-                    CounterIndex::Entry(name) => names.get(name.trim_start_matches('$')).copied(),
+                    CounterIndex::Entry(name) => names.get(name).copied(),
                 };
                 let Some(idx) = idx else {
                     failed = true;

@@ -71,7 +71,7 @@ pub enum StfKind {
     Cli {
         /// The command line.
         command: String,
-        /// `add ... = NAME`: the name the test gives the entry (its handle
+        /// `add ... = NAME`: the name the test gives the entry, without a leading `$` (its handle
         /// is in the `Entry has been added with handle N` output, see
         /// [`added_entry_handle`]).
         entry_name: Option<String>,
@@ -221,7 +221,7 @@ impl CmpOp {
 pub enum CounterIndex {
     /// A number: the array index, or the entry handle for direct counters.
     Number(u64),
-    /// The name given to an entry by `add ... = NAME` (direct counters).
+    /// The name given to an entry by `add ... = NAME` (direct counters), without a leading `$`.
     Entry(String),
 }
 
@@ -979,7 +979,7 @@ fn translate_add(rest: &str, program: &Program) -> Result<StfKind, String> {
     };
     let entry_name = if t.is_punct("=") {
         t.next();
-        Some(t.ident()?)
+        Some(entry_name_key(&t.ident()?))
     } else {
         None
     };
@@ -1062,6 +1062,12 @@ fn parse_u64(n: &str) -> Result<u64, String> {
     r.map_err(|_| format!("invalid number {n}"))
 }
 
+/// `= A` and `= $A` name the same entry that `cnt($A)` and `cnt(A)` read: names are kept
+/// without the `$`.
+fn entry_name_key(id: &str) -> String {
+    id.trim_start_matches('$').to_string()
+}
+
 fn translate_check_counter(rest: &str, program: &Program) -> Result<CounterCheck, String> {
     let mut t = Toks {
         toks: tokenize(rest)?,
@@ -1071,7 +1077,7 @@ fn translate_check_counter(rest: &str, program: &Program) -> Result<CounterCheck
     t.punct("(")?;
     let index = match t.next() {
         Some(Tok::Num(n)) => CounterIndex::Number(parse_u64(&n)?),
-        Some(Tok::Ident(id)) => CounterIndex::Entry(id),
+        Some(Tok::Ident(id)) => CounterIndex::Entry(entry_name_key(&id)),
         Some(tok) => return Err(format!("expected a counter index, found {}", show(&tok))),
         None => return Err("expected a counter index".into()),
     };

@@ -415,6 +415,16 @@ impl Engine {
                 *next = (*next as usize).saturating_sub(n) as u32;
             }
             Prim::MarkToDrop => self.mark_to_drop(&mut ctx.phv),
+            Prim::MarkToDropIn {
+                egress_spec,
+                mcast_grp,
+            } => {
+                let drop = self.cfg.drop_port as u128;
+                ctx.phv.write(p.fields[*egress_spec as usize].loc, drop);
+                if let Some(m) = mcast_grp {
+                    ctx.phv.write(p.fields[*m as usize].loc, 0);
+                }
+            }
             Prim::Exit => ctx.exit = true,
             Prim::Truncate(len) => {
                 // bmv2's Packet::truncate keeps the smallest length asked for

@@ -487,6 +487,15 @@ impl Engine {
                 self.extract(ctx, h, cursor, Some(n as u32))
             }
             ParserOp::Set { dst, src } => {
+                // bmv2 raises PacketTooShort at a `lookahead` whose bits pass the end of
+                // the packet (p4c writes one as the source of a `set`): parsing stops
+                // there, before the assignment
+                if let Some(p4jet_ir::Expr::Lookahead { offset, width }) =
+                    p.exprs.nodes.get(*src as usize).map(|n| &n.expr)
+                    && *cursor * 8 + *offset as usize + *width as usize > ctx.pkt.len() * 8
+                {
+                    return Err(codes.packet_too_short);
+                }
                 let data = std::mem::take(&mut ctx.pkt.buf);
                 let ahead = &data[(ctx.pkt.start + *cursor).min(ctx.pkt.end)..ctx.pkt.end];
                 self.assign(ctx, dst, *src, None, ahead);

@@ -364,6 +364,15 @@ fn writes(p: &Program) -> Vec<bool> {
                     w[f as usize] = true;
                 }
             }
+            Prim::MarkToDropIn {
+                egress_spec,
+                mcast_grp,
+            } => {
+                w[*egress_spec as usize] = true;
+                if let Some(m) = mcast_grp {
+                    w[*m as usize] = true;
+                }
+            }
             Prim::Exit
             | Prim::Truncate(_)
             | Prim::LogMsg { .. }
@@ -1414,7 +1423,7 @@ impl<'a> Ctx<'a> {
                     Prim::Pop(s, n)
                 }
             }
-            "mark_to_drop" | "drop" => Prim::MarkToDrop,
+            "mark_to_drop" | "drop" => self.mark_to_drop(ps, path)?,
             "exit" => Prim::Exit,
             "no_op" => Prim::Nop,
             "truncate" => Prim::Truncate(self.root(p(0)?, path, Use::Exact)?),
@@ -2363,6 +2372,29 @@ impl<'a> Ctx<'a> {
             }
         }
         Ok(out)
+    }
+
+    /// `mark_to_drop(h)`: on `standard_metadata` (or without a parameter, P4-14's
+    /// `drop()`) the architecture's drop; on another header (p4c's copy of the standard
+    /// metadata) its own `egress_spec` and `mcast_grp`, as bmv2 does.
+    fn mark_to_drop(&self, ps: &[Value], path: &str) -> R<Prim> {
+        let Some(v) = ps.first() else {
+            return Ok(Prim::MarkToDrop);
+        };
+        let name = Self::unwrap_expr(v).get("value").and_then(Value::as_str);
+        let h = match name {
+            Some(n) if v.get("type").and_then(Value::as_str) == Some("header") => {
+                self.header_name(n, path)?
+            }
+            _ => return Ok(Prim::MarkToDrop),
+        };
+        if Some(&h) == self.header_idx.get("standard_metadata") {
+            return Ok(Prim::MarkToDrop);
+        }
+        Ok(Prim::MarkToDropIn {
+            egress_spec: self.field_in_header(h, "egress_spec", path)?,
+            mcast_grp: self.field_in_header(h, "mcast_grp", path).ok(),
+        })
     }
 
     fn std_meta(&mut self) {

@@ -102,6 +102,15 @@ pub enum Prim {
     Pop(u32, ExprId),
     /// `mark_to_drop(standard_metadata)` / `drop()`.
     MarkToDrop,
+    /// `mark_to_drop(h)` on another header of type `standard_metadata` (p4c's copy of
+    /// the standard metadata passed to a function or an action, copied back after it):
+    /// as bmv2, `h.egress_spec` gets the drop port and `h.mcast_grp` 0, in `h`.
+    MarkToDropIn {
+        /// `h.egress_spec`.
+        egress_spec: u32,
+        /// `h.mcast_grp`, when the header type has it.
+        mcast_grp: Option<u32>,
+    },
     /// `exit`.
     Exit,
     /// `truncate(len)`.

@@ -83,7 +83,7 @@ fn corpus_passes(mode: &str, engine: &str) {
             ));
         }
     }
-    assert!(total >= 87, "expected the corpus's 87 tests, found {total}");
+    assert_eq!(total, 103, "the corpus has 103 STF tests, found {total}");
     assert!(
         failures.is_empty(),
         "{} program(s) failed:\n{}",

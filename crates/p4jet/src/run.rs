@@ -554,6 +554,10 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         log: log.map(Mutex::new),
         notify,
         fifo_wait: Duration::from_secs_f64(a.pcap_fifo_wait.clamp(0.0, 1e9)),
+        board: match sw.lock() {
+            Ok(g) => g.board.clone(),
+            Err(p) => p.into_inner().board.clone(),
+        },
     });
     let plan = forward::Plan {
         log_digests: !grpc,
@@ -660,10 +664,10 @@ fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, S
 fn print_counts(counts: &[PortCounters]) {
     println!("port        rx        tx      drop");
     for (i, c) in counts.iter().enumerate() {
-        if c.rx == 0 && c.tx == 0 && c.drop == 0 {
+        if c.rx == 0 && c.tx == 0 && c.dropped() == 0 {
             continue;
         }
-        println!("{i:>4} {:>9} {:>9} {:>9}", c.rx, c.tx, c.drop);
+        println!("{i:>4} {:>9} {:>9} {:>9}", c.rx, c.tx, c.dropped());
     }
 }
 

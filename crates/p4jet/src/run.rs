@@ -75,6 +75,10 @@ pub struct RunArgs {
     /// `ipc:///tmp/bmv2-<device-id>-notifications.ipc`, as simple_switch).
     #[arg(long = "notifications-addr", value_name = "ADDR")]
     pub notifications_addr: Option<String>,
+    /// Serve the packet books in the Prometheus text format on `GET /metrics` at
+    /// ADDR (`HOST:PORT`, or a port on 127.0.0.1); off by default.
+    #[arg(long = "metrics-addr", value_name = "ADDR")]
+    pub metrics_addr: Option<String>,
     /// Bytes of packet data dumped in the log (accepted for compatibility).
     #[arg(long = "dump-packet-data", value_name = "N")]
     pub dump_packet_data: Option<usize>,
@@ -567,6 +571,17 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         queue_size: a.queue_size,
         duration: a.duration,
     };
+    let metrics = match &a.metrics_addr {
+        Some(addr) => {
+            let m = crate::metrics::Metrics::start(
+                &crate::metrics::parse_addr(addr)?,
+                common.board.clone(),
+            )?;
+            eprintln!("p4jet: metrics on http://{}/metrics", m.addr);
+            Some(m)
+        }
+        None => None,
+    };
     let open = |num: u32, name: &str, k: usize| open_one(num, name, &opts, k);
     // P4Runtime listens once the ports are open, right before forwarding starts
     let p4rt = if grpc {
@@ -582,6 +597,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     if let Err(e) = server.stop() {
         eprintln!("p4jet: Thrift server: {e}");
     }
+    drop(metrics);
     print_counts(&r?);
     Ok(ExitCode::SUCCESS)
 }

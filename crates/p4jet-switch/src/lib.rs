@@ -31,12 +31,12 @@ use std::time::Instant;
 use p4jet_engine::{ControlState, Engine, EngineConfig, EngineKind, Externs, Op, OpResult};
 use p4jet_runtime::Schema;
 
-pub use latency::{LatencyHist, Stamps};
-pub use pipeline::{EgressStage, IngressStage};
-pub use tm::{QueueConfig, QueueGuard, QueuesPoisoned, SharedQueues};
 pub use accounting::{
     Accounts, Balance, Board, DROP_REASONS, DropReason, PortCounters, ThreadBooks,
 };
+pub use latency::{LatencyHist, Stamps};
+pub use pipeline::{EgressStage, IngressStage};
+pub use tm::{QueueConfig, QueueGuard, QueuesPoisoned, SharedQueues};
 pub use worker::{Core, STAGES, Worker};
 
 /// Where time comes from.

@@ -15,7 +15,6 @@ use crate::{Active, Clock, Dataplane, Digest, DigestQueue, SwitchConfig};
 /// instance_type values (v1model).
 pub use p4jet_engine::v1model::instance;
 
-
 /// A forwarding worker.
 pub struct Worker {
     pub(crate) reader: left_right::ReadHandle<ControlState>,

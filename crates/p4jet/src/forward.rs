@@ -29,8 +29,8 @@ use p4jet_io::Port;
 use p4jet_io::pcap::Peek;
 use p4jet_switch::runtime::PortEvent;
 use p4jet_switch::{
-    Balance, Board, Core, DropReason, EgressStage, IngressStage, PortCounters, Switch,
-    ThreadBooks, Worker,
+    Balance, Board, Core, DropReason, EgressStage, IngressStage, PortCounters, Switch, ThreadBooks,
+    Worker,
 };
 
 use crate::run::{Mode, PortEntry, PortIo};
@@ -624,7 +624,6 @@ fn flush_trace(core: &mut Core, c: &Common) {
         let _ = out.flush();
     }
 }
-
 
 /// How long an idle forwarding thread may wait: `max`, or less when a packet of a
 /// rate-limited queue is due sooner.

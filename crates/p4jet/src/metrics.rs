@@ -113,11 +113,7 @@ fn serve(c: TcpStream, board: &Board) -> std::io::Result<()> {
             "text/plain; version=0.0.4; charset=utf-8",
         ),
         ("GET", _) => ("404 Not Found", "not found\n".into(), "text/plain"),
-        _ => (
-            "405 Method Not Allowed",
-            "only GET\n".into(),
-            "text/plain",
-        ),
+        _ => ("405 Method Not Allowed", "only GET\n".into(), "text/plain"),
     };
     let mut c = c;
     write!(
@@ -211,7 +207,11 @@ pub(crate) fn render(board: &Board) -> String {
         "counter",
         "Packets sent back to ingress.",
     );
-    let _ = writeln!(o, "p4jet_passes_total{{kind=\"resubmit\"}} {}", a.resubmitted);
+    let _ = writeln!(
+        o,
+        "p4jet_passes_total{{kind=\"resubmit\"}} {}",
+        a.resubmitted
+    );
     let _ = writeln!(
         o,
         "p4jet_passes_total{{kind=\"recirculate\"}} {}",
@@ -303,14 +303,20 @@ mod tests {
             },
         );
         let t = render(&b);
-        assert!(t.contains("p4jet_port_rx_packets_total{port=\"1\"} 5\n"), "{t}");
-        assert!(t.contains(
-            "p4jet_port_dropped_packets_total{port=\"2\",reason=\"queue_full\"} 2\n"
-        ));
+        assert!(
+            t.contains("p4jet_port_rx_packets_total{port=\"1\"} 5\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("p4jet_port_dropped_packets_total{port=\"2\",reason=\"queue_full\"} 2\n")
+        );
         assert!(t.contains("p4jet_dropped_packets_total{reason=\"queue_full\"} 2\n"));
         assert!(t.contains("p4jet_worker_polls_total{thread=\"worker 0\",state=\"idle\"} 9\n"));
         assert!(t.contains("p4jet_books_balanced 1\n"));
-        assert!(!t.contains("port=\"0\""), "ports without traffic are left out");
+        assert!(
+            !t.contains("port=\"0\""),
+            "ports without traffic are left out"
+        );
         assert_eq!(parse_addr("9200").unwrap(), "127.0.0.1:9200");
         assert_eq!(parse_addr("0.0.0.0:9200").unwrap(), "0.0.0.0:9200");
     }

@@ -150,11 +150,19 @@ fn metrics_and_packet_books_of_a_running_switch() {
         to7
     );
     assert_eq!(
-        sample(&samples, "p4jet_dropped_packets_total{reason=\"ingress_program\"}") as u64,
+        sample(
+            &samples,
+            "p4jet_dropped_packets_total{reason=\"ingress_program\"}"
+        ) as u64,
         miss
     );
     assert_eq!(sample(&samples, "p4jet_books_balanced"), 1.0);
-    assert!(sample(&samples, "p4jet_worker_polls_total{thread=\"worker 0\",state=\"busy\"}") > 0.0);
+    assert!(
+        sample(
+            &samples,
+            "p4jet_worker_polls_total{thread=\"worker 0\",state=\"busy\"}"
+        ) > 0.0
+    );
     assert!(scrape(metrics, "/nope").0.starts_with("HTTP/1.1 404"));
 
     // the same over Thrift (p4jet's service), as JSON

@@ -119,7 +119,11 @@ fn flood_and_deleted_port_keep_the_switch_running_and_the_books_balanced() {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(300));
-    let frame = format!("{}{}", "000000000011000000000010", "0800".to_string() + &"5a".repeat(50));
+    let frame = format!(
+        "{}{}",
+        "000000000011000000000010",
+        "0800".to_string() + &"5a".repeat(50)
+    );
     // the flood: as fast as the sender goes into a port that forwards 100/s
     let flood = send(&ns.0, "peer0", &frame, 100_000);
     std::thread::sleep(Duration::from_millis(500));
@@ -149,7 +153,10 @@ fn flood_and_deleted_port_keep_the_switch_running_and_the_books_balanced() {
     assert_eq!(rx + copies, tx + dropped + queued, "{books}");
     // the kernel may drop frames before the switch reads them, and sends a few of its
     // own on the veths (the program drops those)
-    assert!(rx <= flood + after + 100 && rx > 1000, "{books} (sent {flood} + {after})");
+    assert!(
+        rx <= flood + after + 100 && rx > 1000,
+        "{books} (sent {flood} + {after})"
+    );
     let reasons = err
         .lines()
         .find(|l| l.starts_with("p4jet: drops by reason: "))

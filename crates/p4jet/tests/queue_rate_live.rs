@@ -101,7 +101,10 @@ fn a_rate_limited_port_sends_at_its_rate() {
     assert_eq!(summary.0, sent, "received: {err}");
     assert_eq!(summary.1, times.len() as u64, "sent: {err}");
     assert_eq!(summary.0, summary.1 + summary.2, "rx = tx + drop: {err}");
-    assert!(summary.2 > 0, "offered twice the rate into 64 places: drops expected");
+    assert!(
+        summary.2 > 0,
+        "offered twice the rate into 64 places: drops expected"
+    );
     eprintln!(
         "offered {sent} at {} pps, sent {} at {pps:.1} pps (limit {RATE}), dropped {}",
         2 * RATE,

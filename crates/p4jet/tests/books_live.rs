@@ -48,17 +48,16 @@ fn parse_exposition(text: &str) -> Vec<(String, f64)> {
             "{l}"
         );
         assert!(typed.contains(name), "no TYPE before {l}");
-        if let Some(labels) = series.strip_prefix(name) {
-            if !labels.is_empty() {
-                let inner = labels
-                    .strip_prefix('{')
-                    .and_then(|x| x.strip_suffix('}'))
-                    .unwrap_or_else(|| panic!("{l}"));
-                for kv in inner.split("\",") {
-                    let (k, v) = kv.split_once("=\"").unwrap_or_else(|| panic!("{l}"));
-                    assert!(k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
-                    assert!(!v.trim_end_matches('"').contains('"'), "{l}");
-                }
+        let labels = &series[name.len()..];
+        if !labels.is_empty() {
+            let inner = labels
+                .strip_prefix('{')
+                .and_then(|x| x.strip_suffix('}'))
+                .unwrap_or_else(|| panic!("{l}"));
+            for kv in inner.split("\",") {
+                let (k, v) = kv.split_once("=\"").unwrap_or_else(|| panic!("{l}"));
+                assert!(k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+                assert!(!v.trim_end_matches('"').contains('"'), "{l}");
             }
         }
         out.push((series.to_string(), v));

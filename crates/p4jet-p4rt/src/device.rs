@@ -25,6 +25,7 @@ use crate::device_config;
 use crate::proto::p4::v1 as p4;
 use crate::proto::p4::v1::get_forwarding_pipeline_config_request::ResponseType;
 use crate::proto::p4::v1::set_forwarding_pipeline_config_request::Action as SetAction;
+use crate::role::Access;
 use crate::status::{self, UpdateOutcome};
 use crate::stream::Sessions;
 use crate::translate::{self, Fail, Program, SelectorMode};
@@ -136,6 +137,12 @@ impl Device {
         self.sessions
             .check_primary(&role, req.election_id.as_ref())
             .map_err(status::refusal)?;
+        if !self.sessions.access(&role).may_push_pipeline() {
+            return Err(Status::permission_denied(format!(
+                "role '{role}' may not set the forwarding pipeline (its role config does not \
+                 set can_push_pipeline)"
+            )));
+        }
         let action = SetAction::try_from(req.action).unwrap_or(SetAction::Unspecified);
         let build = || -> Result<Program, Status> {
             let c = req.config.clone().ok_or_else(|| {
@@ -259,6 +266,7 @@ impl Device {
             .check_primary(&role, req.election_id.as_ref())
             .map_err(status::refusal)?;
         let prog = self.program().ok_or_else(status::no_pipeline)?;
+        let access = self.sessions.access(&role);
         let atomicity = match p4::write_request::Atomicity::try_from(req.atomicity) {
             Ok(p4::write_request::Atomicity::ContinueOnError) => Atomicity::ContinueOnError,
             Ok(p4::write_request::Atomicity::RollbackOnError) => Atomicity::RollbackOnError,
@@ -278,6 +286,15 @@ impl Device {
         let mut digest_changes: Vec<(u32, bool)> = vec![];
         let mut modes: Vec<Option<(p4jet_runtime::ProfileId, SelectorMode)>> = vec![None; n];
         for (i, u) in req.updates.iter().enumerate() {
+            if let Some(e) = u.entity.as_ref().and_then(|e| e.entity.as_ref())
+                && let Err(why) = in_scope(&prog, &access, e)
+            {
+                outcomes[i] = Some(UpdateOutcome::err(
+                    code::PERMISSION_DENIED,
+                    format!("role '{role}' may not write {why}"),
+                ));
+                continue;
+            }
             if let Some((p, m)) = prog.selector_use(u) {
                 if let Err(f) = self.check_selector_mode(p, m, &modes) {
                     outcomes[i] = Some(UpdateOutcome::err(f.code, f.message));
@@ -443,6 +460,8 @@ impl Device {
             buf: vec![],
             bytes: 0,
             sent: false,
+            role: req.role.clone(),
+            access: self.sessions.access(&req.role),
         };
         for e in &req.entities {
             if let Err(st) = self.read_entity(&prog, e, &mut sink) {
@@ -477,7 +496,16 @@ impl Device {
             E::RegisterEntry(r) => self.read_registers(prog, r, sink),
             E::ValueSetEntry(v) => self.read_value_sets(prog, v, sink),
             E::DigestEntry(d) => self.read_digests(prog, d, sink),
-            E::PacketReplicationEngineEntry(p) => self.read_pre(p, sink),
+            E::PacketReplicationEngineEntry(p) => {
+                if !sink.access.is_full() {
+                    return Err(Status::permission_denied(format!(
+                        "role '{}' may not read the packet replication engine (only roles with \
+                         full pipeline access may)",
+                        sink.role
+                    )));
+                }
+                self.read_pre(p, sink)
+            }
             E::ExternEntry(_) => Err(Status::unimplemented(
                 "extern entries: v1model has no architecture-specific extern for P4Runtime",
             )),
@@ -488,21 +516,38 @@ impl Device {
         lock(&self.runtime)
     }
 
-    fn tables_of(&self, prog: &Program, table_id: u32) -> Result<Vec<(u32, TableId)>, Status> {
+    /// The tables a read names (`table_id` 0: every one) that the reader may see;
+    /// `direct` also lets a role see a table through its direct counter or meter.
+    fn tables_of(
+        &self,
+        prog: &Program,
+        table_id: u32,
+        sink: &Sink<'_>,
+        direct: bool,
+    ) -> Result<Vec<(u32, TableId)>, Status> {
+        let sees = |id: u32, wildcard: bool| {
+            if direct && direct_ids(prog, id).any(|d| sink.access.allows(d)) {
+                return Ok(true);
+            }
+            sink.sees(id, wildcard, "table")
+        };
         if table_id == 0 {
-            let mut v: Vec<(u32, TableId)> = prog
-                .p4info
-                .tables
-                .iter()
-                .filter_map(|t| {
-                    let id = t.preamble.as_ref()?.id;
-                    Some((id, prog.join.table(id)?))
-                })
-                .collect();
+            let mut v: Vec<(u32, TableId)> = vec![];
+            for t in &prog.p4info.tables {
+                let Some(id) = t.preamble.as_ref().map(|p| p.id) else {
+                    continue;
+                };
+                if let Some(t) = prog.join.table(id)
+                    && sees(id, true)?
+                {
+                    v.push((id, t));
+                }
+            }
             v.sort();
             Ok(v)
         } else {
             let (t, _, _) = prog.table(table_id).map_err(fail)?;
+            sees(table_id, false)?;
             Ok(vec![(table_id, t)])
         }
     }
@@ -516,7 +561,7 @@ impl Device {
         let with_counter = te.counter_data.is_some();
         let with_meter = te.meter_config.is_some();
         let with_idle = te.time_since_last_hit.is_some();
-        for (_, t) in self.tables_of(prog, te.table_id)? {
+        for (_, t) in self.tables_of(prog, te.table_id, sink, false)? {
             let st = prog
                 .schema
                 .table(t)
@@ -608,7 +653,7 @@ impl Device {
     ) -> Result<(), Status> {
         let te = te.cloned().unwrap_or_default();
         let what = if counter { "counter" } else { "meter" };
-        for (_, t) in self.tables_of(prog, te.table_id)? {
+        for (_, t) in self.tables_of(prog, te.table_id, sink, true)? {
             let st = prog
                 .schema
                 .table(t)
@@ -700,6 +745,7 @@ impl Device {
         &self,
         prog: &Program,
         id: u32,
+        sink: &Sink<'_>,
     ) -> Result<Vec<(u32, p4jet_runtime::ProfileId)>, Status> {
         if id == 0 {
             Ok(prog
@@ -710,12 +756,14 @@ impl Device {
                     let id = p.preamble.as_ref()?.id;
                     Some((id, prog.join.profile(id)?))
                 })
+                .filter(|(id, _)| sink.access.allows(*id))
                 .collect())
         } else {
             let p = prog
                 .join
                 .profile(id)
                 .ok_or_else(|| Status::not_found(format!("Unknown action profile id {id}")))?;
+            sink.sees(id, false, "action profile")?;
             Ok(vec![(id, p)])
         }
     }
@@ -726,7 +774,7 @@ impl Device {
         m: &p4::ActionProfileMember,
         sink: &mut Sink<'_>,
     ) -> Result<(), Status> {
-        for (pid, p) in self.profiles_of(prog, m.action_profile_id)? {
+        for (pid, p) in self.profiles_of(prog, m.action_profile_id, sink)? {
             let members = if m.member_id != 0 {
                 match self.rt().member(p, p4jet_runtime::MemberId(m.member_id)) {
                     Ok(x) => vec![x],
@@ -757,7 +805,7 @@ impl Device {
         g: &p4::ActionProfileGroup,
         sink: &mut Sink<'_>,
     ) -> Result<(), Status> {
-        for (pid, p) in self.profiles_of(prog, g.action_profile_id)? {
+        for (pid, p) in self.profiles_of(prog, g.action_profile_id, sink)? {
             if !prog.schema.profile(p).is_some_and(|x| x.with_selector) {
                 continue;
             }
@@ -812,14 +860,15 @@ impl Device {
                     let id = x.preamble.as_ref()?.id;
                     Some((id, prog.join.counter(id)?))
                 })
+                .filter(|(id, _)| sink.access.allows(*id))
                 .collect()
         } else {
-            vec![(
-                c.counter_id,
-                prog.join.counter(c.counter_id).ok_or_else(|| {
-                    Status::not_found(format!("Unknown counter id {}", c.counter_id))
-                })?,
-            )]
+            let id = prog
+                .join
+                .counter(c.counter_id)
+                .ok_or_else(|| Status::not_found(format!("Unknown counter id {}", c.counter_id)))?;
+            sink.sees(c.counter_id, false, "counter")?;
+            vec![(c.counter_id, id)]
         };
         for (pid, id) in ids {
             let size = prog.schema.counter(id).map_or(0, |x| x.size);
@@ -873,14 +922,15 @@ impl Device {
                     let id = x.preamble.as_ref()?.id;
                     Some((id, prog.join.meter(id)?))
                 })
+                .filter(|(id, _)| sink.access.allows(*id))
                 .collect()
         } else {
-            vec![(
-                m.meter_id,
-                prog.join
-                    .meter(m.meter_id)
-                    .ok_or_else(|| Status::not_found(format!("Unknown meter id {}", m.meter_id)))?,
-            )]
+            let id = prog
+                .join
+                .meter(m.meter_id)
+                .ok_or_else(|| Status::not_found(format!("Unknown meter id {}", m.meter_id)))?;
+            sink.sees(m.meter_id, false, "meter")?;
+            vec![(m.meter_id, id)]
         };
         for (pid, id) in ids {
             let size = prog.schema.meter(id).map_or(0, |x| x.size);
@@ -930,14 +980,14 @@ impl Device {
                     let id = x.preamble.as_ref()?.id;
                     Some((id, prog.join.register(id)?))
                 })
+                .filter(|(id, _)| sink.access.allows(*id))
                 .collect()
         } else {
-            vec![(
-                r.register_id,
-                prog.join.register(r.register_id).ok_or_else(|| {
-                    Status::not_found(format!("Unknown register id {}", r.register_id))
-                })?,
-            )]
+            let id = prog.join.register(r.register_id).ok_or_else(|| {
+                Status::not_found(format!("Unknown register id {}", r.register_id))
+            })?;
+            sink.sees(r.register_id, false, "register")?;
+            vec![(r.register_id, id)]
         };
         for (pid, id) in ids {
             let size = prog.schema.register(id).map_or(0, |x| x.size);
@@ -1001,6 +1051,9 @@ impl Device {
         }
         for s in sets {
             let pid = s.preamble.as_ref().map_or(0, |p| p.id);
+            if !sink.sees(pid, v.value_set_id == 0, "value set")? {
+                continue;
+            }
             let Some(id) = prog.join.value_set(pid) else {
                 continue;
             };
@@ -1034,8 +1087,11 @@ impl Device {
                 d.digest_id
             )));
         }
+        if d.digest_id != 0 {
+            sink.sees(d.digest_id, false, "digest")?;
+        }
         for id in configured {
-            if d.digest_id != 0 && d.digest_id != id {
+            if (d.digest_id != 0 && d.digest_id != id) || !sink.access.allows(id) {
                 continue;
             }
             let Some(m) = prog.join.digest(id) else {
@@ -1166,9 +1222,11 @@ impl Device {
         let Some(pi) = prog.io.packet_in(frame) else {
             return;
         };
-        self.sessions.send_to_primaries(&p4::StreamMessageResponse {
-            update: Some(p4::stream_message_response::Update::Packet(pi)),
-        });
+        let to = |a: &Access| a.receives_packet_in(&pi.metadata);
+        let m = p4::StreamMessageResponse {
+            update: Some(p4::stream_message_response::Update::Packet(pi.clone())),
+        };
+        self.sessions.send_to_primaries_if(&m, to);
     }
 
     /// A DigestListAck of the primary.
@@ -1230,16 +1288,19 @@ impl Device {
                 .iter()
                 .map(|s| digest_data(s, &fields, is_struct))
                 .collect();
-            self.sessions.send_to_primaries(&p4::StreamMessageResponse {
-                update: Some(p4::stream_message_response::Update::Digest(
-                    p4::DigestList {
-                        digest_id: pid,
-                        list_id: l.list_id,
-                        data,
-                        timestamp: now,
-                    },
-                )),
-            });
+            self.sessions.send_to_primaries_if(
+                &p4::StreamMessageResponse {
+                    update: Some(p4::stream_message_response::Update::Digest(
+                        p4::DigestList {
+                            digest_id: pid,
+                            list_id: l.list_id,
+                            data,
+                            timestamp: now,
+                        },
+                    )),
+                },
+                |a| a.allows(pid),
+            );
         }
         for it in idle {
             let entries = it
@@ -1254,16 +1315,20 @@ impl Device {
             if entries.is_empty() {
                 continue;
             }
-            self.sessions.send_to_primaries(&p4::StreamMessageResponse {
-                update: Some(
-                    p4::stream_message_response::Update::IdleTimeoutNotification(
-                        p4::IdleTimeoutNotification {
-                            table_entry: entries,
-                            timestamp: now,
-                        },
+            let tid = prog.join.table_p4info_id(it.table).unwrap_or(0);
+            self.sessions.send_to_primaries_if(
+                &p4::StreamMessageResponse {
+                    update: Some(
+                        p4::stream_message_response::Update::IdleTimeoutNotification(
+                            p4::IdleTimeoutNotification {
+                                table_entry: entries,
+                                timestamp: now,
+                            },
+                        ),
                     ),
-                ),
-            });
+                },
+                |a| a.allows(tid),
+            );
         }
     }
 
@@ -1303,6 +1368,66 @@ impl Device {
             }
         }));
         v
+    }
+}
+
+/// The P4Info ids of the direct counter and direct meter of table `table_id`.
+fn direct_ids(prog: &Program, table_id: u32) -> impl Iterator<Item = u32> + '_ {
+    let counters = prog
+        .p4info
+        .direct_counters
+        .iter()
+        .filter(move |c| c.direct_table_id == table_id)
+        .filter_map(|c| c.preamble.as_ref().map(|p| p.id));
+    let meters = prog
+        .p4info
+        .direct_meters
+        .iter()
+        .filter(move |m| m.direct_table_id == table_id)
+        .filter_map(|m| m.preamble.as_ref().map(|p| p.id));
+    counters.chain(meters)
+}
+
+/// Whether a role with `access` may write entity `e`; else what it may not write.
+fn in_scope(prog: &Program, access: &Access, e: &p4::entity::Entity) -> Result<(), String> {
+    use p4::entity::Entity as E;
+    if access.is_full() {
+        return Ok(());
+    }
+    let (what, id) = match e {
+        E::TableEntry(t) => ("table", t.table_id),
+        E::ActionProfileMember(m) => ("action profile", m.action_profile_id),
+        E::ActionProfileGroup(g) => ("action profile", g.action_profile_id),
+        E::CounterEntry(c) => ("counter", c.counter_id),
+        E::MeterEntry(m) => ("meter", m.meter_id),
+        E::RegisterEntry(r) => ("register", r.register_id),
+        E::ValueSetEntry(v) => ("value set", v.value_set_id),
+        E::DigestEntry(d) => ("digest", d.digest_id),
+        E::ExternEntry(x) => ("extern", x.extern_id),
+        E::DirectCounterEntry(d) => {
+            let t = d.table_entry.as_ref().map_or(0, |t| t.table_id);
+            if direct_ids(prog, t).any(|id| access.allows(id)) {
+                return Ok(());
+            }
+            ("the direct counter of table", t)
+        }
+        E::DirectMeterEntry(d) => {
+            let t = d.table_entry.as_ref().map_or(0, |t| t.table_id);
+            if direct_ids(prog, t).any(|id| access.allows(id)) {
+                return Ok(());
+            }
+            ("the direct meter of table", t)
+        }
+        E::PacketReplicationEngineEntry(_) => {
+            return Err(
+                "the packet replication engine (only roles with full pipeline access may)".into(),
+            );
+        }
+    };
+    if access.allows(id) {
+        Ok(())
+    } else {
+        Err(format!("{what} {id} (not in its role config)"))
     }
 }
 
@@ -1387,9 +1512,27 @@ struct Sink<'a> {
     buf: Vec<p4::Entity>,
     bytes: usize,
     sent: bool,
+    /// The reading role (ReadRequest.role) and what it may see.
+    role: String,
+    access: Access,
 }
 
 impl Sink<'_> {
+    /// Whether the reader may see the object with this P4Info id: wildcard reads
+    /// (`wildcard`) leave it out silently, a read naming it is refused.
+    fn sees(&self, id: u32, wildcard: bool, what: &str) -> Result<bool, Status> {
+        if self.access.allows(id) {
+            Ok(true)
+        } else if wildcard {
+            Ok(false)
+        } else {
+            Err(Status::permission_denied(format!(
+                "role '{}' may not read {what} {id} (not in its role config)",
+                self.role
+            )))
+        }
+    }
+
     fn push(&mut self, e: p4::Entity) {
         let n = e.encoded_len() + 4;
         if self.bytes + n > READ_CHUNK_BYTES && !self.buf.is_empty() {

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | [`proto`] | the schema: `p4.v1`, `p4.config.v1`, `p4.tmp`, `google.rpc` |
 //! | [`arbitration`] | primary / backup election per role (sans-I/O) |
+//! | [`role`] | role configs: what a role may write, read and receive |
 //! | [`bytestring`] | P4Runtime bytestrings: widths, canonical form |
 //! | [`packet_io`] | `@controller_header` packet_in / packet_out codec |
 //! | [`device_config`] | the bmv2 JSON inside `p4_device_config` |
@@ -23,6 +24,7 @@ pub mod device;
 pub mod device_config;
 pub mod packet_io;
 pub mod proto;
+pub mod role;
 pub mod server;
 pub mod status;
 pub mod stream;

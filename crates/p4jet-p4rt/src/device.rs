@@ -22,6 +22,7 @@ use crate::arbitration::code;
 use crate::bytestring::canonical;
 use crate::cpu::CpuChannel;
 use crate::device_config;
+use crate::metadata::{ControllerData, EntryMeta};
 use crate::proto::p4::v1 as p4;
 use crate::proto::p4::v1::get_forwarding_pipeline_config_request::ResponseType;
 use crate::proto::p4::v1::set_forwarding_pipeline_config_request::Action as SetAction;
@@ -54,7 +55,22 @@ pub struct Device {
     digests: Mutex<HashSet<u32>>,
     /// How each action selector has been programmed since the pipeline was set.
     selector_modes: Mutex<HashMap<p4jet_runtime::ProfileId, SelectorMode>>,
+    /// The controller's metadata on entries and multicast groups.
+    controller_data: Mutex<ControllerData>,
     cpu: Option<Arc<CpuChannel>>,
+}
+
+/// What a successful update does to the controller's metadata.
+enum MetaChange {
+    /// A table entry inserted, modified or deleted.
+    Entry {
+        table: TableId,
+        key: p4jet_runtime::MatchKey,
+        ty: p4::update::Type,
+        meta: EntryMeta,
+    },
+    /// A multicast group written or deleted.
+    Group { id: u32, meta: Option<Vec<u8>> },
 }
 
 fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -99,6 +115,7 @@ impl Device {
             saved: RwLock::new(None),
             digests: Mutex::new(HashSet::new()),
             selector_modes: Mutex::new(HashMap::new()),
+            controller_data: Mutex::new(ControllerData::default()),
             cpu,
         }
     }
@@ -193,6 +210,7 @@ impl Device {
                 };
                 rt.set_pipeline(PipelineAction::Commit)
                     .map_err(|e| rt_status(&e))?;
+                lock(&self.controller_data).take_entries();
                 write(&self.saved, None);
                 write(&self.committed, Some(saved));
                 lock(&self.digests).clear();
@@ -206,6 +224,28 @@ impl Device {
                     PipelineAction::Reconcile(model(&p))
                 };
                 rt.set_pipeline(a).map_err(|e| rt_status(&e))?;
+                let carried = lock(&self.controller_data).take_entries();
+                if action == SetAction::ReconcileAndCommit
+                    && let Some(old) = read(&self.committed)
+                {
+                    // the entries reconciling kept keep their metadata: found by
+                    // table name and key in the new program
+                    let mut data = lock(&self.controller_data);
+                    for (t, entries) in carried {
+                        let Some(nt) = old
+                            .schema
+                            .table(t)
+                            .and_then(|x| p.schema.table_by_name(&x.name))
+                        else {
+                            continue;
+                        };
+                        for (key, meta) in entries.into_values() {
+                            if let Ok(e) = rt.table_entry(nt, &EntryRef::Key(key)) {
+                                data.set_entry(nt, &e, meta);
+                            }
+                        }
+                    }
+                }
                 write(&self.saved, None);
                 let p = Arc::new(p);
                 if action == SetAction::VerifyAndCommit {
@@ -285,6 +325,7 @@ impl Device {
         let mut batch: Vec<Update> = Vec::with_capacity(n);
         let mut digest_changes: Vec<(u32, bool)> = vec![];
         let mut modes: Vec<Option<(p4jet_runtime::ProfileId, SelectorMode)>> = vec![None; n];
+        let mut meta_changes: Vec<Option<MetaChange>> = (0..n).map(|_| None).collect();
         for (i, u) in req.updates.iter().enumerate() {
             if let Some(e) = u.entity.as_ref().and_then(|e| e.entity.as_ref())
                 && let Err(why) = in_scope(&prog, &access, e)
@@ -329,17 +370,31 @@ impl Device {
                 .collect();
             return status::write_result(&outs);
         }
+        // metadata bookkeeping only where a controller uses metadata
+        if !lock(&self.controller_data).is_empty() || req.updates.iter().any(carries_metadata) {
+            for (i, _) in &groups {
+                meta_changes[*i] = meta_change(&prog, &req.updates[*i]);
+            }
+        }
+        let mut rt = lock(&self.runtime);
+        let before = self.meta_before(&mut *rt, &mut meta_changes);
         let result = if batch.is_empty() {
             p4jet_runtime::BatchResult::default()
         } else {
-            lock(&self.runtime).write(batch, atomicity)
+            rt.write(batch, atomicity)
         };
+        drop(rt);
         let mut results = result.results.into_iter();
+        let mut inserted: Vec<Option<p4jet_runtime::EntryHandle>> = vec![None; n];
         for (i, count) in groups {
             let mut out = UpdateOutcome::ok();
             for _ in 0..count {
                 match results.next() {
-                    Some(Ok(_)) => {}
+                    Some(Ok(a)) => {
+                        if inserted[i].is_none() {
+                            inserted[i] = a.entry();
+                        }
+                    }
                     Some(Err(e)) => {
                         if out.code == 0 {
                             out = UpdateOutcome::err(translate::error_code(&e), e.to_string());
@@ -358,6 +413,9 @@ impl Device {
             .into_iter()
             .map(|o| o.unwrap_or_else(UpdateOutcome::ok))
             .collect();
+        if let Some(before) = before {
+            self.apply_meta_changes(meta_changes, before, &outs, &inserted);
+        }
         {
             let mut sm = lock(&self.selector_modes);
             for (i, m) in modes.iter().enumerate() {
@@ -390,6 +448,110 @@ impl Device {
             }
         }
         status::write_result(&outs)
+    }
+
+    /// Narrows the metadata changes of a batch to the tables that need bookkeeping
+    /// (an update of the batch carries metadata, or entries have some already), and
+    /// looks up, before the batch, the entries its modifies and deletes name. None:
+    /// nothing to do (no metadata anywhere near this batch).
+    #[allow(clippy::type_complexity)]
+    fn meta_before(
+        &self,
+        rt: &mut (dyn Runtime + Send),
+        changes: &mut [Option<MetaChange>],
+    ) -> Option<HashMap<(TableId, p4jet_runtime::MatchKey), Option<p4jet_runtime::EntryHandle>>>
+    {
+        if changes.iter().all(Option::is_none) {
+            return None;
+        }
+        let data = lock(&self.controller_data);
+        let mut involved: HashSet<TableId> = HashSet::new();
+        for c in changes.iter().flatten() {
+            if let MetaChange::Entry { table, meta, .. } = c
+                && (!meta.is_empty() || data.has_table(*table))
+            {
+                involved.insert(*table);
+            }
+        }
+        drop(data);
+        let mut before = HashMap::new();
+        for c in changes.iter_mut() {
+            if let Some(MetaChange::Entry { table, key, ty, .. }) = c {
+                if !involved.contains(table) {
+                    *c = None;
+                } else if *ty != p4::update::Type::Insert {
+                    let h = rt
+                        .table_entry(*table, &EntryRef::Key(key.clone()))
+                        .ok()
+                        .map(|e| e.handle);
+                    before.entry((*table, key.clone())).or_insert(h);
+                }
+            }
+        }
+        Some(before)
+    }
+
+    /// Keeps the metadata of the updates that were applied, following the batch in
+    /// order (an entry may be inserted, modified and deleted in one batch).
+    fn apply_meta_changes(
+        &self,
+        changes: Vec<Option<MetaChange>>,
+        mut current: HashMap<
+            (TableId, p4jet_runtime::MatchKey),
+            Option<p4jet_runtime::EntryHandle>,
+        >,
+        outs: &[UpdateOutcome],
+        inserted: &[Option<p4jet_runtime::EntryHandle>],
+    ) {
+        // the last word on each entry (empty: forget it)
+        let mut last: HashMap<(TableId, p4jet_runtime::EntryHandle), EntryMeta> = HashMap::new();
+        let mut groups: Vec<(u32, Vec<u8>)> = vec![];
+        for (i, c) in changes.into_iter().enumerate() {
+            let Some(c) = c else { continue };
+            if outs.get(i).is_none_or(|o| o.code != 0) {
+                continue;
+            }
+            match c {
+                MetaChange::Group { id, meta } => groups.push((id, meta.unwrap_or_default())),
+                MetaChange::Entry {
+                    table,
+                    key,
+                    ty,
+                    meta,
+                } => {
+                    let slot = current.entry((table, key)).or_insert(None);
+                    match ty {
+                        p4::update::Type::Insert => {
+                            *slot = inserted[i];
+                            if let Some(h) = inserted[i] {
+                                last.insert((table, h), meta);
+                            }
+                        }
+                        p4::update::Type::Modify => {
+                            if let Some(h) = *slot {
+                                last.insert((table, h), meta);
+                            }
+                        }
+                        _ => {
+                            if let Some(h) = slot.take() {
+                                last.insert((table, h), EntryMeta::default());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut rt = self.rt();
+        let mut data = lock(&self.controller_data);
+        for (id, meta) in groups {
+            data.set_group(id, meta);
+        }
+        for ((t, h), meta) in last {
+            match rt.table_entry(t, &EntryRef::Handle(h)) {
+                Ok(e) if !meta.is_empty() => data.set_entry(t, &e, meta),
+                _ => data.remove_entry(t, h),
+            }
+        }
     }
 
     /// Refuses mixing one-shot and member/group programming on one selector
@@ -516,6 +678,11 @@ impl Device {
         lock(&self.runtime)
     }
 
+    /// The controller's metadata of entry `e` of table `t`, into `out`.
+    fn put_meta(&self, t: TableId, e: &p4jet_runtime::TableEntry, out: &mut p4::TableEntry) {
+        put_meta(&lock(&self.controller_data), t, e, out);
+    }
+
     /// The tables a read names (`table_id` 0: every one) that the reader may see;
     /// `direct` also lets a role see a table through its direct counter or meter.
     fn tables_of(
@@ -566,28 +733,30 @@ impl Device {
                 .schema
                 .table(t)
                 .ok_or_else(|| Status::internal("schema"))?;
-            let decorate = |rt: &mut dyn Runtime, e: &p4jet_runtime::TableEntry| {
-                let mut out = prog.entry_to_p4(t, e);
-                let r = EntryRef::Handle(e.handle);
-                if with_counter
-                    && st.direct_counter.is_some()
-                    && let Ok(c) = rt.direct_counter(t, &r)
-                {
-                    out.counter_data = Some(translate::counter_to_p4(&c));
-                }
-                if with_meter
-                    && st.direct_meter.is_some()
-                    && let Ok(m) = rt.direct_meter(t, &r)
-                {
-                    out.meter_config = translate::meter_to_p4(&m);
-                }
-                if with_idle && let Some(ttl) = e.ttl {
-                    out.time_since_last_hit = Some(p4::table_entry::IdleTimeout {
-                        elapsed_ns: (ttl.idle_ms as i64).saturating_mul(1_000_000),
-                    });
-                }
-                out
-            };
+            let decorate =
+                |rt: &mut dyn Runtime, data: &ControllerData, e: &p4jet_runtime::TableEntry| {
+                    let mut out = prog.entry_to_p4(t, e);
+                    put_meta(data, t, e, &mut out);
+                    let r = EntryRef::Handle(e.handle);
+                    if with_counter
+                        && st.direct_counter.is_some()
+                        && let Ok(c) = rt.direct_counter(t, &r)
+                    {
+                        out.counter_data = Some(translate::counter_to_p4(&c));
+                    }
+                    if with_meter
+                        && st.direct_meter.is_some()
+                        && let Ok(m) = rt.direct_meter(t, &r)
+                    {
+                        out.meter_config = translate::meter_to_p4(&m);
+                    }
+                    if with_idle && let Some(ttl) = e.ttl {
+                        out.time_since_last_hit = Some(p4::table_entry::IdleTimeout {
+                            elapsed_ns: (ttl.idle_ms as i64).saturating_mul(1_000_000),
+                        });
+                    }
+                    out
+                };
             if te.is_default_action {
                 let d = self.rt().default_entry(t).map_err(|e| rt_status(&e))?;
                 if let Some(a) = d {
@@ -608,7 +777,7 @@ impl Device {
                 let mut rt = self.rt();
                 match rt.table_entry(t, &EntryRef::Key(key)) {
                     Ok(e) => {
-                        let out = decorate(&mut *rt, &e);
+                        let out = decorate(&mut *rt, &lock(&self.controller_data), &e);
                         drop(rt);
                         sink.push(entity_table(out));
                     }
@@ -625,8 +794,12 @@ impl Device {
                     let page = rt
                         .table_entries(t, from, READ_PAGE)
                         .map_err(|e| rt_status(&e))?;
-                    let outs: Vec<p4::TableEntry> =
-                        page.entries.iter().map(|e| decorate(&mut *rt, e)).collect();
+                    let data = lock(&self.controller_data);
+                    let outs: Vec<p4::TableEntry> = page
+                        .entries
+                        .iter()
+                        .map(|e| decorate(&mut *rt, &data, e))
+                        .collect();
                     (outs, page.next)
                 };
                 for o in outs {
@@ -1132,7 +1305,10 @@ impl Device {
                                 r#type: Some(T::MulticastGroupEntry(p4::MulticastGroupEntry {
                                     multicast_group_id: grp.id,
                                     replicas: translate::replicas_to_p4(&replicas),
-                                    metadata: vec![],
+                                    metadata: lock(&self.controller_data)
+                                        .group(grp.id)
+                                        .map(<[u8]>::to_vec)
+                                        .unwrap_or_default(),
                                 })),
                             },
                         )),
@@ -1309,6 +1485,7 @@ impl Device {
                 .map(|e| {
                     let mut x = prog.entry_to_p4(it.table, e);
                     x.action = None;
+                    self.put_meta(it.table, e, &mut x);
                     x
                 })
                 .collect::<Vec<_>>();
@@ -1368,6 +1545,71 @@ impl Device {
             }
         }));
         v
+    }
+}
+
+/// The controller's metadata of entry `e` of table `t`, into `out`.
+fn put_meta(
+    data: &ControllerData,
+    t: TableId,
+    e: &p4jet_runtime::TableEntry,
+    out: &mut p4::TableEntry,
+) {
+    if let Some(m) = data.entry(t, e) {
+        out.metadata = m.metadata.clone();
+        #[allow(deprecated)] // controller_metadata: P4Runtime < 1.2 clients
+        {
+            out.controller_metadata = m.controller_metadata;
+        }
+    }
+}
+
+/// Whether update `u` gives an entry or a multicast group metadata.
+fn carries_metadata(u: &p4::Update) -> bool {
+    use p4::entity::Entity as E;
+    match u.entity.as_ref().and_then(|e| e.entity.as_ref()) {
+        #[allow(deprecated)] // controller_metadata: P4Runtime < 1.2 clients
+        Some(E::TableEntry(te)) => !te.metadata.is_empty() || te.controller_metadata != 0,
+        Some(E::PacketReplicationEngineEntry(p)) => matches!(
+            p.r#type.as_ref(),
+            Some(p4::packet_replication_engine_entry::Type::MulticastGroupEntry(g))
+                if !g.metadata.is_empty()
+        ),
+        _ => false,
+    }
+}
+
+/// What update `u` (translated without error) may change of the controller's
+/// metadata.
+fn meta_change(prog: &Program, u: &p4::Update) -> Option<MetaChange> {
+    use p4::entity::Entity as E;
+    let ty = p4::update::Type::try_from(u.r#type).ok()?;
+    match u.entity.as_ref()?.entity.as_ref()? {
+        E::TableEntry(te) if !te.is_default_action => {
+            #[allow(deprecated)] // controller_metadata: P4Runtime < 1.2 clients
+            let meta = EntryMeta {
+                metadata: te.metadata.clone(),
+                controller_metadata: te.controller_metadata,
+            };
+            let (table, _, _) = prog.table(te.table_id).ok()?;
+            let (_, key) = prog.key(te).ok()?;
+            Some(MetaChange::Entry {
+                table,
+                key,
+                ty,
+                meta,
+            })
+        }
+        E::PacketReplicationEngineEntry(p) => match p.r#type.as_ref()? {
+            p4::packet_replication_engine_entry::Type::MulticastGroupEntry(g) => {
+                Some(MetaChange::Group {
+                    id: g.multicast_group_id,
+                    meta: (ty != p4::update::Type::Delete).then(|| g.metadata.clone()),
+                })
+            }
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -104,6 +104,10 @@ const KNOWN: &[(&str, &str)] = &[
     ),
     ("read value sets", "PI: UNIMPLEMENTED"),
     (
+        "the group's metadata read back",
+        "PI accepts multicast group metadata and drops it; p4jet keeps it",
+    ),
+    (
         "read digest configs",
         "PI: UNIMPLEMENTED without a digest id; p4jet reads every configured digest",
     ),

@@ -500,6 +500,14 @@ bk.send(pb.StreamMessageRequest(packet=po))
 r = bk.next(timeout=2, kind="error")
 o = obs("packet-out from the backup", {"error": None if r is None or hasattr(r, "code") else r.error.canonical_code})
 expect(o, error=7)
+# a jumbo packet-out (1 MB) comes back whole
+big = pb.PacketOut(payload=frame + bytes(1_000_000))
+big.metadata.extend(po.metadata)
+a.send(pb.StreamMessageRequest(packet=big))
+r = a.next(timeout=5, kind="packet")
+o = obs("a 1 MB packet-out comes back as a packet-in",
+        {"length": None if r is None or hasattr(r, "code") else len(r.packet.payload)})
+expect(o, length=len(frame) + 1_000_000)
 # a flood: the switch stays up and answers
 for _ in range(20000):
     a.send(pb.StreamMessageRequest(packet=pb.PacketOut(payload=frame[:20])))
@@ -521,6 +529,14 @@ for name, method, body in [("malformed Write", "/p4.v1.P4Runtime/Write", b"\xff\
         print(f"FAIL {name}: {o}", file=sys.stderr)
     elif check:
         passed += 1
+rd = c.channel.unary_stream("/p4.v1.P4Runtime/Read")
+_, o = c.call("malformed Read", lambda: list(rd(b"\x12\x05\xff")))
+expect(o, "INTERNAL")
+st = c.channel.stream_stream("/p4.v1.P4Runtime/StreamChannel")
+_, o = c.call("malformed StreamChannel message", lambda: list(st(iter([b"\xff\xff\xff"]))))
+expect(o, "INTERNAL")
+_, o = c.write("the primary still writes after a malformed stream", [], 10)
+expect(o, "OK")
 ents, o = c.read("state intact after malformed requests", [pb.Entity(table_entry=pb.TableEntry(table_id=I.tid(DMAC)))])
 expect(o, "OK", count=10)
 

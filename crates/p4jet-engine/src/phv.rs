@@ -9,12 +9,13 @@ use p4jet_ir::{FieldLoc, Program};
 /// 16-byte window.
 pub const PHV_PAD: usize = 32;
 
-/// Where a standard-metadata field lives, resolved for the switch's own reads and
-/// writes (several per packet): fields that own a window of at most 8 bytes (all of
-/// v1model's, which sit in byte-aligned metadata slots) are read and written as 64-bit
-/// values with a precomputed mask; any other layout goes through the general access.
+/// A field read and written as a 64-bit value: one 8-byte load from its first byte,
+/// shifted and masked, and a store of its window's bytes. Fields that own a window of
+/// at most 8 bytes get this form (all of v1model's standard metadata, which sit in
+/// byte-aligned metadata slots, and most header fields); any other layout goes through
+/// the general access.
 #[derive(Debug, Clone, Copy)]
-pub struct StdSlot {
+pub struct Window64 {
     /// The field.
     pub loc: FieldLoc,
     /// Window bytes for the 64-bit access (1..=8), or 0: general access.
@@ -26,15 +27,15 @@ pub struct StdSlot {
     shift: u32,
 }
 
-impl StdSlot {
+impl Window64 {
     /// The slot of the field at `loc`.
-    pub fn new(loc: FieldLoc) -> StdSlot {
-        let fast = loc.own && !loc.signed && loc.width <= 64 && (1..=8).contains(&loc.nbytes);
-        let n = if fast { loc.nbytes } else { 0 };
-        StdSlot {
+    pub fn new(loc: FieldLoc) -> Window64 {
+        let word = loc.own && !loc.signed && loc.width <= 64 && (1..=8).contains(&loc.nbytes);
+        let n = if word { loc.nbytes } else { 0 };
+        Window64 {
             loc,
             n,
-            shift: window64(loc).filter(|_| fast).map_or(0, |(s, _)| s),
+            shift: window64(loc).filter(|_| word).map_or(0, |(s, _)| s),
             mask: if loc.width >= 64 {
                 u64::MAX
             } else {
@@ -174,21 +175,21 @@ impl Phv {
         }
     }
 
-    /// Reads a standard-metadata field (at most 64 bits are kept): one 8-byte load
-    /// from the field's first byte, whatever its window (one bounds check, no
+    /// Reads a field through its 64-bit window (at most 64 bits are kept): one 8-byte
+    /// load from the field's first byte, whatever its window (one bounds check, no
     /// branch on the window's size).
     #[inline(always)]
-    pub fn read_std(&self, s: StdSlot) -> u64 {
+    pub fn read64(&self, s: Window64) -> u64 {
         match self.load8(s.loc.byte as usize) {
             Some(w) if s.n != 0 => (w >> s.shift) & s.mask,
             _ => self.read_raw(s.loc) as u64,
         }
     }
 
-    /// Writes the low bits of `v` (as many as the field has) into a standard-metadata
-    /// field.
+    /// Writes the low bits of `v` (as many as the field has) through the field's
+    /// 64-bit window.
     #[inline(always)]
-    pub fn write_std(&mut self, s: StdSlot, v: u64) {
+    pub fn write64(&mut self, s: Window64, v: u64) {
         let (d, b, v) = (&mut self.data, s.loc.byte as usize, v & s.mask);
         match s.n {
             1 => d[b] = v as u8,
@@ -475,10 +476,10 @@ mod tests {
         }
     }
 
-    /// The switch's 64-bit access to standard-metadata slots reads and writes what the
+    /// The 64-bit window access reads and writes what the
     /// general access does, for every width and layout, without touching neighbours.
     #[test]
-    fn std_slots_match_the_general_access() {
+    fn windows_match_the_general_access() {
         let mut phv = Phv::zeroed(64);
         let vals = [
             0u64,
@@ -499,15 +500,15 @@ mod tests {
                         bit
                     };
                     let loc = FieldLoc::new(8, bit, width, false, own);
-                    let slot = StdSlot::new(loc);
+                    let slot = Window64::new(loc);
                     for &v in &vals {
                         phv.data.fill(0xa5);
                         let mut general = phv.clone();
-                        phv.write_std(slot, v);
+                        phv.write64(slot, v);
                         general.write(loc, u128::from(v));
                         assert_eq!(phv.data, general.data, "write {width} {bit} {own} {v:#x}");
                         assert_eq!(
-                            u128::from(phv.read_std(slot)),
+                            u128::from(phv.read64(slot)),
                             general.read_raw(loc),
                             "read {width} {bit} {own} {v:#x}"
                         );

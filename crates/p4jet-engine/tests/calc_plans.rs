@@ -7,11 +7,12 @@
 use std::path::PathBuf;
 
 use p4jet_engine::PacketCtx;
-use p4jet_engine::eval::{EvalCtx, FastCond, FastExpr, eval_bits, eval_bool};
+use p4jet_engine::eval::{EvalCtx, eval_bits, eval_bool};
 use p4jet_engine::hash::{
     build_input, build_planned, csum_quad, csum16, csum16_planned, csum16_quad, plan,
 };
 use p4jet_engine::phv::Phv;
+use p4jet_engine::plan::{Cond, FlatExpr};
 use p4jet_ir::{ControlNode, Prim, Program};
 
 /// Every corpus program (also the large bench variants), lowered.
@@ -127,7 +128,7 @@ fn fast_conditions_equal_tree_evaluation() {
             let ControlNode::Cond { expr, .. } = node else {
                 continue;
             };
-            let Some(fc) = FastCond::compile(&p, *expr) else {
+            let Some(fc) = Cond::of(&p, *expr) else {
                 continue;
             };
             compiled += 1;
@@ -215,7 +216,7 @@ fn fast_expressions_equal_tree_evaluation() {
                 let Prim::Assign { src, .. } = prim else {
                     continue;
                 };
-                let Some(fe) = FastExpr::compile(&p, *src) else {
+                let Some(fe) = FlatExpr::of(&p, *src) else {
                     continue;
                 };
                 compiled += 1;

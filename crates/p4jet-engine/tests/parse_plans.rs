@@ -118,11 +118,11 @@ fn variants(frames: &[Vec<u8>], rnd: &mut impl FnMut() -> u64) -> Vec<Vec<u8>> {
 
 fn run(e: &Engine, frame: &[u8], sc: &mut Scratch) -> PacketCtx {
     let cs = e.new_control_state().unwrap();
-    let mut ctx = e.new_ctx(frame.len() + 512);
+    let mut ctx = Box::new(e.new_ctx(frame.len() + 512));
     ctx.pkt.set(frame);
     ctx.reset(&e.prog);
-    e.parse(&cs, std::slice::from_mut(&mut &mut ctx), sc);
-    ctx
+    e.parse(&cs, std::slice::from_mut(&mut ctx), sc);
+    *ctx
 }
 
 #[test]
@@ -135,7 +135,7 @@ fn planned_parser_and_deparser_match_the_general_code() {
         let general = p4jet_engine::load(
             &json,
             EngineConfig {
-                general_parser: true,
+                engine: p4jet_engine::EngineKind::Reference,
                 ..EngineConfig::default()
             },
         )

@@ -444,8 +444,9 @@ pub struct TableInfo {
     /// The table's `match_type` in the JSON (`range` > `ternary` > `lpm` > `exact` of its
     /// keys as p4c computes it; `Exact` when absent).
     pub match_type: MatchKind,
-    /// Pipeline (0 ingress, 1 egress).
-    pub pipeline: u32,
+    /// Index of its control block in the JSON's `pipelines` (bmv2's name for control
+    /// blocks).
+    pub control: u32,
     /// Key.
     pub keys: Vec<TableKey>,
     /// Packed key length in bytes.

@@ -160,7 +160,7 @@ pub fn lower(j: &p4jet_json::Program) -> Result<Program, LoadError> {
     c.externs()?;
     c.actions()?;
     c.parser()?;
-    c.pipelines()?;
+    c.controls()?;
     c.checksums()?;
     c.deparser()?;
     c.field_lists()?;
@@ -1754,9 +1754,11 @@ impl<'a> Ctx<'a> {
         })
     }
 
-    // ---------------------------------------------------------------- pipelines
+    // ---------------------------------------------------------------- controls
 
-    fn pipelines(&mut self) -> R<()> {
+    /// The control blocks (the JSON's `pipelines`: bmv2 calls a control block a
+    /// pipeline), their tables and action profiles.
+    fn controls(&mut self) -> R<()> {
         let j = self.j;
         // action profiles first (tables refer to them)
         let mut prof_idx: HashMap<&str, u32> = HashMap::new();
@@ -2018,7 +2020,7 @@ impl<'a> Ctx<'a> {
 
     fn table(
         &mut self,
-        pipeline: u32,
+        control: u32,
         t: &p4jet_json::Table,
         path: &str,
         prof_idx: &HashMap<&str, u32>,
@@ -2238,7 +2240,7 @@ impl<'a> Ctx<'a> {
             name: t.name.clone(),
             json_id: t.id,
             match_type,
-            pipeline,
+            control,
             keys,
             key_bytes,
             kind,

@@ -87,10 +87,15 @@ impl LatencyHist {
     /// Records one value.
     #[inline]
     pub fn record(&mut self, ns: u64) {
-        self.count += 1;
-        self.sum += ns as u128;
+        self.record_n(ns, 1);
+    }
+
+    /// Records `n` values of `ns`.
+    pub fn record_n(&mut self, ns: u64, n: u64) {
+        self.count += n;
+        self.sum += ns as u128 * n as u128;
         self.max = self.max.max(ns);
-        self.buckets[bucket_of(ns)] += 1;
+        self.buckets[bucket_of(ns)] += n;
     }
 
     /// Adds another histogram's values.

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use p4jet_engine::{ControlState, Engine, EngineConfig, Externs, Op, OpResult};
+use p4jet_engine::{ControlState, Engine, EngineConfig, EngineKind, Externs, Op, OpResult};
 use p4jet_runtime::Schema;
 
 pub use latency::{LatencyHist, Stamps};
@@ -97,6 +97,9 @@ pub struct SwitchConfig {
     pub manual_clock: Option<Arc<AtomicU64>>,
     /// simple_switch's `--enable-swap`: allow `bm_load_new_config` / `bm_swap_configs`.
     pub enable_swap: bool,
+    /// Which engine runs the program (`--engine`; by default `jit` where Cranelift
+    /// generates code for the host, else `interp`).
+    pub engine: EngineKind,
 }
 
 impl Default for SwitchConfig {
@@ -111,6 +114,11 @@ impl Default for SwitchConfig {
             max_passes: 64,
             manual_clock: None,
             enable_swap: false,
+            engine: if p4jet_jit::supported() {
+                EngineKind::Jit
+            } else {
+                EngineKind::Interp
+            },
         }
     }
 }
@@ -307,15 +315,29 @@ impl Switch {
         ),
         String,
     > {
-        let engine = Arc::new(p4jet_engine::load(
+        let mut engine = p4jet_engine::load(
             json,
             EngineConfig {
                 drop_port: cfg.drop_port,
                 trace: cfg.trace,
                 sub_batch: cfg.sub_batch,
-                ..EngineConfig::default()
+                engine: cfg.engine,
             },
-        )?);
+        )?;
+        if cfg.engine == EngineKind::Jit {
+            // compiled here, on the thread that loads the program (a swap's control
+            // thread), never on a forwarding thread; should Cranelift refuse the
+            // program, the fused plan is interpreted
+            match p4jet_jit::attach(&mut engine) {
+                Ok(stats) => tracing::debug!(
+                    "compiled to {} bytes of native code in {:?}",
+                    stats.code_bytes,
+                    stats.compile_time
+                ),
+                Err(e) => tracing::warn!("not compiled ({e}): the plan is interpreted"),
+            }
+        }
+        let engine = Arc::new(engine);
         let fresh = engine.new_control_state()?;
         let (mut writer, reader) = left_right::new_from_empty::<ControlState, Op>(fresh.clone());
         writer.publish();

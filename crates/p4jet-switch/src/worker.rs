@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use num_bigint::BigUint;
-use p4jet_engine::{ControlState, Engine, Externs, PacketBuf, PacketCtx, Pipeline, Scratch};
+use p4jet_engine::{ControlBlock, ControlState, Engine, Externs, PacketBuf, PacketCtx, Scratch};
 use p4jet_ir::expr::FieldRef;
 
 use crate::latency::{LatencyHist, Stamps};
@@ -12,20 +12,7 @@ use crate::tm::{Pkt, QueueConfig, SharedQueues, Tm};
 use crate::{Active, Clock, Dataplane, Digest, DigestQueue, SwitchConfig};
 
 /// instance_type values (v1model).
-pub mod instance {
-    /// A packet received on a port.
-    pub const NORMAL: u32 = 0;
-    /// Ingress-to-egress clone.
-    pub const INGRESS_CLONE: u32 = 1;
-    /// Egress-to-egress clone.
-    pub const EGRESS_CLONE: u32 = 2;
-    /// Recirculated.
-    pub const RECIRC: u32 = 4;
-    /// Multicast copy.
-    pub const REPLICATION: u32 = 5;
-    /// Resubmitted.
-    pub const RESUBMIT: u32 = 6;
-}
+pub use p4jet_engine::v1model::instance;
 
 /// Per-port packet counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -386,12 +373,20 @@ impl Core {
         self.pool.push(ctx);
     }
 
+    #[inline(always)]
     fn port_mut(&mut self, port: u32) -> &mut PortCounters {
         let i = port as usize;
         if self.ports.len() <= i {
-            self.ports.resize(i + 1, PortCounters::default());
+            self.grow_ports(i);
         }
         &mut self.ports[i]
+    }
+
+    /// Counters for port `i` and below.
+    #[cold]
+    #[inline(never)]
+    fn grow_ports(&mut self, i: usize) {
+        self.ports.resize(i + 1, PortCounters::default());
     }
 
     /// Packets waiting anywhere in the worker.
@@ -508,7 +503,7 @@ impl Core {
     #[inline(always)]
     fn queue_received(&mut self, mut ctx: Pkt, port: u32) {
         ctx.arch.port = port;
-        ctx.arch.instance_type = crate::worker::instance::NORMAL;
+        ctx.arch.instance_type = instance::NORMAL;
         ctx.arch.passes = 0;
         ctx.arch.preserved.clear();
         ctx.arch.rx_ns = self.rx_stamp;
@@ -561,9 +556,10 @@ impl Core {
         let e: &Engine = &engine;
         while self.next_egress_batch() {
             let tm = &self.tm;
-            for ctx in self.egress.iter_mut() {
-                let d = deq_qdepth(tm, ctx) as u128;
-                e.std_inform(&mut ctx.phv, e.sm.deq_qdepth, d);
+            if e.std_meta.deq_qdepth.is_some() {
+                for ctx in self.egress.iter_mut() {
+                    ctx.arch.deq_qdepth = deq_qdepth(tm, ctx) as u32;
+                }
             }
             out.append(&mut self.egress);
         }
@@ -659,14 +655,21 @@ impl Core {
         // resubmitted and recirculated packets are taken before waiting input
         self.batch.clear();
         while self.batch.len() < max {
-            let next = match self.recirc.pop_front() {
-                Some(c) => Some(c),
-                None if take_input => self.input.pop_front(),
-                None => None,
-            };
-            match next {
+            match self.recirc.pop_front() {
                 Some(c) => self.batch.push(c),
                 None => break,
+            }
+        }
+        if take_input {
+            if self.batch.is_empty() && self.input.len() <= max {
+                // the whole input is the batch: the two buffers trade places (no
+                // per-packet moves when the deque's items start at its buffer's start,
+                // as they do once it has been a batch)
+                let input = Vec::from(std::mem::take(&mut self.input));
+                self.input = VecDeque::from(std::mem::replace(&mut self.batch, input));
+            } else {
+                let k = (max - self.batch.len()).min(self.input.len());
+                self.batch.extend(self.input.drain(..k));
             }
         }
         if !self.batch.is_empty() {
@@ -702,51 +705,47 @@ impl Core {
     fn ingress(&mut self, cs: &ControlState) {
         let engine = self.engine.clone();
         let e: &Engine = &engine;
-        let p = &*e.prog;
-        let std = &e.sm;
         let now = self.clock.now_us();
         let mut batch = std::mem::take(&mut self.batch);
-        for ctx in batch.iter_mut() {
-            ctx.reset(p);
-            let len = ctx.pkt.len() as u128;
-            ctx.ingress_len = len as u32;
-            ctx.length_reg = len as u64;
-            if std.ingress_info {
-                e.std_inform(&mut ctx.phv, std.ingress_port, ctx.arch.port as u128);
-                e.std_inform(&mut ctx.phv, std.packet_length, len);
-                e.std_inform(
-                    &mut ctx.phv,
-                    std.instance_type,
-                    ctx.arch.instance_type as u128,
-                );
-                e.std_inform(&mut ctx.phv, std.ingress_global_timestamp, now as u128);
-            }
-            if !ctx.arch.preserved.is_empty() {
-                for (f, v) in std::mem::take(&mut ctx.arch.preserved) {
-                    ctx.phv.write_big(p.fields[f as usize].loc, &v);
-                }
-            }
-        }
         // simple_switch: a resubmitted/recirculated/cloned instance has ingress_port 0
         // unless preserved; the port was recorded as 0 when it was requeued.
-        let mut t = None;
-        let on = self.timing;
-        lap(on, &mut t, &mut 0);
-        e.parse(cs, &mut batch, &mut self.scratch);
-        lap(on, &mut t, &mut self.stage_ns[0]);
-        e.run_control(
-            cs,
-            &self.externs,
-            Pipeline::Ingress,
-            &mut batch,
-            &mut self.scratch,
-            now,
-        );
-        lap(on, &mut t, &mut self.stage_ns[1]);
-        for ctx in batch.drain(..) {
-            self.after_ingress(e, cs, ctx, now);
+        if self.timing {
+            // the stages one by one, to time them
+            let mut t = None;
+            lap(true, &mut t, &mut 0);
+            for ctx in batch.iter_mut() {
+                e.begin_ingress(ctx, now);
+            }
+            e.parse(cs, &mut batch, &mut self.scratch);
+            lap(true, &mut t, &mut self.stage_ns[0]);
+            e.run_control(
+                cs,
+                &self.externs,
+                ControlBlock::Ingress,
+                &mut batch,
+                &mut self.scratch,
+                now,
+            );
+            lap(true, &mut t, &mut self.stage_ns[1]);
+            for ctx in batch.drain(..) {
+                self.after_ingress(e, cs, ctx, now);
+            }
+            lap(true, &mut t, &mut self.stage_ns[2]);
+        } else {
+            let unicast = e.ingress_pass(cs, &self.externs, &mut batch, &mut self.scratch, now);
+            if unicast
+                && self.qplain
+                && self.tm.is_empty()
+                && self.fast.is_empty()
+                && !self.cfg.trace
+            {
+                // every packet a plain unicast, already set for the fast lane (which
+                // was empty): the vectors trade places
+                std::mem::swap(&mut self.fast, &mut batch);
+            } else {
+                self.after_ingress_batch(e, cs, &mut batch, now);
+            }
         }
-        lap(on, &mut t, &mut self.stage_ns[2]);
         self.batch = batch;
     }
 
@@ -761,26 +760,80 @@ impl Core {
         }
     }
 
+    /// The after-ingress decisions of a batch. Packets that made no request, unicast
+    /// (or dropped) with the default priority, when nothing is queued and the queues
+    /// have no limits (the fast lane's conditions), are handled where they lie: the
+    /// dropped ones freed, the others left in order and handed to the fast lane
+    /// wholesale. From the first packet that is not such, [`Core::after_ingress`]
+    /// decides packet by packet, after them.
+    fn after_ingress_batch(
+        &mut self,
+        e: &Engine,
+        cs: &ControlState,
+        batch: &mut Vec<Pkt>,
+        now: u64,
+    ) {
+        let std = &e.std_meta;
+        let n = batch.len();
+        let (mut w, mut r) = (0usize, 0usize);
+        if self.qplain && self.tm.is_empty() && self.fast.is_empty() && !self.cfg.trace {
+            let drop_port = self.cfg.drop_port;
+            while r < n {
+                let ctx = &mut batch[r];
+                if ctx.req.pending
+                    || e.std_read(&ctx.phv, std.mcast_grp) != 0
+                    || e.std_read(&ctx.phv, std.priority) != 0
+                {
+                    break;
+                }
+                let spec = e.std_read(&ctx.phv, std.egress_spec) as u32;
+                r += 1;
+                if spec == drop_port {
+                    if ctx.arch.instance_type == instance::NORMAL {
+                        let port = ctx.arch.port;
+                        self.port_mut(port).drop += 1;
+                    }
+                    continue;
+                }
+                e.unicast(ctx, spec, now);
+                batch.swap(w, r - 1);
+                w += 1;
+            }
+        }
+        if w < r {
+            // the dropped ones
+            for ctx in batch.drain(w..r) {
+                self.free(ctx);
+            }
+        }
+        if w == batch.len() {
+            // all in the fast lane (it was empty): the vectors trade places
+            std::mem::swap(&mut self.fast, batch);
+            return;
+        }
+        self.fast.extend(batch.drain(..w));
+        for ctx in batch.drain(..) {
+            self.after_ingress(e, cs, ctx, now);
+        }
+    }
+
+    #[inline(always)]
     fn after_ingress(&mut self, e: &Engine, cs: &ControlState, mut ctx: Pkt, now: u64) {
-        let std = &e.sm;
-        // 1. I2E clone: the packet as it entered this pass, re-parsed, metadata reset
-        if let Some((session, fl)) = ctx.clone {
-            self.clone_i2e(e, cs, &ctx, session, fl, now);
-        }
-        // 2. digest
-        if let Some(id) = ctx.digest {
-            self.learn(e, &ctx, id);
-        }
-        // 3. resubmit: the original packet goes back to ingress
-        if let Some(fl) = ctx.resubmit {
-            return self.requeue(e, ctx, fl, crate::worker::instance::RESUBMIT);
+        let std = &e.std_meta;
+        if ctx.req.pending {
+            // 1. I2E clone: the packet as it entered this pass, re-parsed, metadata
+            // reset; 2. digest; 3. resubmit: the original packet goes back to ingress
+            match self.requests_after_ingress(e, cs, ctx, now) {
+                Some(c) => ctx = c,
+                None => return,
+            }
         }
         // 4. multicast
         let mgid = e.std_read(&ctx.phv, std.mcast_grp) as u32;
         if mgid != 0 {
             // the copies are REPLICATION instances (clones sent to a session's group keep
             // their own instance_type: replicate gives each copy the packet's)
-            ctx.arch.instance_type = crate::worker::instance::REPLICATION;
+            ctx.arch.instance_type = instance::REPLICATION;
             self.replicate(e, cs, &ctx, mgid, now, None);
             return self.free(ctx);
         }
@@ -791,16 +844,41 @@ impl Core {
                 ctx.log.push("dropped in ingress".into());
             }
             let port = ctx.arch.port;
-            if ctx.arch.instance_type == crate::worker::instance::NORMAL {
+            if ctx.arch.instance_type == instance::NORMAL {
                 self.port_mut(port).drop += 1;
             }
             return self.free(ctx);
         }
         // simple_switch marks a unicast packet NORMAL before enqueueing it: a resubmitted
         // or recirculated packet reads instance_type 0 in egress
-        ctx.arch.instance_type = crate::worker::instance::NORMAL;
+        ctx.arch.instance_type = instance::NORMAL;
         e.std_inform(&mut ctx.phv, std.instance_type, 0);
         self.enqueue(e, ctx, spec, now);
+    }
+
+    /// The requests a packet made in ingress, in simple_switch's order: I2E clone,
+    /// digest, resubmit (which takes the packet: None). Out of line: most packets make
+    /// none.
+    #[cold]
+    #[inline(never)]
+    fn requests_after_ingress(
+        &mut self,
+        e: &Engine,
+        cs: &ControlState,
+        ctx: Pkt,
+        now: u64,
+    ) -> Option<Pkt> {
+        if let Some((session, fl)) = ctx.req.clone {
+            self.clone_i2e(e, cs, &ctx, session, fl, now);
+        }
+        if let Some(id) = ctx.req.digest {
+            self.learn(e, &ctx, id);
+        }
+        if let Some(fl) = ctx.req.resubmit {
+            self.requeue(e, ctx, fl, instance::RESUBMIT);
+            return None;
+        }
+        Some(ctx)
     }
 
     /// Zeroes the metadata of `c` (a clone of `src`) except the fields of field list
@@ -846,7 +924,7 @@ impl Core {
         now: u64,
     ) {
         let p = &*e.prog;
-        let std = &e.sm;
+        let std = &e.std_meta;
         let Some((mut c, ms)) = self.clone_for(cs, ctx, session) else {
             return;
         };
@@ -854,7 +932,7 @@ impl Core {
         e.std_inform(&mut c.phv, std.ingress_port, ctx.arch.port as u128);
         e.parse(cs, std::slice::from_mut(&mut c), &mut self.scratch);
         self.zero_metadata_but(e, ctx, &mut c, fl);
-        c.arch.instance_type = crate::worker::instance::INGRESS_CLONE;
+        c.arch.instance_type = instance::INGRESS_CLONE;
         e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
         e.std_inform(&mut c.phv, std.packet_length, c.pkt.len() as u128);
         c.ingress_len = ctx.ingress_len;
@@ -876,15 +954,15 @@ impl Core {
         fl: u32,
         now: u64,
     ) {
-        let std = &e.sm;
+        let std = &e.std_meta;
         let Some((mut c, ms)) = self.clone_for(cs, ctx, session) else {
             return;
         };
         self.zero_metadata_but(e, ctx, &mut c, fl);
-        c.clone = None;
-        c.truncate = None;
-        c.recirculate = None;
-        c.arch.instance_type = crate::worker::instance::EGRESS_CLONE;
+        c.req.clone = None;
+        c.req.truncate = None;
+        c.req.recirculate = None;
+        c.arch.instance_type = instance::EGRESS_CLONE;
         e.std_inform(&mut c.phv, std.instance_type, c.arch.instance_type as u128);
         self.send_to_session(e, cs, c, ms, now);
     }
@@ -896,7 +974,7 @@ impl Core {
     #[cold]
     #[inline(never)]
     fn requeue(&mut self, e: &Engine, mut ctx: Pkt, fl: u32, instance_type: u32) {
-        let resubmit = instance_type == crate::worker::instance::RESUBMIT;
+        let resubmit = instance_type == instance::RESUBMIT;
         if ctx.arch.passes >= self.cfg.max_passes {
             self.errors.push(format!(
                 "packet dropped after {} resubmit/recirculate passes (loop guard)",
@@ -939,10 +1017,10 @@ impl Core {
             for &(port, rid) in replicas {
                 let mut r = self.alloc();
                 r.copy_from(&c);
-                r.truncate = truncate;
-                r.recirculate = None;
+                r.req.set_truncate(truncate);
+                r.req.recirculate = None;
                 r.arch.rx_ns = c.arch.rx_ns;
-                e.std_inform(&mut r.phv, e.sm.egress_rid, rid as u128);
+                e.std_inform(&mut r.phv, e.std_meta.egress_rid, rid as u128);
                 self.enqueue(e, r, port, now);
             }
             self.free(c);
@@ -954,7 +1032,7 @@ impl Core {
         match ms.port {
             Some(port) => {
                 if truncate.is_some() {
-                    c.truncate = truncate;
+                    c.req.set_truncate(truncate);
                 }
                 self.enqueue(e, c, port, now)
             }
@@ -1000,11 +1078,15 @@ impl Core {
                 c.copy_from(ctx);
                 // a new packet (simple_switch: clone_with_phv + clear_all): not truncated
                 // (unless its clone session truncates), no recirculation requested
-                c.truncate = truncate;
-                c.recirculate = None;
+                c.req.set_truncate(truncate);
+                c.req.recirculate = None;
                 c.arch.rx_ns = ctx.arch.rx_ns;
-                e.std_inform(&mut c.phv, e.sm.egress_rid, node.rid as u128);
-                e.std_inform(&mut c.phv, e.sm.instance_type, c.arch.instance_type as u128);
+                e.std_inform(&mut c.phv, e.std_meta.egress_rid, node.rid as u128);
+                e.std_inform(
+                    &mut c.phv,
+                    e.std_meta.instance_type,
+                    c.arch.instance_type as u128,
+                );
                 self.enqueue(e, c, port, now);
             }
         }
@@ -1037,7 +1119,7 @@ impl Core {
     /// the fast lane).
     #[inline(always)]
     fn enqueue(&mut self, e: &Engine, mut ctx: Pkt, port: u32, now: u64) {
-        let prio = e.std_read(&ctx.phv, e.sm.priority) as u32;
+        let prio = e.std_read(&ctx.phv, e.std_meta.priority) as u32;
         let cfg = &self.qcfg;
         if prio >= cfg.nqueues {
             return self.drop_bad_priority(ctx, prio);
@@ -1073,7 +1155,7 @@ impl Core {
     fn run_egress(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8]), compute_deq: bool) {
         let engine = self.engine.clone();
         let e: &Engine = &engine;
-        let std = &e.sm;
+        let std = &e.std_meta;
         let mut t = None;
         let on = self.timing;
         lap(on, &mut t, &mut 0);
@@ -1087,70 +1169,44 @@ impl Core {
             0
         };
         let mut batch = std::mem::take(&mut self.egress);
-        for ctx in batch.iter_mut() {
-            if egress_control {
-                e.std_set(
-                    &mut ctx.phv,
-                    std.egress_spec,
-                    (self.cfg.drop_port + 1) as u128,
-                );
+        if compute_deq && std.deq_qdepth.is_some() {
+            for ctx in batch.iter_mut() {
+                ctx.arch.deq_qdepth = deq_qdepth(&self.tm, ctx) as u32;
             }
-            if std.egress_info {
-                let port = ctx.arch.port as u128;
-                e.std_inform(&mut ctx.phv, std.egress_port, port);
-                e.std_inform(&mut ctx.phv, std.packet_length, ctx.length_reg as u128);
-                e.std_inform(&mut ctx.phv, std.enq_timestamp, ctx.arch.enq_us as u128);
-                e.std_inform(&mut ctx.phv, std.enq_qdepth, ctx.arch.enq_qdepth as u128);
-                e.std_inform(
-                    &mut ctx.phv,
-                    std.deq_timedelta,
-                    now.saturating_sub(ctx.arch.enq_us) as u128,
-                );
-                if compute_deq {
-                    let d = deq_qdepth(&self.tm, ctx) as u128;
-                    e.std_inform(&mut ctx.phv, std.deq_qdepth, d);
-                }
-                e.std_inform(&mut ctx.phv, std.egress_global_timestamp, now as u128);
-                e.std_inform(&mut ctx.phv, std.qid, ctx.arch.qid as u128);
-            }
-            // a recirculation requested in ingress stays with the packet (simple_switch
-            // keeps it in the packet's registers) and happens after egress
-            ctx.clone = None;
         }
-        e.run_control(
-            cs,
-            &self.externs,
-            Pipeline::Egress,
-            &mut batch,
-            &mut self.scratch,
-            now,
-        );
+        if on {
+            for ctx in batch.iter_mut() {
+                e.begin_egress(ctx, now);
+            }
+            e.run_control(
+                cs,
+                &self.externs,
+                ControlBlock::Egress,
+                &mut batch,
+                &mut self.scratch,
+                now,
+            );
+        } else {
+            e.egress_pass(cs, &self.externs, &mut batch, &mut self.scratch, now);
+        }
         lap(on, &mut t, &mut self.stage_ns[3]);
         let tx_ns = self.stamps.as_ref().map(|s| s.now_ns());
+        // latency: the packets of a batch mostly share their injection time, so equal
+        // values are counted together
+        let mut lat = (0u64, 0u64);
+        let plain = !self.cfg.trace && self.moving.is_empty();
         for mut ctx in batch.drain(..) {
-            // 1. E2E clone: current headers, metadata reset but the field list
-            if let Some((session, fl)) = ctx.clone {
-                self.clone_e2e(e, cs, &ctx, session, fl, now);
-            }
-            // 2. drop
-            if egress_control && e.std_read(&ctx.phv, std.egress_spec) as u32 == self.cfg.drop_port
-            {
-                if self.cfg.trace {
-                    ctx.log.push("dropped in egress".into());
+            if !plain || ctx.req.pending || !ctx.deparsed {
+                // 1. E2E clone, 2. drop, 3. deparse, recirculate
+                match self.leave_egress(e, cs, ctx, now) {
+                    Some(c) => ctx = c,
+                    None => continue,
                 }
-                self.free(ctx);
-                continue;
-            }
-            // 3. deparse
-            e.deparse(&mut ctx, &mut self.scratch, cs);
-            if let Some(fl) = ctx.recirculate {
-                self.requeue(e, ctx, fl, crate::worker::instance::RECIRC);
-                continue;
             }
             // 4. transmit
             let port = ctx.arch.port;
             let data = ctx.pkt.data();
-            let n = match ctx.truncate {
+            let n = match ctx.req.truncate {
                 Some(t) => (t as usize).min(data.len()),
                 None => data.len(),
             };
@@ -1158,7 +1214,10 @@ impl Core {
                 ctx.log
                     .push(format!("transmitted on port {port} ({n} bytes)"));
             }
-            if self.moving.get(port as usize) == Some(&true) && ctx.pkt.buf.frame().is_some() {
+            if !plain
+                && self.moving.get(port as usize) == Some(&true)
+                && ctx.pkt.buf.frame().is_some()
+            {
                 let mut b = std::mem::take(&mut ctx.pkt);
                 b.truncate(n);
                 self.moved.push((port, b));
@@ -1166,13 +1225,62 @@ impl Core {
                 tx(port, &ctx.pkt.data()[..n]);
             }
             self.port_mut(port).tx += 1;
-            if let Some(now) = tx_ns {
-                self.latency.record(now.saturating_sub(ctx.arch.rx_ns));
+            if tx_ns.is_some() {
+                let rx = ctx.arch.rx_ns;
+                if lat.1 > 0 && lat.0 != rx {
+                    self.record_latency(tx_ns, lat);
+                    lat.1 = 0;
+                }
+                lat = (rx, lat.1 + 1);
             }
             self.free(ctx);
         }
+        if lat.1 > 0 {
+            self.record_latency(tx_ns, lat);
+        }
         lap(on, &mut t, &mut self.stage_ns[4]);
         self.egress = batch;
+    }
+
+    /// `count` packets injected at `rx` ns leaving at `tx` ns.
+    fn record_latency(&mut self, tx: Option<u64>, (rx, count): (u64, u64)) {
+        if let Some(now) = tx {
+            self.latency.record_n(now.saturating_sub(rx), count);
+        }
+    }
+
+    /// What happens to a packet after the egress pass other than plain transmission:
+    /// its E2E clone, drop, deparsing when the pass did not deparse it, recirculation
+    /// (None: the packet is gone).
+    #[inline(never)]
+    fn leave_egress(
+        &mut self,
+        e: &Engine,
+        cs: &ControlState,
+        mut ctx: Pkt,
+        now: u64,
+    ) -> Option<Pkt> {
+        // 1. E2E clone: current headers, metadata reset but the field list
+        if let Some((session, fl)) = ctx.req.clone {
+            self.clone_e2e(e, cs, &ctx, session, fl, now);
+        }
+        // 2. drop
+        if !ctx.deparsed && e.dropped_in_egress(&ctx) {
+            if self.cfg.trace {
+                ctx.log.push("dropped in egress".into());
+            }
+            self.free(ctx);
+            return None;
+        }
+        // 3. deparse (done by the egress pass for packets without requests)
+        if !ctx.deparsed {
+            e.deparse(&mut ctx, &mut self.scratch, cs);
+        }
+        if let Some(fl) = ctx.req.recirculate {
+            self.requeue(e, ctx, fl, instance::RECIRC);
+            return None;
+        }
+        Some(ctx)
     }
 
     #[cold]

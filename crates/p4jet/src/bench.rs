@@ -25,7 +25,8 @@ use crate::run::Mode;
 /// `p4jet bench` options.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// The bmv2 JSON program.
+    /// The bmv2 JSON program (`null`: the null program the figures are compared
+    /// with, on its own).
     pub program: PathBuf,
     /// Table commands (simple_switch_CLI syntax).
     #[arg(long = "commands")]
@@ -70,6 +71,11 @@ pub struct BenchArgs {
     /// Ingress port of the replayed frames.
     #[arg(long = "port", default_value_t = 0)]
     pub port: u32,
+    /// The engine: `reference` (the plain reading of the program), `interp` (the fused
+    /// plan, interpreted) or `jit` (compiled to native code). The null program runs on
+    /// the same engine.
+    #[arg(long = "engine", default_value_t = crate::engine::default_engine())]
+    pub engine: p4jet_engine::EngineKind,
     /// Skip the null program and the instrumented stage run (for profilers: only the
     /// program's own replay runs; null figures are reported as 0).
     #[arg(long = "profile-only")]
@@ -700,6 +706,7 @@ fn sweep(a: &BenchArgs, sw: &Switch, frames: &[Vec<u8>]) -> Result<ExitCode, Str
     let mut rows = vec![];
     if !a.json {
         println!("program          {}", a.program.display());
+        println!("engine           {}", crate::engine::describe(&sw.engine));
         println!(
             "workers          {workers}, batch {}, {} s per point, load average {:.2} {:.2} {:.2}",
             a.batch, a.seconds, load0[0], load0[1], load0[2]
@@ -783,13 +790,17 @@ fn sweep(a: &BenchArgs, sw: &Switch, frames: &[Vec<u8>]) -> Result<ExitCode, Str
 
 /// `p4jet bench`.
 pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
-    let json =
-        std::fs::read_to_string(&a.program).map_err(|e| format!("{}: {e}", a.program.display()))?;
+    let json = if a.program.as_os_str() == "null" {
+        NULL_PROGRAM.to_string()
+    } else {
+        std::fs::read_to_string(&a.program).map_err(|e| format!("{}: {e}", a.program.display()))?
+    };
     let frames = read_trace(&a.trace)?;
     let workers = a.workers.max(1);
     let cfg = SwitchConfig {
         batch: a.batch.max(1),
         sub_batch: usize::from(a.sub_batch),
+        engine: a.engine,
         ..SwitchConfig::default()
     };
     p4jet_tables::set_default_cache_mode(a.table_cache.mode());
@@ -936,6 +947,10 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
             "table_memory_bytes": mem,
             "memory_bytes_per_entry": if entries > 0 { mem as f64 / entries as f64 } else { 0.0 },
             "load_seconds": load_s,
+            "engine": a.engine.name(),
+            "compile_ms": crate::engine::compile_ms(&sw.engine).0,
+            "compile_cpu_ms": crate::engine::compile_ms(&sw.engine).1,
+            "code_bytes": sw.engine.native().map_or(0, |n| n.stats().code_bytes),
             "table_cache": format!("{:?}", a.table_cache).to_lowercase(),
             "lookup_cache": cache_json(&cache),
             "cache_off": cache_off_json,
@@ -946,6 +961,7 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
         println!("{o}");
     } else {
         println!("program          {}", a.program.display());
+        println!("engine           {}", crate::engine::describe(&sw.engine));
         println!(
             "trace            {} frames, {avg_len:.0} bytes average",
             frames.len()

@@ -759,6 +759,7 @@ pub(crate) fn run(
 
     let start = Instant::now();
     let mut last_events = Instant::now();
+    let mut last_sweep = Instant::now();
     loop {
         if term.load(Ordering::Relaxed)
             || (plan.duration > 0.0 && start.elapsed().as_secs_f64() >= plan.duration)
@@ -777,6 +778,14 @@ pub(crate) fn run(
             // with P4Runtime on, its digest lists take the learning notifications
             if plan.log_digests {
                 learn_events(sw, false, &common);
+            }
+        }
+        // bmv2's ageing monitor sweeps once a second; with P4Runtime on, its idle
+        // timeout notifications take the place of these
+        if last_sweep.elapsed() >= Duration::from_secs(1) {
+            last_sweep = Instant::now();
+            if plan.log_digests {
+                ageing_events(sw, &common);
             }
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -860,6 +869,31 @@ fn learn_events(sw: &Mutex<Switch>, all: bool, common: &Common) {
             );
         }
         eprintln!("p4jet: {}", s.describe_digest_list(m));
+    }
+}
+
+/// Ageing notifications (`AGE|`) of one sweep, on the notification socket.
+fn ageing_events(sw: &Mutex<Switch>, common: &Common) {
+    let Some(n) = &common.notify else {
+        return;
+    };
+    let mut s = match sw.try_lock() {
+        Ok(s) => s,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    let device = s.rt.device_id;
+    for (buffer_id, table_id, handles) in s.ageing_sweep() {
+        n.send(
+            &p4jet_nanomsg::Ageing {
+                switch_id: device,
+                cxt_id: 0,
+                buffer_id,
+                table_id: table_id as i32,
+                handles,
+            }
+            .encode(),
+        );
     }
 }
 

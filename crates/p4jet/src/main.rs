@@ -5,7 +5,9 @@
 mod bench;
 mod cli_cmd;
 mod cpu_port;
+mod engine;
 mod forward;
+mod fuzz;
 mod grpc;
 mod run;
 mod stf;
@@ -38,6 +40,10 @@ enum Cmd {
     Cli(cli_cmd::CliArgs),
     /// Generate a benchmark trace and matching table commands.
     Gen(p4jet_gen::GenArgs),
+    /// Print a program's executable plan (the operations the engines run).
+    Plan(engine::PlanArgs),
+    /// Compare the three engines on random traffic and table entries.
+    Fuzz(fuzz::FuzzArgs),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +78,8 @@ fn main() -> ExitCode {
         Cmd::Bench(a) => bench::main(a),
         Cmd::Cli(a) => cli_cmd::main(a),
         Cmd::Gen(a) => p4jet_gen::main(a),
+        Cmd::Plan(a) => engine::plan_main(a),
+        Cmd::Fuzz(a) => fuzz::main(a),
     };
     match r {
         Ok(code) => code,

@@ -113,6 +113,10 @@ pub struct RunArgs {
     #[arg(long = "sub-batch", default_value_t = p4jet_engine::DEFAULT_SUB_BATCH as u8,
           value_parser = clap::value_parser!(u8).range(1..=64))]
     pub sub_batch: u8,
+    /// The engine: `reference` (the plain reading of the program), `interp` (the fused
+    /// plan, interpreted) or `jit` (compiled to native code).
+    #[arg(long = "engine", default_value_t = crate::engine::default_engine())]
+    pub engine: p4jet_engine::EngineKind,
     /// Exit after this many seconds (live ports; 0 = run until SIGTERM).
     #[arg(long = "duration", default_value_t = 0.0)]
     pub duration: f64,
@@ -399,6 +403,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         sub_batch: usize::from(a.sub_batch),
         enable_swap: target.enable_swap,
         max_passes: a.max_passes.max(1),
+        engine: a.engine,
         ..SwitchConfig::default()
     };
     let mut sw = match &program {
@@ -409,6 +414,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         }
         None => Switch::without_program(cfg)?,
     };
+    eprintln!("p4jet: engine {}", crate::engine::describe(&sw.engine));
     sw.rt.device_id = u64::from(a.device_id);
     sw.rt.thrift_port = a.thrift_port;
     sw.rt.notifications_socket = Some(sw_notifications_addr(&a));

@@ -55,6 +55,10 @@ pub struct StfArgs {
     /// (to check that the split changes nothing).
     #[arg(long = "mode", value_enum, default_value_t = Mode::Rtc)]
     pub mode: Mode,
+    /// The engine: `reference` (the plain reading of the program), `interp` (the fused
+    /// plan, interpreted) or `jit` (compiled to native code).
+    #[arg(long = "engine", default_value_t = crate::engine::default_engine())]
+    pub engine: p4jet_engine::EngineKind,
 }
 
 /// Outcome of one STF file.
@@ -75,6 +79,7 @@ pub fn run_stf(
     extensions: bool,
     trace: bool,
     mode: Mode,
+    engine: p4jet_engine::EngineKind,
 ) -> Result<StfOutcome, String> {
     let program = Schema::shared_from_json(json).map_err(|e| e.to_string())?;
     let stmts = match parse_stf(text, &program, &StfOptions { extensions }) {
@@ -96,6 +101,7 @@ pub fn run_stf(
         manual_clock: Some(clock),
         trace,
         batch: 1,
+        engine,
         ..SwitchConfig::default()
     };
     let mut sw = Switch::new(json, cfg)?;
@@ -339,8 +345,16 @@ pub fn main(a: StfArgs) -> Result<ExitCode, String> {
                 continue;
             }
         };
-        let out = run_stf(&json, &text, a.strict_ports, !a.p4c_only, a.verbose, a.mode)
-            .map_err(|e| format!("{}: {e}", a.program.display()))?;
+        let out = run_stf(
+            &json,
+            &text,
+            a.strict_ports,
+            !a.p4c_only,
+            a.verbose,
+            a.mode,
+            a.engine,
+        )
+        .map_err(|e| format!("{}: {e}", a.program.display()))?;
         if out.passed {
             println!("PASS {}", t.display());
             passed += 1;

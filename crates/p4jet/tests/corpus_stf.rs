@@ -1,7 +1,8 @@
 //! Every STF test of the corpus (tests/corpus/*/tests/*.stf and tests/ext/*.stf) passes
 #![allow(clippy::unwrap_used)]
-//! through `p4jet stf --strict-ports`, as the corpus's strict runner ran them on bmv2, with
-//! the single-threaded worker and with the pipelined one.
+//! through `p4jet stf --strict-ports`, as the corpus's strict runner ran them on bmv2,
+//! under each engine (reference, interp, jit) with the single-threaded worker, and with
+//! the pipelined one.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -25,19 +26,32 @@ fn stf_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The reference engine: the plain reading of the program, no fusion.
 #[test]
-fn corpus_stf_tests_pass() {
-    corpus_passes("rtc");
+fn corpus_stf_tests_pass_reference() {
+    corpus_passes("rtc", "reference");
+}
+
+/// The fused plan, interpreted.
+#[test]
+fn corpus_stf_tests_pass_interp() {
+    corpus_passes("rtc", "interp");
+}
+
+/// The fused plan compiled to native code.
+#[test]
+fn corpus_stf_tests_pass_jit() {
+    corpus_passes("rtc", "jit");
 }
 
 /// The same with the ingress and egress halves of the worker on two threads joined by
-/// rings (`--mode pipeline`): splitting the worker changes no result.
+/// rings (`--mode pipeline`, default engine): splitting the worker changes no result.
 #[test]
 fn corpus_stf_tests_pass_pipelined() {
-    corpus_passes("pipeline");
+    corpus_passes("pipeline", "jit");
 }
 
-fn corpus_passes(mode: &str) {
+fn corpus_passes(mode: &str, engine: &str) {
     let mut programs: Vec<PathBuf> = std::fs::read_dir(corpus())
         .unwrap()
         .flatten()
@@ -56,7 +70,7 @@ fn corpus_passes(mode: &str) {
         let out = Command::new(env!("CARGO_BIN_EXE_p4jet"))
             .arg("stf")
             .arg("--strict-ports")
-            .args(["--mode", mode])
+            .args(["--mode", mode, "--engine", engine])
             .arg(&json)
             .args(&tests)
             .output()
@@ -64,7 +78,7 @@ fn corpus_passes(mode: &str) {
         let stdout = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() {
             failures.push(format!(
-                "{name}:\n{stdout}{}",
+                "{name} ({engine}):\n{stdout}{}",
                 String::from_utf8_lossy(&out.stderr)
             ));
         }

@@ -224,3 +224,168 @@ fn same_bytes_as_the_reference() {
     assert!(!b.is_empty(), "bmv2 published nothing");
     assert_eq!(b, p, "bmv2:\n  {}\np4jet:\n  {}", show(b), show(p));
 }
+
+/// Ageing notifications (`AGE|`), as bmv2's ageing monitor sends them: a sweep a second
+/// lists the entries of a `support_timeout` table idle longer than their TTL, leaving out
+/// the ones the previous sweep listed, so an idle entry comes back every other sweep;
+/// entries without a TTL, and deleted entries, never appear.
+#[test]
+fn idle_entries_are_published_as_ageing_notifications() {
+    use p4jet_thrift::types::{BmAddEntryOptions, BmMatchParam};
+    let dir = tmpdir("ageing");
+    let addr = format!("ipc://{}/n.ipc", dir.display());
+    let mut sw = Running::start(
+        &dir,
+        &corpus_json("p4rt_switch"),
+        &[0, 1],
+        &["--notifications-addr", &addr][..],
+    );
+    let mut c = p4jet_thrift::ThriftClient::connect(("127.0.0.1", sw.thrift_port)).unwrap();
+    let mut add = |mac: u8| {
+        c.bm_mt_add_entry(
+            "IngressImpl.smac",
+            &[BmMatchParam::Exact {
+                key: vec![0, 0, 0, 0, 0, mac],
+            }],
+            "NoAction",
+            &[],
+            BmAddEntryOptions::default(),
+        )
+        .unwrap()
+    };
+    let aged = add(0x01);
+    let kept = add(0x02);
+    c.bm_mt_set_entry_ttl("IngressImpl.smac", aged, 300)
+        .unwrap();
+    let mut sub = subscribe(&addr);
+    let table_id = {
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(corpus_json("p4rt_switch")).unwrap())
+                .unwrap();
+        let tables = json["pipelines"][0]["tables"].as_array().unwrap().clone();
+        tables
+            .iter()
+            .find(|t| t["name"] == "IngressImpl.smac")
+            .unwrap()["id"]
+            .as_i64()
+            .unwrap() as i32
+    };
+    // collect for 4.5 s: the idle entry shows up at every other one-second sweep
+    let start = Instant::now();
+    let mut seen: Vec<(Duration, p4jet_nanomsg::Ageing)> = vec![];
+    while start.elapsed() < Duration::from_millis(4500) {
+        if let Some(m) = sub.recv(Duration::from_millis(100)).unwrap()
+            && let Notification::Ageing(a) = Notification::decode(&m, |_| 0).unwrap()
+        {
+            seen.push((start.elapsed(), a));
+        }
+    }
+    assert!(seen.len() >= 2, "{seen:?}");
+    for (_, a) in &seen {
+        assert_eq!((a.switch_id, a.cxt_id, a.table_id), (0, 0, table_id));
+        assert_eq!(a.handles, vec![aged as u32], "{seen:?}");
+        assert!(!a.handles.contains(&(kept as u32)));
+    }
+    for w in seen.windows(2) {
+        assert_eq!(w[1].1.buffer_id, w[0].1.buffer_id + 1);
+        let gap = w[1].0 - w[0].0;
+        assert!(
+            gap >= Duration::from_millis(1500) && gap <= Duration::from_millis(2600),
+            "reported again after {gap:?}: {seen:?}"
+        );
+    }
+    // a deleted entry is not reported any more
+    c.bm_mt_delete_entry("IngressImpl.smac", aged).unwrap();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(2500) {
+        if let Some(m) = sub.recv(Duration::from_millis(100)).unwrap() {
+            assert!(
+                !matches!(
+                    Notification::decode(&m, |_| 0).unwrap(),
+                    Notification::Ageing(_)
+                ),
+                "ageing notification after the entry was deleted"
+            );
+        }
+    }
+    assert!(sw.stop().success());
+}
+
+/// The reference simple_switch and p4jet, the same entries and TTLs: the first ageing
+/// notification has the same header bytes (topic, device 9, context, buffer id, the
+/// table's JSON id), and the entries reported are the same handles (both idle entries
+/// come in one message unless a sweep falls between their expiries, milliseconds apart).
+#[test]
+fn ageing_same_bytes_as_the_reference() {
+    use p4jet_thrift::types::{BmAddEntryOptions, BmMatchParam};
+    let Some(shared) = shared_dir() else {
+        return skipped("SKIPPED: ../shared is absent (no reference simple_switch)");
+    };
+    let bmv2 = shared.join("reference/bin/simple_switch");
+    if !bmv2.is_file() {
+        return skipped("SKIPPED: no reference simple_switch in ../shared/reference");
+    }
+    let mut seen = vec![];
+    for (name, spec) in [
+        ("bmv2", p4jet_diff::switch::SwitchSpec::bmv2(&bmv2)),
+        (
+            "p4jet",
+            p4jet_diff::switch::SwitchSpec::p4jet(std::path::Path::new(p4jet())),
+        ),
+    ] {
+        let dir = tmpdir(&format!("ageing-ref-{name}"));
+        let mut sw = p4jet_diff::switch::Running::start(
+            &spec,
+            &dir,
+            &corpus_json("p4rt_switch"),
+            &[0, 1],
+            9,
+            &[],
+        )
+        .unwrap();
+        let addr = format!(
+            "ipc://{}",
+            p4jet_diff::switch::notifications_path(&dir)
+                .unwrap()
+                .display()
+        );
+        let mut sub = subscribe(&addr);
+        let mut c = p4jet_thrift::ThriftClient::connect(("127.0.0.1", sw.thrift_port)).unwrap();
+        for mac in 1..=3u8 {
+            let h = c
+                .bm_mt_add_entry(
+                    "IngressImpl.smac",
+                    &[BmMatchParam::Exact {
+                        key: vec![0, 0, 0, 0, 0, mac],
+                    }],
+                    "NoAction",
+                    &[],
+                    BmAddEntryOptions::default(),
+                )
+                .unwrap();
+            // the second entry has no TTL
+            if mac != 2 {
+                c.bm_mt_set_entry_ttl("IngressImpl.smac", h, 200).unwrap();
+            }
+        }
+        let start = Instant::now();
+        let mut header = None;
+        let mut handles = std::collections::BTreeSet::new();
+        while handles.len() < 2 && start.elapsed() < Duration::from_secs(5) {
+            if let Some(m) = sub.recv(Duration::from_millis(100)).unwrap()
+                && let Notification::Ageing(a) = Notification::decode(&m, |_| 0).unwrap()
+            {
+                header.get_or_insert_with(|| hex(&m[..28]));
+                handles.extend(a.handles);
+            }
+        }
+        sw.stop().unwrap();
+        seen.push((name, header, handles));
+    }
+    assert!(seen[0].1.is_some(), "bmv2 published no ageing notification");
+    assert_eq!(
+        seen[0].1, seen[1].1,
+        "first message header: bmv2 against p4jet"
+    );
+    assert_eq!(seen[0].2, seen[1].2, "handles: bmv2 against p4jet");
+}

@@ -660,6 +660,8 @@ impl Switch {
         self.rt.learn.clear();
         self.rt.entry_times_ms.clear();
         self.rt.idle_reported.clear();
+        self.rt.ageing_prev.clear();
+        self.rt.ageing_buffer_id = 0;
         self.rt.group_meta.clear();
         Ok(())
     }

@@ -141,6 +141,10 @@ pub struct RuntimeState {
     pub(crate) entry_times_ms: HashMap<(u32, u32), u64>,
     /// (table, slot) → the hit time last reported as an idle timeout.
     pub(crate) idle_reported: HashMap<(u32, u32), u64>,
+    /// bmv2's ageing monitor: per table, the handles its last sweep reported.
+    pub(crate) ageing_prev: HashMap<u32, std::collections::HashSet<u32>>,
+    /// The next ageing notification's buffer id.
+    pub(crate) ageing_buffer_id: u64,
     /// (profile, group) → watch ports of members and the group's size limit.
     pub(crate) group_meta: HashMap<(u32, u32), profiles::GroupMeta>,
 }
@@ -164,6 +168,8 @@ impl Default for RuntimeState {
             toeplitz_keys: BTreeMap::new(),
             entry_times_ms: HashMap::new(),
             idle_reported: HashMap::new(),
+            ageing_prev: HashMap::new(),
+            ageing_buffer_id: 0,
             group_meta: HashMap::new(),
         }
     }
@@ -178,6 +184,8 @@ impl RuntimeState {
         self.toeplitz_keys.clear();
         self.entry_times_ms.clear();
         self.idle_reported.clear();
+        self.ageing_prev.clear();
+        self.ageing_buffer_id = 0;
         self.group_meta.clear();
     }
 

@@ -795,6 +795,46 @@ impl Switch {
         Ok(out)
     }
 
+    /// One sweep of bmv2's ageing monitor (simple_switch runs one a second): per table
+    /// with `support_timeout`, the handles of entries idle at least their timeout,
+    /// leaving out those the previous sweep reported — so an entry that stays idle is
+    /// reported every other sweep, as bmv2 does. Each result is one `AGE|` notification:
+    /// (buffer id, the table's JSON id, handles).
+    pub fn ageing_sweep(&mut self) -> Vec<(u64, i64, Vec<u32>)> {
+        let prog = self.engine.prog.clone();
+        let now = self.clock.now_us();
+        let mut out = Vec::new();
+        for (t, ti) in prog.tables.iter().enumerate() {
+            if !ti.support_timeout {
+                continue;
+            }
+            let t = t as u32;
+            let aged: Vec<u32> = self
+                .read_cs(|cs| {
+                    cs.tables[t as usize]
+                        .entries
+                        .iter()
+                        .filter(|(h, _, v)| {
+                            v.timeout_ms > 0
+                                && self.idle_ms(t, h & 0x00ff_ffff, now) >= v.timeout_ms
+                        })
+                        .map(|(h, _, _)| h)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let prev = self.rt.ageing_prev.entry(t).or_default();
+            let fresh: Vec<u32> = aged.into_iter().filter(|h| !prev.contains(h)).collect();
+            *prev = fresh.iter().copied().collect();
+            if fresh.is_empty() {
+                continue;
+            }
+            let id = self.rt.ageing_buffer_id;
+            self.rt.ageing_buffer_id += 1;
+            out.push((id, ti.json_id, fresh));
+        }
+        out
+    }
+
     /// The raw last-hit value of a slot (0: never hit).
     fn last_hit(&self, t: u32, slot: u32) -> u64 {
         self.externs

@@ -1,4 +1,4 @@
-//! Parser and deparser plans made once at load time.
+//! Parser plans made once at load time.
 //!
 //! The general parser resolves every header reference and builds every select key as a
 //! byte string per packet. Most parser states of real programs are simpler than that: they
@@ -13,11 +13,12 @@
 use p4jet_ir::expr::{FieldRef, HeaderRef};
 use p4jet_ir::{FieldLoc, KeyElem, ParseState, ParserOp, Program, TransitionKind};
 
-use crate::phv::{Phv, StdSlot, read_bits};
+use crate::copy::copy_small;
+use crate::phv::{Phv, Window64, read_bits};
 
 /// One parser operation of a planned state.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum PlanOp {
+pub enum ParseOp {
     /// `extract` of a fixed-size header named statically.
     Extract {
         /// Header id.
@@ -29,6 +30,19 @@ pub(crate) enum PlanOp {
         /// The header is a member of a union (making it valid invalidates the others).
         union: bool,
     },
+    /// Consecutive `extract`s of `n` fixed headers outside unions, `h`, `h + 1`, ...,
+    /// lying back to back in the PHV from `off` (`len` bytes in all): one copy when the
+    /// packet holds them all, else header by header.
+    ExtractN {
+        /// The first header.
+        h: u32,
+        /// Headers.
+        n: u32,
+        /// PHV offset of the first.
+        off: u32,
+        /// Bytes of all.
+        len: u32,
+    },
     /// `set(dst, src)` of one unsigned field into another, both named statically and
     /// at most 128 bits wide (p4c's `meta.x = hdr.y` in a parser state): the
     /// general code's evaluation and masked write without the expression walk.
@@ -38,13 +52,13 @@ pub(crate) enum PlanOp {
         /// Source field.
         src: FieldLoc,
     },
-    /// [`PlanOp::Copy`] of a source whose bits lie within 8 bytes from its first byte
-    /// into a destination written as a 64-bit window ([`StdSlot`]): one 8-byte load,
+    /// [`ParseOp::Copy`] of a source whose bits lie within 8 bytes from its first byte
+    /// into a destination written as a 64-bit window ([`Window64`]): one 8-byte load,
     /// shift and mask, then the slot's store, without the general read's and write's
     /// dispatch on the field sizes.
     Copy64 {
         /// Destination.
-        dst: StdSlot,
+        dst: Window64,
         /// Source (for the general read should the load fail: it cannot, the PHV is
         /// padded).
         src: FieldLoc,
@@ -52,7 +66,7 @@ pub(crate) enum PlanOp {
         shift: u32,
         mask: u64,
     },
-    /// [`PlanOp::Copy`] between two fields that own their bytes (zero bits before
+    /// [`ParseOp::Copy`] between two fields that own their bytes (zero bits before
     /// them), as many bytes each, the source no wider: the bytes are the value, no
     /// masking needed (`meta.l4_src_port = tcp.src_port`).
     CopyBytes {
@@ -83,55 +97,91 @@ pub(crate) enum PlanOp {
 
 /// One element of a planned select key.
 #[derive(Debug, Clone, Copy)]
-enum PlanKey {
+pub enum SelectKey {
     /// A field, read without sign extension, `bits` = its key bytes * 8.
-    Field { loc: FieldLoc, bits: u32 },
+    Field {
+        /// The field.
+        loc: FieldLoc,
+        /// Its key bits.
+        bits: u32,
+    },
     /// Packet bits after the cursor.
-    Ahead { offset: u32, width: u32, bits: u32 },
+    Ahead {
+        /// Bit offset from the cursor.
+        offset: u32,
+        /// Width in bits.
+        width: u32,
+        /// Its key bits.
+        bits: u32,
+    },
 }
 
 /// A planned select: key and transitions as 128-bit numbers (key bytes big-endian).
 #[derive(Debug, Clone)]
-pub(crate) struct PlanSelect {
-    key: Vec<PlanKey>,
+pub struct Select {
+    /// Key elements in order (the key is their concatenation).
+    pub key: Vec<SelectKey>,
     /// (value, mask, next state); a default transition has mask 0.
-    trans: Vec<(u128, u128, Option<u32>)>,
+    pub trans: Vec<(u128, u128, Option<u32>)>,
     /// The same select in 64 bits, when the key is one field whose bits lie within 8
     /// bytes from its first byte.
-    fast: Option<Select64>,
+    pub word: Option<Select64>,
 }
 
-/// A [`PlanSelect`] on one field read with one 8-byte load from its first byte (the
+/// A [`Select`] on one field read with one 8-byte load from its first byte (the
 /// PHV's padding keeps it in bounds), shifted and masked.
 #[derive(Debug, Clone)]
-struct Select64 {
-    byte: u32,
-    shift: u32,
-    mask: u64,
-    /// (value, mask, next state), as in [`PlanSelect`].
-    trans: Vec<(u64, u64, Option<u32>)>,
+pub struct Select64 {
+    /// PHV byte of the 8-byte load.
+    pub byte: u32,
+    /// Right shift of the loaded big-endian word.
+    pub shift: u32,
+    /// Mask after the shift.
+    pub mask: u64,
+    /// (value, mask, next state), as in [`Select`].
+    pub trans: Vec<(u64, u64, Option<u32>)>,
+}
+
+/// The parser's plan.
+#[derive(Debug, Clone)]
+pub struct ParserPlan {
+    /// The first state.
+    pub init: Option<u32>,
+    /// Per state of the program, its plan.
+    pub states: Vec<State>,
+    /// The likeliest path from the start as one step (extract-N), if there is one.
+    pub path: Option<ParsePath>,
+}
+
+/// How a state chooses the next one.
+#[derive(Debug, Clone)]
+pub enum Next {
+    /// Known without a select (None: parsing ends after the operations): the state has
+    /// no transitions, or no key and a first transition that always matches.
+    Goto(Option<u32>),
+    /// A select of 128-bit numbers.
+    Select(Box<Select>),
+    /// The general code builds the key and matches the transitions (value sets, keys
+    /// wider than 128 bits, stack fields chosen at run time).
+    General,
 }
 
 /// The plan of one parser state.
 #[derive(Debug, Clone)]
-pub(crate) struct StatePlan {
+pub struct State {
     /// Operations in order.
-    pub ops: Vec<PlanOp>,
-    /// The select, when it can be planned (None: the general code builds the key).
-    pub select: Option<PlanSelect>,
-    /// The next state is known without a select (`Some(None)`: parsing ends after the
-    /// operations): the state has no transitions, or no key and a first transition
-    /// that always matches.
-    pub goto: Option<Option<u32>>,
+    pub ops: Vec<ParseOp>,
+    /// The next state.
+    pub next: Next,
     /// Only extracts of headers outside unions, and a next state known without the
-    /// general select: the state runs on the parser's short path.
+    /// general select: the state runs on the parser's planned path.
     pub simple: bool,
     /// A simple state of exactly one extract (Ethernet, IPv4): (header, PHV offset,
-    /// length), so the short path needs no walk over `ops`.
+    /// length), so the planned path needs no walk over `ops`.
     pub single: Option<(u32, u32, u32)>,
 }
 
-/// [`StatePlan::goto`] of `st`.
+/// [`Next::Goto`] of `st`, if it has one.
 fn fixed_next(st: &ParseState) -> Option<Option<u32>> {
     match st.transitions.first() {
         None => Some(None),
@@ -148,35 +198,118 @@ fn be_u128(bytes: &[u8]) -> u128 {
     bytes.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b))
 }
 
-impl StatePlan {
+impl ParserPlan {
+    /// The plain reading of `p`'s parser: every operation and select by the general
+    /// code.
+    pub(crate) fn reference(p: &Program) -> ParserPlan {
+        ParserPlan {
+            init: p.parser.init,
+            states: p.parser.states.iter().map(State::general).collect(),
+            path: None,
+        }
+    }
+
+    /// Pass: every operation and select that has a planned form takes it (copies of
+    /// known lengths to known offsets, selects on 128-bit numbers, fixed next states).
+    pub(crate) fn plan_states(&mut self, p: &Program) {
+        for (st, ir) in self.states.iter_mut().zip(&p.parser.states) {
+            *st = State::new(p, ir);
+        }
+    }
+
+    /// Pass: consecutive extracts of headers outside unions that lie back to back in
+    /// the PHV (and have consecutive ids) as one [`ParseOp::ExtractN`] (VXLAN's outer
+    /// Ethernet, IPv4, UDP and VXLAN headers).
+    pub(crate) fn fuse_extracts(&mut self) {
+        for st in &mut self.states {
+            let mut ops: Vec<ParseOp> = Vec::with_capacity(st.ops.len());
+            for op in st.ops.drain(..) {
+                let ParseOp::Extract {
+                    h,
+                    off,
+                    len,
+                    union: false,
+                } = op
+                else {
+                    ops.push(op);
+                    continue;
+                };
+                match ops.last_mut() {
+                    Some(ParseOp::Extract {
+                        h: h0,
+                        off: o0,
+                        len: l0,
+                        union: false,
+                    }) if *h0 + 1 == h && *o0 + *l0 == off => {
+                        *ops.last_mut().expect("just matched") = ParseOp::ExtractN {
+                            h: *h0,
+                            n: 2,
+                            off: *o0,
+                            len: *l0 + len,
+                        };
+                    }
+                    Some(ParseOp::ExtractN {
+                        h: h0,
+                        n,
+                        off: o0,
+                        len: l0,
+                    }) if *h0 + *n == h && *o0 + *l0 == off => {
+                        *n += 1;
+                        *l0 += len;
+                    }
+                    _ => ops.push(op),
+                }
+            }
+            st.ops = ops;
+            st.simple = st.simple
+                || (st.ops.iter().all(|op| {
+                    matches!(
+                        op,
+                        ParseOp::Extract { union: false, .. } | ParseOp::ExtractN { .. }
+                    )
+                }) && !matches!(st.next, Next::General));
+        }
+    }
+
+    /// Pass: the likeliest path from the start as one step ([`ParsePath`]).
+    pub(crate) fn fuse_path(&mut self) {
+        self.path = ParsePath::new(&self.states, self.init);
+    }
+}
+
+impl State {
     /// A plan that runs everything of `st` through the general code.
-    pub(crate) fn general(st: &ParseState) -> StatePlan {
-        StatePlan {
-            ops: (0..st.ops.len() as u32).map(PlanOp::General).collect(),
-            select: None,
-            goto: fixed_next(st),
+    pub(crate) fn general(st: &ParseState) -> State {
+        State {
+            ops: (0..st.ops.len() as u32).map(ParseOp::General).collect(),
+            next: Next::General,
             simple: false,
             single: None,
         }
     }
 
     /// Plans state `st` of `p`.
-    pub(crate) fn new(p: &Program, st: &ParseState) -> StatePlan {
-        let ops: Vec<PlanOp> = st
+    pub(crate) fn new(p: &Program, st: &ParseState) -> State {
+        let ops: Vec<ParseOp> = st
             .ops
             .iter()
             .enumerate()
-            .map(|(i, op)| plan_op(p, i as u32, op).unwrap_or(PlanOp::General(i as u32)))
+            .map(|(i, op)| plan_op(p, i as u32, op).unwrap_or(ParseOp::General(i as u32)))
             .collect();
-        let select = PlanSelect::new(p, st);
-        let goto = fixed_next(st);
-        let simple = ops
-            .iter()
-            .all(|op| matches!(op, PlanOp::Extract { union: false, .. }))
-            && (goto.is_some() || select.is_some());
+        let next = match (fixed_next(st), Select::new(p, st)) {
+            (Some(next), _) => Next::Goto(next),
+            (None, Some(sel)) => Next::Select(Box::new(sel)),
+            (None, None) => Next::General,
+        };
+        let simple = ops.iter().all(|op| {
+            matches!(
+                op,
+                ParseOp::Extract { union: false, .. } | ParseOp::ExtractN { .. }
+            )
+        }) && !matches!(next, Next::General);
         let single = match ops[..] {
             [
-                PlanOp::Extract {
+                ParseOp::Extract {
                     h,
                     off,
                     len,
@@ -185,10 +318,9 @@ impl StatePlan {
             ] if simple => Some((h, off, len)),
             _ => None,
         };
-        StatePlan {
+        State {
             ops,
-            select,
-            goto,
+            next,
             simple,
             single,
         }
@@ -196,11 +328,11 @@ impl StatePlan {
 }
 
 /// The planned form of parser operation `op` (the `i`th of its state), if it has one.
-fn plan_op(p: &Program, i: u32, op: &ParserOp) -> Option<PlanOp> {
+fn plan_op(p: &Program, i: u32, op: &ParserOp) -> Option<ParseOp> {
     match op {
         ParserOp::Extract(HeaderRef::Static(h)) => {
             let hi = p.headers.get(*h as usize)?;
-            hi.varbit_slot.is_none().then_some(PlanOp::Extract {
+            hi.varbit_slot.is_none().then_some(ParseOp::Extract {
                 h: *h,
                 off: hi.offset,
                 len: hi.max_bytes,
@@ -220,7 +352,7 @@ fn plan_op(p: &Program, i: u32, op: &ParserOp) -> Option<PlanOp> {
                     let l = dst.loc;
                     let whole = offset % 8 == 0 && width % 8 == 0 && *width > 0;
                     (whole && l.bit == 0 && l.width == *width && l.own && !dst.varbit).then_some(
-                        PlanOp::SetAhead {
+                        ParseOp::SetAhead {
                             dst: l.byte,
                             at: offset / 8,
                             n: width / 8,
@@ -308,14 +440,14 @@ fn bit_slice(p: &Program, id: p4jet_ir::expr::ExprId, dst_width: u32) -> Option<
 
 /// `set(dst, src)` of one unsigned field of at most 128 bits into another: a byte copy
 /// when both own as many bytes and the source is no wider, else a read and masked write.
-fn plan_copy(dst: &p4jet_ir::FieldInfo, src: &p4jet_ir::FieldInfo) -> Option<PlanOp> {
+fn plan_copy(dst: &p4jet_ir::FieldInfo, src: &p4jet_ir::FieldInfo) -> Option<ParseOp> {
     let (d, s) = (dst.loc, src.loc);
     if s.signed || s.width > 128 || d.width > 128 || src.varbit || dst.varbit {
         return None;
     }
     Some(
         if d.own && s.own && d.nbytes == s.nbytes && s.width <= d.width {
-            PlanOp::CopyBytes {
+            ParseOp::CopyBytes {
                 dst: d.byte,
                 src: s.byte,
                 n: u32::from(d.nbytes),
@@ -326,23 +458,23 @@ fn plan_copy(dst: &p4jet_ir::FieldInfo, src: &p4jet_ir::FieldInfo) -> Option<Pla
     )
 }
 
-/// `dst = src` for unsigned fields of at most 128 bits: [`PlanOp::Copy64`] when both
-/// have 64-bit windows, else [`PlanOp::Copy`].
-fn copy_op(dst: FieldLoc, src: FieldLoc) -> PlanOp {
-    let slot = StdSlot::new(dst);
+/// `dst = src` for unsigned fields of at most 128 bits: [`ParseOp::Copy64`] when both
+/// have 64-bit windows, else [`ParseOp::Copy`].
+fn copy_op(dst: FieldLoc, src: FieldLoc) -> ParseOp {
+    let slot = Window64::new(dst);
     match crate::phv::window64(src) {
-        Some((shift, mask)) if slot.n != 0 && src.width <= 64 => PlanOp::Copy64 {
+        Some((shift, mask)) if slot.n != 0 && src.width <= 64 => ParseOp::Copy64 {
             dst: slot,
             src,
             shift,
             mask,
         },
-        _ => PlanOp::Copy { dst, src },
+        _ => ParseOp::Copy { dst, src },
     }
 }
 
-impl PlanSelect {
-    fn new(p: &Program, st: &ParseState) -> Option<PlanSelect> {
+impl Select {
+    fn new(p: &Program, st: &ParseState) -> Option<Select> {
         if st.transitions.is_empty() || st.key_bytes > 16 {
             return None;
         }
@@ -358,14 +490,14 @@ impl PlanSelect {
                     if loc.width > 128 {
                         return None;
                     }
-                    PlanKey::Field { loc, bits }
+                    SelectKey::Field { loc, bits }
                 }
                 KeyElem::Field(_) => return None,
                 KeyElem::Lookahead { offset, width } => {
                     if *width > 128 || *width == 0 {
                         return None;
                     }
-                    PlanKey::Ahead {
+                    SelectKey::Ahead {
                         offset: *offset,
                         width: *width,
                         bits,
@@ -389,8 +521,8 @@ impl PlanSelect {
             });
         }
         // one field of read_raw's bits (the whole window of a field that owns it)
-        let fast = match key[..] {
-            [PlanKey::Field { loc, .. }] => crate::phv::window64(loc)
+        let word = match key[..] {
+            [SelectKey::Field { loc, .. }] => crate::phv::window64(loc)
                 .filter(|&(_, m)| {
                     trans
                         .iter()
@@ -407,7 +539,7 @@ impl PlanSelect {
                 }),
             _ => None,
         };
-        Some(PlanSelect { key, trans, fast })
+        Some(Select { key, trans, word })
     }
 
     /// The next state (None: accept), or the error of a lookahead past the packet's end.
@@ -421,7 +553,7 @@ impl PlanSelect {
     ) -> Result<Option<u32>, u32> {
         // the commonest key, one field (an EtherType, a protocol number): its value,
         // in 64 bits when it fits
-        if let Some(f) = &self.fast
+        if let Some(f) = &self.word
             && let Some(w) = phv.load8(f.byte as usize)
         {
             let key = (w >> f.shift) & f.mask;
@@ -432,15 +564,15 @@ impl PlanSelect {
             }
             return Ok(None);
         }
-        if let [PlanKey::Field { loc, .. }] = self.key[..] {
+        if let [SelectKey::Field { loc, .. }] = self.key[..] {
             let key = phv.read_raw(loc);
             return Ok(self.choose(key));
         }
         let mut key = 0u128;
         for k in &self.key {
             let (v, bits) = match *k {
-                PlanKey::Field { loc, bits } => (phv.read_raw(loc), bits),
-                PlanKey::Ahead {
+                SelectKey::Field { loc, bits } => (phv.read_raw(loc), bits),
+                SelectKey::Ahead {
                     offset,
                     width,
                     bits,
@@ -482,17 +614,17 @@ impl PlanSelect {
 /// copy, a few valid bits and as many compares as selects. Any other packet is parsed
 /// state by state, from the start, as before.
 #[derive(Debug, Clone)]
-pub(crate) struct ParsePath {
+pub struct ParsePath {
     /// Packet bytes extracted (from the packet's first byte).
-    len: u32,
+    pub len: u32,
     /// PHV offset of the first header; the others follow it.
-    phv_off: u32,
+    pub phv_off: u32,
     /// Headers made valid.
-    headers: Box<[u32]>,
+    pub headers: Box<[u32]>,
     /// Per select on the path: (packet byte of the key field's first byte, shift,
     /// mask, value): the 8 bytes from there read big-endian, shifted and masked, equal
     /// the value (all eight bytes lie in the path's).
-    checks: Box<[(u32, u32, u64, u64)]>,
+    pub checks: Box<[(u32, u32, u64, u64)]>,
     /// The state after the path (None: parsing ends).
     pub next: Option<u32>,
 }
@@ -502,7 +634,7 @@ const PATH_MAX_STATES: usize = 8;
 
 impl ParsePath {
     /// The path from state `init` through `plans`, when it has at least two states.
-    pub(crate) fn new(plans: &[StatePlan], init: Option<u32>) -> Option<ParsePath> {
+    pub(crate) fn new(plans: &[State], init: Option<u32>) -> Option<ParsePath> {
         let mut state = init;
         let mut phv_off = None;
         let (mut len, mut headers, mut checks) = (0u32, vec![], vec![]);
@@ -518,9 +650,13 @@ impl ParsePath {
                 break;
             }
             let plan = &plans[si as usize];
-            let (next, check) = match (plan.goto, &plan.select) {
-                (Some(next), _) => (next, None),
-                (None, Some(PlanSelect { fast: Some(f), .. })) => {
+            let word = match &plan.next {
+                Next::Select(s) => s.word.as_ref(),
+                _ => None,
+            };
+            let (next, check) = match (&plan.next, word) {
+                (Next::Goto(next), _) => (*next, None),
+                (Next::Select(_), Some(f)) => {
                     // the key is a field of a header on the path (read from the packet)
                     let Some(at) = f.byte.checked_sub(start).filter(|b| *b < len + hlen) else {
                         break;
@@ -585,105 +721,5 @@ impl ParsePath {
             }
         }
         Some(len)
-    }
-}
-
-/// Copies `src` into `dst` (same length) without a `memcpy` call for headers up to 64
-/// bytes: 16 to 32 bytes (IPv4's 20, an Ethernet + IPv4 run's 34 goes to the next case)
-/// as two overlapping 16-byte moves, 33 to 64 as four, no loop.
-#[inline(always)]
-pub(crate) fn copy_small(dst: &mut [u8], src: &[u8]) {
-    let n = dst.len();
-    if n != src.len() {
-        dst.copy_from_slice(src); // panics with the lengths: a bug, not input
-        return;
-    }
-    if (16..=32).contains(&n) {
-        crate::two_moves::<16>(dst, src);
-    } else if (33..=64).contains(&n) {
-        let h = n / 2;
-        let (d1, d2) = dst.split_at_mut(h);
-        let (s1, s2) = src.split_at(h);
-        crate::two_moves::<16>(d1, s1);
-        crate::two_moves::<16>(d2, s2);
-    } else if n < 16 {
-        crate::copy_short(dst, src);
-    } else {
-        dst.copy_from_slice(src);
-    }
-}
-
-/// What the deparser emits, decided at load time.
-#[derive(Debug, Clone)]
-pub(crate) struct DeparsePlan {
-    /// Per header in deparser order: (header id, PHV offset, fixed length or None for a
-    /// varbit header).
-    pub headers: Vec<(u32, u32, Option<u32>)>,
-    /// Some checksum is updated.
-    pub has_update: bool,
-    /// (PHV offset, bytes) when every header has a fixed length and each starts where
-    /// the one before it in deparser order ends (Ethernet then IPv4): when the valid
-    /// headers' lengths add up to it (all of them valid), the deparser emits that run.
-    pub contiguous: Option<(u32, u32)>,
-    /// (header id, length) per header when every header has a fixed length: the
-    /// emitted length is a sum without branches.
-    pub fixed: Option<Box<[(u32, u32)]>>,
-}
-
-impl DeparsePlan {
-    /// The plan of `p`'s deparser; `general`: lengths looked up per packet and every
-    /// checksum considered, as the general code does.
-    pub(crate) fn new(p: &Program, general: bool) -> DeparsePlan {
-        let headers: Vec<(u32, u32, Option<u32>)> = p
-            .deparser
-            .order
-            .iter()
-            .map(|h| {
-                let hi = &p.headers[*h as usize];
-                let fixed = (hi.varbit_slot.is_none() && !general).then_some(hi.max_bytes);
-                (*h, hi.offset, fixed)
-            })
-            .collect();
-        let mut contiguous = headers.first().map(|&(_, off, _)| (off, 0u32));
-        for &(_, off, fixed) in &headers {
-            contiguous = match (contiguous, fixed) {
-                (Some((start, len)), Some(n)) if start + len == off => Some((start, len + n)),
-                _ => None,
-            };
-        }
-        let fixed = headers
-            .iter()
-            .map(|&(h, _, n)| n.map(|n| (h, n)))
-            .collect::<Option<Box<[(u32, u32)]>>>();
-        DeparsePlan {
-            fixed,
-            headers,
-            has_update: general || p.checksums.iter().any(|c| c.update),
-            contiguous: contiguous.filter(|&(_, len)| len > 0),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// `copy_small` and `copy_short` copy exactly the bytes `copy_from_slice` copies, for
-    /// every length through 80, at several offsets in their buffers.
-    #[test]
-    fn short_copies_equal_copy_from_slice() {
-        let src: Vec<u8> = (0..200u32).map(|i| (i * 37 + 11) as u8).collect();
-        for n in 0..=80usize {
-            for off in [0usize, 1, 7, 13] {
-                let mut a = vec![0xeeu8; 120];
-                let mut b = a.clone();
-                let mut c = a.clone();
-                a[off..off + n].copy_from_slice(&src[off + 3..off + 3 + n]);
-                super::copy_small(&mut b[off..off + n], &src[off + 3..off + 3 + n]);
-                assert_eq!(a, b, "copy_small n={n} off={off}");
-                if n <= 16 {
-                    crate::copy_short(&mut c[off..off + n], &src[off + 3..off + 3 + n]);
-                    assert_eq!(a, c, "copy_short n={n} off={off}");
-                }
-            }
-        }
     }
 }

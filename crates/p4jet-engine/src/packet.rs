@@ -1,0 +1,141 @@
+//! The packet as the engine carries it through the stages: its frame, its header vector
+//! and what the program asked of the architecture; and the per-worker scratch space.
+
+use p4jet_buf::PacketBuf;
+use p4jet_ir::Program;
+
+use crate::phv::Phv;
+use crate::v1model::{ArchMeta, Requests};
+
+/// Per-packet state carried through the pipeline.
+#[derive(Debug, Clone)]
+pub struct PacketCtx {
+    /// The frame.
+    pub pkt: PacketBuf,
+    /// Headers and metadata.
+    pub phv: Phv,
+    /// Bytes of the frame consumed by the parser; the rest is payload.
+    pub payload_off: usize,
+    /// Length as received (counters and meters use it).
+    pub ingress_len: u32,
+    /// simple_switch's packet length register: set by the switch when a pass starts,
+    /// adjusted by `add_header` (setValid) and `remove_header` (setInvalid); egress
+    /// reads `packet_length` from it. Wrapping, as bmv2's unsigned register.
+    pub length_reg: u64,
+    /// `exit` was called in this control.
+    pub exit: bool,
+    /// The deparser ran for this pass ([`crate::Engine::egress_pass`]).
+    pub deparsed: bool,
+    /// What the program asked of the architecture (clone, resubmit, recirculate,
+    /// digest, truncate).
+    pub req: Requests,
+    /// Trace lines (only filled when tracing).
+    pub log: Vec<String>,
+    /// Architecture bookkeeping (owned by the switch, not the program).
+    pub arch: ArchMeta,
+}
+
+impl PacketCtx {
+    /// A context for `p` with an empty frame of capacity `cap`.
+    pub fn new(p: &Program, cap: usize) -> PacketCtx {
+        PacketCtx {
+            pkt: PacketBuf::with_capacity(cap),
+            phv: Phv::new(p),
+            payload_off: 0,
+            ingress_len: 0,
+            length_reg: 0,
+            exit: false,
+            deparsed: false,
+            req: Requests::default(),
+            log: Vec::new(),
+            arch: ArchMeta::default(),
+        }
+    }
+
+    /// Resets everything but the frame for a new arrival.
+    #[inline]
+    pub fn reset(&mut self, p: &Program) {
+        self.phv.reset(p);
+        self.payload_off = 0;
+        self.exit = false;
+        self.req = Requests::default();
+        self.log.clear();
+    }
+
+    /// [`PacketCtx::reset`] of everything but the PHV's bytes and validity (which
+    /// compiled code resets itself as a packet enters ingress).
+    #[inline(always)]
+    pub fn reset_but_phv(&mut self) {
+        if !self.phv.stack_next.is_empty() {
+            self.phv.stack_next.fill(0);
+        }
+        if !self.phv.varbit_bits.is_empty() {
+            self.phv.varbit_bits.fill(0);
+        }
+        self.exit = false;
+        // no request is set unless `pending` is (the parser writes the payload offset)
+        if self.req.pending {
+            self.req = Requests::default();
+        }
+        if !self.log.is_empty() {
+            self.log.clear();
+        }
+    }
+
+    /// Copies frame, headers and requests of `other` into `self` without allocating
+    /// (when `self`'s buffers are large enough).
+    pub fn copy_from(&mut self, other: &PacketCtx) {
+        self.pkt.buf.grow_to(other.pkt.buf.len());
+        self.pkt.buf[other.pkt.start..other.pkt.end].copy_from_slice(other.pkt.data());
+        self.pkt.start = other.pkt.start;
+        self.pkt.end = other.pkt.end;
+        self.phv.data.copy_from_slice(&other.phv.data);
+        self.phv.valid.copy_from_slice(&other.phv.valid);
+        if !other.phv.stack_next.is_empty() {
+            self.phv.stack_next.copy_from_slice(&other.phv.stack_next);
+        }
+        if !other.phv.varbit_bits.is_empty() {
+            self.phv.varbit_bits.copy_from_slice(&other.phv.varbit_bits);
+        }
+        self.payload_off = other.payload_off;
+        self.ingress_len = other.ingress_len;
+        self.length_reg = other.length_reg;
+        self.exit = other.exit;
+        self.deparsed = other.deparsed;
+        self.req = other.req;
+        self.log.clear();
+        self.arch.port = other.arch.port;
+        self.arch.instance_type = other.arch.instance_type;
+        self.arch.passes = other.arch.passes;
+        self.arch.preserved.clear();
+        self.arch.enq_us = other.arch.enq_us;
+        self.arch.enq_qdepth = other.arch.enq_qdepth;
+        self.arch.deq_qdepth = other.arch.deq_qdepth;
+        self.arch.qid = other.arch.qid;
+    }
+
+    /// Zeroes every metadata header (simple_switch's reset of a new instance).
+    pub fn zero_metadata(&mut self, p: &Program) {
+        for (off, len) in &p.metadata_ranges {
+            self.phv.data[*off as usize..(*off + *len) as usize].fill(0);
+        }
+    }
+}
+
+/// Appends a trace line to the packet's log (out of line: the formatting stays off the
+/// per-packet paths, which only test whether tracing is on).
+#[cold]
+#[inline(never)]
+pub(crate) fn trace_line(ctx: &mut PacketCtx, f: impl FnOnce() -> String) {
+    ctx.log.push(f());
+}
+
+/// Per-worker scratch space, allocated once.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    /// Per control node, the packets of the sub-batch waiting there (bit i: packet i).
+    pub(crate) at: Vec<u64>,
+    pub(crate) members: Vec<u32>,
+    pub(crate) keys: Vec<u8>,
+    pub(crate) calc: Vec<u8>,
+}

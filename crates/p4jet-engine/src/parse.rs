@@ -1,0 +1,601 @@
+//! The parser: a packet's headers extracted into its PHV. The parser's likeliest path
+//! runs as one step, then states with plans ([`crate::plan::parser`]) on a planned path,
+//! and anything else state by state and operation by operation through the general code.
+//! Checksum verification follows (`checksum.rs`).
+
+use num_bigint::BigUint;
+use p4jet_ir::{FieldLoc, KeyElem, ParserOp, TransitionKind};
+
+use crate::eval::{EvalCtx, eval_bool, eval_index, resolve_field, resolve_header};
+use crate::packet::trace_line;
+use crate::phv::Phv;
+use crate::plan::parser::Next;
+use crate::state::ControlState;
+use crate::{Engine, PacketCtx, Pkt, Scratch, plan};
+
+/// The planned path's extract of fixed header `h` (`len` bytes to PHV offset `off`)
+/// at `cursor`: the cursor after it, or None when the packet is too short.
+#[inline(always)]
+fn extract_planned(
+    ctx: &mut PacketCtx,
+    h: u32,
+    off: u32,
+    len: u32,
+    cursor: usize,
+) -> Option<usize> {
+    let (off, len) = (off as usize, len as usize);
+    let src = ctx.pkt.data().get(cursor..cursor + len)?;
+    crate::copy::copy_small(&mut ctx.phv.data[off..off + len], src);
+    ctx.phv.valid[h as usize] = true;
+    Some(cursor + len)
+}
+
+impl Engine {
+    // ------------------------------------------------------------------ parser
+
+    /// Parses the frame of every context (which must have been reset and given its
+    /// standard metadata) and verifies checksums.
+    pub fn parse(&self, cs: &ControlState, pkts: &mut [Pkt], sc: &mut Scratch) {
+        match self.run_native() {
+            Some(n) => n.parse(self, cs, pkts, sc),
+            None => self.parse_interp(cs, pkts, sc),
+        }
+    }
+
+    /// [`Engine::parse`] by the interpreter.
+    pub fn parse_interp(&self, cs: &ControlState, pkts: &mut [Pkt], sc: &mut Scratch) {
+        for ctx in pkts {
+            self.parse_one(cs, ctx, sc);
+        }
+    }
+
+    // inlined into the batch loop of `parse` (the rare cases are out of line)
+    #[inline(always)]
+    pub(crate) fn parse_one(&self, cs: &ControlState, ctx: &mut PacketCtx, sc: &mut Scratch) {
+        let p = &*self.prog;
+        let (cursor, error) = match self.parse_planned(ctx) {
+            Ok(done) => done,
+            Err((state, cursor, steps)) => self.parse_general(cs, ctx, sc, state, cursor, steps),
+        };
+        ctx.payload_off = cursor;
+        self.std_set(&mut ctx.phv, self.std_meta.parser_error, error as u128);
+        if error != p.error_codes.no_error {
+            self.trace_parser_error(ctx, error);
+        }
+        let ck = &self.plan.checksums;
+        if !ck.verify.is_empty() {
+            if ck.verify_planned && !self.cfg.trace {
+                self.verify_planned(&mut ctx.phv);
+            } else {
+                self.verify_checksums(ctx, sc);
+            }
+        }
+    }
+
+    /// The trace line of a parser error.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn trace_parser_error(&self, ctx: &mut PacketCtx, error: u32) {
+        let name = self.prog.error_name(error).to_string();
+        self.trace(ctx, || format!("parser error {name}"));
+    }
+
+    /// The parser's planned path: runs states that only extract fixed headers (outside
+    /// unions) and choose the next state by plan. Ok((cursor, error)) when parsing
+    /// ended; Err((state, cursor, steps)) hands the first other state (or any state,
+    /// when tracing) to [`Engine::parse_general`].
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn parse_planned(
+        &self,
+        ctx: &mut PacketCtx,
+    ) -> Result<(usize, u32), (Option<u32>, usize, u32)> {
+        let p = &*self.prog;
+        let mut state = p.parser.init;
+        let mut cursor = 0usize;
+        let mut steps = 0u32;
+        if self.cfg.trace {
+            return Err((state, cursor, steps));
+        }
+        if let Some(path) = &self.plan.parser.path
+            && let Some(c) = path.run(ctx.pkt.data(), &mut ctx.phv)
+        {
+            (state, cursor, steps) = (path.next, c, path.states());
+        }
+        while let Some(si) = state {
+            let plan = &self.plan.parser.states[si as usize];
+            if !plan.simple {
+                return Err((state, cursor, steps));
+            }
+            steps += 1;
+            if steps > 100_000 {
+                return Ok((cursor, p.error_codes.parser_timeout));
+            }
+            if let Some((h, off, len)) = plan.single {
+                match extract_planned(ctx, h, off, len, cursor) {
+                    Some(c) => cursor = c,
+                    None => return Ok((cursor, p.error_codes.packet_too_short)),
+                }
+            } else {
+                for op in &plan.ops {
+                    match *op {
+                        plan::parser::ParseOp::Extract { h, off, len, .. } => {
+                            match extract_planned(ctx, h, off, len, cursor) {
+                                Some(c) => cursor = c,
+                                None => return Ok((cursor, p.error_codes.packet_too_short)),
+                            }
+                        }
+                        plan::parser::ParseOp::ExtractN { h, n, off, len } => {
+                            match self.extract_n(ctx, h, n, off, len, cursor) {
+                                Ok(c) => cursor = c,
+                                Err(c) => return Ok((c, p.error_codes.packet_too_short)),
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            state = match &plan.next {
+                Next::Goto(next) => *next,
+                Next::Select(sel) => {
+                    match sel.next(
+                        &ctx.phv,
+                        ctx.pkt.data(),
+                        cursor,
+                        p.error_codes.packet_too_short,
+                    ) {
+                        Ok(next) => next,
+                        Err(e) => return Ok((cursor, e)),
+                    }
+                }
+                // not simple
+                Next::General => return Err((state, cursor, steps)),
+            };
+        }
+        Ok((cursor, p.error_codes.no_error))
+    }
+
+    /// A [`plan::parser::ParseOp::ExtractN`] at `cursor`: the cursor after it, or the
+    /// cursor after the headers the packet holds when it is too short for all.
+    #[inline(always)]
+    pub(crate) fn extract_n(
+        &self,
+        ctx: &mut PacketCtx,
+        h: u32,
+        n: u32,
+        off: u32,
+        len: u32,
+        mut cursor: usize,
+    ) -> Result<usize, usize> {
+        if let Some(c) = extract_planned(ctx, h, off, len, cursor) {
+            for v in ctx.phv.valid[h as usize..(h + n) as usize].iter_mut() {
+                *v = true;
+            }
+            return Ok(c);
+        }
+        for h in h..h + n {
+            let hi = &self.prog.headers[h as usize];
+            cursor = extract_planned(ctx, h, hi.offset, hi.max_bytes, cursor).ok_or(cursor)?;
+        }
+        Ok(cursor)
+    }
+
+    /// The parser's general path, from state `state` at `cursor` after `steps` states:
+    /// (cursor, error) when parsing ended.
+    #[inline(never)]
+    pub(crate) fn parse_general(
+        &self,
+        cs: &ControlState,
+        ctx: &mut PacketCtx,
+        sc: &mut Scratch,
+        mut state: Option<u32>,
+        mut cursor: usize,
+        mut steps: u32,
+    ) -> (usize, u32) {
+        let p = &*self.prog;
+        let mut error = p.error_codes.no_error;
+        'states: while let Some(si) = state {
+            steps += 1;
+            if steps > 100_000 {
+                error = p.error_codes.parser_timeout;
+                break;
+            }
+            let plan = &self.plan.parser.states[si as usize];
+            if self.cfg.trace {
+                let name = &p.parser.states[si as usize].name;
+                self.trace(ctx, || format!("parser state {name}"));
+            }
+            for op in &plan.ops {
+                if let Err(e) = self.parse_op(cs, ctx, si, *op, &mut cursor, sc) {
+                    error = e;
+                    break 'states;
+                }
+            }
+            match &plan.next {
+                Next::Goto(next) => {
+                    state = *next;
+                    continue;
+                }
+                Next::Select(sel) => {
+                    match sel.next(
+                        &ctx.phv,
+                        ctx.pkt.data(),
+                        cursor,
+                        p.error_codes.packet_too_short,
+                    ) {
+                        Ok(next) => {
+                            state = next;
+                            continue;
+                        }
+                        Err(e) => {
+                            error = e;
+                            break;
+                        }
+                    }
+                }
+                Next::General => {}
+            }
+            let st = &p.parser.states[si as usize];
+            match self.select_general(cs, ctx, st, cursor) {
+                Ok(next) => state = next,
+                Err(e) => {
+                    error = e;
+                    break;
+                }
+            }
+        }
+        (cursor, error)
+    }
+
+    /// Operation `op` of parser state `si` at `*cursor`, as the interpreter runs it.
+    #[inline(always)]
+    pub(crate) fn parse_op(
+        &self,
+        cs: &ControlState,
+        ctx: &mut PacketCtx,
+        si: u32,
+        op: plan::parser::ParseOp,
+        cursor: &mut usize,
+        sc: &mut Scratch,
+    ) -> Result<(), u32> {
+        let p = &*self.prog;
+        match op {
+            plan::parser::ParseOp::ExtractN { h, n, off, len } if !self.cfg.trace => {
+                match self.extract_n(ctx, h, n, off, len, *cursor) {
+                    Ok(c) => {
+                        *cursor = c;
+                        Ok(())
+                    }
+                    Err(c) => {
+                        *cursor = c;
+                        Err(p.error_codes.packet_too_short)
+                    }
+                }
+            }
+            plan::parser::ParseOp::ExtractN { h, n, .. } => (h..h + n).try_for_each(|h| {
+                let hi = &p.headers[h as usize];
+                let (off, len) = (hi.offset as usize, hi.max_bytes as usize);
+                self.extract_fixed(ctx, h, off, len, false, cursor)
+            }),
+            plan::parser::ParseOp::Extract { h, off, len, union } => {
+                self.extract_fixed(ctx, h, off as usize, len as usize, union, cursor)
+            }
+            plan::parser::ParseOp::Copy { dst, src } => {
+                let v = ctx.phv.read_raw(src);
+                ctx.phv.write(dst, v);
+                Ok(())
+            }
+            plan::parser::ParseOp::Copy64 {
+                dst,
+                src,
+                shift,
+                mask,
+            } => {
+                let v = match ctx.phv.load8(src.byte as usize) {
+                    Some(w) => (w >> shift) & mask,
+                    None => ctx.phv.read_raw(src) as u64,
+                };
+                ctx.phv.write64(dst, v);
+                Ok(())
+            }
+            plan::parser::ParseOp::CopyBytes { dst, src, n } => {
+                let (dst, src, n) = (dst as usize, src as usize, n as usize);
+                let v = crate::phv::load_be(&ctx.phv.data, src, n);
+                crate::phv::store_be(&mut ctx.phv.data, dst, n, v);
+                Ok(())
+            }
+            plan::parser::ParseOp::SetAhead { dst, at, n, i } => {
+                let (dst, n) = (dst as usize, n as usize);
+                let from = *cursor + at as usize;
+                match ctx.pkt.data().get(from..from + n) {
+                    Some(src) => {
+                        ctx.phv.data[dst..dst + n].copy_from_slice(src);
+                        Ok(())
+                    }
+                    None => {
+                        let op = &p.parser.states[si as usize].ops[i as usize];
+                        self.parser_op(cs, ctx, op, cursor, sc)
+                    }
+                }
+            }
+            plan::parser::ParseOp::General(i) => {
+                let op = &p.parser.states[si as usize].ops[i as usize];
+                self.parser_op(cs, ctx, op, cursor, sc)
+            }
+        }
+    }
+
+    /// The select of parser state `st` by the general code (value sets, keys wider than
+    /// 128 bits, stack fields chosen at run time): the next state, or a parser error.
+    /// Out of line, so that the planned path keeps a small frame.
+    #[inline(never)]
+    pub(crate) fn select_general(
+        &self,
+        cs: &ControlState,
+        ctx: &PacketCtx,
+        st: &p4jet_ir::ParseState,
+        cursor: usize,
+    ) -> Result<Option<u32>, u32> {
+        let p = &*self.prog;
+        let mut keybuf = [0u8; 64];
+        // build the select key
+        let kb = st.key_bytes as usize;
+        let mut big_key;
+        let key: &mut [u8] = if kb <= keybuf.len() {
+            &mut keybuf[..kb]
+        } else {
+            big_key = vec![0u8; kb];
+            &mut big_key[..]
+        };
+        let mut off = 0usize;
+        for k in &st.key {
+            let w = k.width(p);
+            let nb = w.div_ceil(8) as usize;
+            match k {
+                KeyElem::Field(f) => {
+                    let ec = EvalCtx::of_phv(&ctx.phv);
+                    match resolve_field(p, &ec, f) {
+                        Some(fid) => put_field(
+                            &ctx.phv,
+                            p.fields[fid as usize].loc,
+                            &mut key[off..off + nb],
+                        ),
+                        None => {
+                            // `stack.last` of an empty stack
+                            return Err(p.error_codes.stack_out_of_bounds);
+                        }
+                    }
+                }
+                KeyElem::Lookahead { offset, width } => {
+                    let data = ctx.pkt.data();
+                    let need_bits = cursor * 8 + *offset as usize + *width as usize;
+                    if need_bits > data.len() * 8 {
+                        return Err(p.error_codes.packet_too_short);
+                    }
+                    let ahead = &data[cursor..];
+                    let bits_off = *offset as usize;
+                    let v =
+                        crate::phv::read_big(ahead, bits_off / 8, (bits_off % 8) as u32, *width);
+                    put_big(&v, &mut key[off..off + nb]);
+                }
+            }
+            off += nb;
+        }
+        // the first transition that matches; none matching and no default: bmv2 accepts
+        let chosen = st.transitions.iter().find(|t| match &t.kind {
+            TransitionKind::Default => true,
+            TransitionKind::Value { value, mask } => key
+                .iter()
+                .zip(value)
+                .zip(mask)
+                .all(|((k, v), m)| (k & m) == *v),
+            TransitionKind::ValueSet { vset, mask } => {
+                cs.value_sets.get(*vset as usize).is_some_and(|vs| {
+                    vs.iter().any(|v| {
+                        // value-set values are right-aligned to the key
+                        let pad = key.len().saturating_sub(v.len());
+                        key.iter().enumerate().all(|(i, k)| {
+                            let vb = if i < pad { 0 } else { v[i - pad] };
+                            (k & mask[i]) == (vb & mask[i])
+                        })
+                    })
+                })
+            }
+        });
+        Ok(chosen.and_then(|t| t.next))
+    }
+}
+
+impl Engine {
+    /// `extract` of a fixed header at a known PHV offset (the planned form of
+    /// [`Engine::extract`]).
+    #[inline(always)]
+    pub(crate) fn extract_fixed(
+        &self,
+        ctx: &mut PacketCtx,
+        h: u32,
+        off: usize,
+        len: usize,
+        union: bool,
+        cursor: &mut usize,
+    ) -> Result<(), u32> {
+        let data = ctx.pkt.data();
+        let Some(src) = data.get(*cursor..*cursor + len) else {
+            return Err(self.prog.error_codes.packet_too_short);
+        };
+        crate::copy::copy_small(&mut ctx.phv.data[off..off + len], src);
+        if union {
+            self.set_valid(&mut ctx.phv, h);
+        } else {
+            ctx.phv.valid[h as usize] = true;
+        }
+        *cursor += len;
+        if self.cfg.trace {
+            trace_line(ctx, || {
+                let name = &self.prog.headers[h as usize].name;
+                format!("extracted {name} ({len} bytes)")
+            });
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    pub(crate) fn parser_op(
+        &self,
+        cs: &ControlState,
+        ctx: &mut PacketCtx,
+        op: &ParserOp,
+        cursor: &mut usize,
+        sc: &mut Scratch,
+    ) -> Result<(), u32> {
+        let p = &*self.prog;
+        let codes = &p.error_codes;
+        match op {
+            ParserOp::Extract(h) => {
+                let ec = EvalCtx::of_phv(&ctx.phv);
+                let Some(h) = resolve_header(p, &ec, h) else {
+                    return Err(codes.stack_out_of_bounds);
+                };
+                self.extract(ctx, h, cursor, None)
+            }
+            ParserOp::ExtractNext(s) => {
+                let st = &p.stacks[*s as usize];
+                let next = ctx.phv.stack_next[*s as usize] as usize;
+                let Some(h) = st.headers.get(next).copied() else {
+                    return Err(codes.stack_out_of_bounds);
+                };
+                self.extract(ctx, h, cursor, None)?;
+                ctx.phv.stack_next[*s as usize] += 1;
+                Ok(())
+            }
+            ParserOp::ExtractVarbit { header, bits } => {
+                let data = ctx.pkt.data();
+                let ec = EvalCtx {
+                    phv: &ctx.phv,
+                    ahead: &data[(*cursor).min(data.len())..],
+                    action: None,
+                };
+                let Some(h) = resolve_header(p, &ec, header) else {
+                    return Err(codes.stack_out_of_bounds);
+                };
+                let Some(n) = eval_index(p, &ec, *bits) else {
+                    return Err(codes.parser_invalid_argument);
+                };
+                if !n.is_multiple_of(8) {
+                    return Err(codes.parser_invalid_argument);
+                }
+                self.extract(ctx, h, cursor, Some(n as u32))
+            }
+            ParserOp::Set { dst, src } => {
+                let data = std::mem::take(&mut ctx.pkt.buf);
+                let ahead = &data[(ctx.pkt.start + *cursor).min(ctx.pkt.end)..ctx.pkt.end];
+                self.assign(ctx, dst, *src, None, ahead);
+                ctx.pkt.buf = data;
+                Ok(())
+            }
+            ParserOp::Verify { cond, error } => {
+                let data = ctx.pkt.data();
+                let ec = EvalCtx {
+                    phv: &ctx.phv,
+                    ahead: &data[(*cursor).min(data.len())..],
+                    action: None,
+                };
+                if eval_bool(p, &ec, *cond) {
+                    Ok(())
+                } else {
+                    Err(eval_index(p, &ec, *error).unwrap_or(0) as u32)
+                }
+            }
+            ParserOp::Advance(bits) => {
+                let ec = EvalCtx::of_phv(&ctx.phv);
+                let n = eval_index(p, &ec, *bits).unwrap_or(u64::MAX);
+                if !n.is_multiple_of(8) {
+                    return Err(codes.parser_invalid_argument);
+                }
+                let bytes = (n / 8) as usize;
+                if *cursor + bytes > ctx.pkt.len() {
+                    return Err(codes.packet_too_short);
+                }
+                *cursor += bytes;
+                Ok(())
+            }
+            ParserOp::Primitive(prim) => {
+                let mut pc = 0usize;
+                let body = std::slice::from_ref(prim);
+                let _ = self.prim(cs, None, ctx, body, &mut pc, None, sc, 0);
+                Ok(())
+            }
+        }
+    }
+
+    pub(crate) fn extract(
+        &self,
+        ctx: &mut PacketCtx,
+        h: u32,
+        cursor: &mut usize,
+        varbits: Option<u32>,
+    ) -> Result<(), u32> {
+        let p = &*self.prog;
+        let hi = &p.headers[h as usize];
+        let bytes = match varbits {
+            Some(vb) => {
+                if hi.fixed_bits + vb > hi.max_bytes * 8 {
+                    return Err(p.error_codes.header_too_short);
+                }
+                ((hi.fixed_bits + vb) / 8) as usize
+            }
+            None => hi.max_bytes as usize,
+        };
+        let data = ctx.pkt.data();
+        if *cursor + bytes > data.len() {
+            return Err(p.error_codes.packet_too_short);
+        }
+        let off = hi.offset as usize;
+        if varbits.is_some() {
+            // varbit header: clear the full slot first (the varbit field is left-aligned)
+            ctx.phv.data[off..off + hi.max_bytes as usize].fill(0);
+        }
+        ctx.phv.data[off..off + bytes].copy_from_slice(&data[*cursor..*cursor + bytes]);
+        if let (Some(slot), Some(vb)) = (hi.varbit_slot, varbits) {
+            ctx.phv.varbit_bits[slot as usize] = vb;
+        }
+        self.set_valid(&mut ctx.phv, h);
+        *cursor += bytes;
+        if self.cfg.trace {
+            let name = hi.name.clone();
+            ctx.log.push(format!("extracted {name} ({bytes} bytes)"));
+        }
+        Ok(())
+    }
+
+    /// Marks a header valid; a union member invalidates its siblings.
+    pub(crate) fn set_valid(&self, phv: &mut Phv, h: u32) {
+        let p = &*self.prog;
+        if let Some((u, _)) = p.headers[h as usize].union {
+            for m in &p.unions[u as usize].headers {
+                phv.valid[*m as usize] = false;
+            }
+        }
+        phv.valid[h as usize] = true;
+    }
+}
+
+/// Writes a field's value big-endian into `out` (ceil(width/8) bytes).
+fn put_field(phv: &Phv, loc: FieldLoc, out: &mut [u8]) {
+    if loc.width <= 128 {
+        let v = phv.read_raw(loc);
+        let be = v.to_be_bytes();
+        let n = out.len();
+        out.copy_from_slice(&be[16 - n..]);
+    } else {
+        put_big(&phv.read_big(loc), out);
+    }
+}
+
+pub(crate) fn put_big(v: &BigUint, out: &mut [u8]) {
+    let b = v.to_bytes_be();
+    out.fill(0);
+    let n = b.len().min(out.len());
+    let ol = out.len();
+    out[ol - n..].copy_from_slice(&b[b.len() - n..]);
+}

@@ -1,0 +1,227 @@
+//! Checksums and conditions: an internet checksum summed from PHV byte runs (as
+//! `hash::csum16_planned`), checksum verification and update, and the planned
+//! condition tests (validity, a field in a range, a comparison).
+
+use std::collections::HashMap;
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{InstBuilder, Value, types};
+use p4jet_engine::plan::checksum::Checksum;
+use p4jet_engine::plan::cond::{Cond, CondKind, CondTree};
+use p4jet_ir::expr::BinOp;
+
+use super::{Gen, H, mask64, mem};
+
+/// Whether planned condition `c` compiles without the interpreter (every kind but a
+/// comparison of a field wider than 64 bits).
+pub(crate) fn cond_inline(c: &Cond) -> bool {
+    match c.kind {
+        CondKind::Valid(_) | CondKind::Range64(_) => true,
+        CondKind::Cmp { loc, k, .. } => {
+            loc.width <= 64 && (1..=8).contains(&loc.nbytes) && k <= u128::from(u64::MAX)
+        }
+    }
+}
+
+/// Whether every leaf of condition tree `t` compiles without the interpreter.
+pub(crate) fn tree_inline(t: &CondTree) -> bool {
+    let mut leaves = vec![];
+    t.leaves(&mut leaves);
+    leaves.into_iter().all(cond_inline)
+}
+
+/// Whether planned checksum `c` compiles without the interpreter.
+pub(crate) fn csum_inline(c: &Checksum) -> bool {
+    c.cond.as_ref().is_none_or(cond_inline)
+        && c.target.loc.width <= 64
+        && (1..=8).contains(&c.target.loc.nbytes)
+}
+
+impl Gen<'_, '_> {
+    /// The internet checksum of `c`'s pieces (a piece of an invalid header counts
+    /// nothing), as `hash::csum16_planned` computes it: 16 bits in a 64-bit value.
+    pub(crate) fn csum16(&mut self, phv: Value, valid: Value, c: &Checksum) -> Value {
+        let mut sum = self.k(0);
+        let mut valids: HashMap<u32, Value> = HashMap::new();
+        for p in c.pieces.iter() {
+            let v = match valids.get(&p.header) {
+                Some(v) => *v,
+                None => {
+                    let v = self.valid(valid, p.header);
+                    valids.insert(p.header, v);
+                    v
+                }
+            };
+            let w = self.b.ins().load(types::I64, mem(), phv, p.byte as i32);
+            let w = self.b.ins().bswap(w);
+            let w = self.b.ins().band_imm_s(w, p.mask as i64);
+            let hi = self.b.ins().ushr_imm_s(w, 32);
+            let lo = self.b.ins().band_imm_s(w, 0xffff_ffff);
+            let add = self.b.ins().iadd(hi, lo);
+            // valid is 0 or 1
+            let add = self.b.ins().imul(add, v);
+            sum = self.b.ins().iadd(sum, add);
+        }
+        // carries folded back: 64 -> 32 bits, then 16 bits (four times covers any sum
+        // of a few hundred pieces)
+        let hi = self.b.ins().ushr_imm_s(sum, 32);
+        let lo = self.b.ins().band_imm_s(sum, 0xffff_ffff);
+        let mut s = self.b.ins().iadd(hi, lo);
+        for _ in 0..4 {
+            let hi = self.b.ins().ushr_imm_s(s, 16);
+            let lo = self.b.ins().band_imm_s(s, 0xffff);
+            s = self.b.ins().iadd(hi, lo);
+        }
+        let s = self.b.ins().bnot(s);
+        self.b.ins().band_imm_s(s, 0xffff)
+    }
+
+    /// Whether planned checksum `c` is checked and fails (`Checksum::fails`): 0 or 1.
+    pub(crate) fn csum_fails(
+        &mut self,
+        phv: Value,
+        valid: Value,
+        lane: Value,
+        c: &Checksum,
+    ) -> Value {
+        let ok = self.b.create_block();
+        let check = self.b.create_block();
+        let done = self.b.create_block();
+        let res = self.b.declare_var(types::I64);
+        let zero = self.k(0);
+        self.b.def_var(res, zero);
+        let v = self.valid(valid, c.header);
+        let mut go = v;
+        if let Some(fc) = &c.cond {
+            let t = self.cond(phv, valid, lane, fc, None);
+            go = self.b.ins().band(go, t);
+        }
+        self.b.ins().brif(go, check, &[], ok, &[]);
+        self.b.switch_to_block(check);
+        let got = self.csum16(phv, valid, c);
+        let got = self
+            .b
+            .ins()
+            .band_imm_s(got, mask64(c.target.loc.width) as i64);
+        let have = self
+            .read_field(phv, c.target.loc)
+            .unwrap_or_else(|| self.k(0));
+        let bad = self.b.ins().icmp(IntCC::NotEqual, got, have);
+        let bad = self.b.ins().uextend(types::I64, bad);
+        self.b.def_var(res, bad);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(ok);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+        self.b.use_var(res)
+    }
+
+    /// Writes planned checksum `c` (`Checksum::update`).
+    pub(crate) fn csum_update(&mut self, phv: Value, valid: Value, lane: Value, c: &Checksum) {
+        let write = self.b.create_block();
+        let done = self.b.create_block();
+        let mut go = self.k(1);
+        if let Some(fc) = &c.cond {
+            go = self.cond(phv, valid, lane, fc, None);
+        }
+        if c.only_valid {
+            let v = self.valid(valid, c.header);
+            go = self.b.ins().band(go, v);
+        }
+        self.b.ins().brif(go, write, &[], done, &[]);
+        self.b.switch_to_block(write);
+        let v = self.csum16(phv, valid, c);
+        self.write_field(phv, c.target.loc, v);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+    }
+
+    /// Condition tree `t` (0 or 1; every leaf compiles: [`tree_inline`]), its leaves
+    /// evaluated eagerly (they have no side effects) and joined by bit operations.
+    pub(crate) fn cond_tree(
+        &mut self,
+        phv: Value,
+        valid: Value,
+        lane: Value,
+        t: &CondTree,
+    ) -> Value {
+        match t {
+            CondTree::Leaf(c) => self.cond(phv, valid, lane, c, None),
+            CondTree::Not(a) => {
+                let v = self.cond_tree(phv, valid, lane, a);
+                self.b.ins().bxor_imm_s(v, 1)
+            }
+            CondTree::And(a, b) => {
+                let x = self.cond_tree(phv, valid, lane, a);
+                let y = self.cond_tree(phv, valid, lane, b);
+                self.b.ins().band(x, y)
+            }
+            CondTree::Or(a, b) => {
+                let x = self.cond_tree(phv, valid, lane, a);
+                let y = self.cond_tree(phv, valid, lane, b);
+                self.b.ins().bor(x, y)
+            }
+        }
+    }
+
+    /// Planned condition `c` (0 or 1). A comparison of a field wider than 64 bits is
+    /// evaluated by the interpreter from expression `expr`.
+    pub(crate) fn cond(
+        &mut self,
+        phv: Value,
+        valid: Value,
+        lane: Value,
+        c: &Cond,
+        expr: Option<u32>,
+    ) -> Value {
+        let t = match c.kind {
+            CondKind::Valid(h) => self.valid(valid, h),
+            CondKind::Range64(r) => {
+                let v = self.read_window(phv, r.shift, r.mask, r.byte);
+                let d = self.b.ins().iadd_imm_s(v, (r.lo as i64).wrapping_neg());
+                let le = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::UnsignedLessThanOrEqual, d, r.span as i64);
+                self.b.ins().uextend(types::I64, le)
+            }
+            CondKind::Cmp { loc, op, k } => {
+                let read = if k <= u128::from(u64::MAX) {
+                    self.read_field(phv, loc)
+                } else {
+                    None
+                };
+                match (read, expr) {
+                    (Some(v), _) => {
+                        let cc = match op {
+                            BinOp::Eq => IntCC::Equal,
+                            BinOp::Ne => IntCC::NotEqual,
+                            BinOp::Lt => IntCC::UnsignedLessThan,
+                            BinOp::Le => IntCC::UnsignedLessThanOrEqual,
+                            BinOp::Gt => IntCC::UnsignedGreaterThan,
+                            _ => IntCC::UnsignedGreaterThanOrEqual,
+                        };
+                        let kv = self.k(k as u64);
+                        let r = self.b.ins().icmp(cc, v, kv);
+                        self.b.ins().uextend(types::I64, r)
+                    }
+                    (None, Some(e)) => {
+                        // the whole expression, negation included
+                        let e = self.k32(e);
+                        let env = self.env;
+                        let r = self.call(H::Test, &[env, lane, e]).unwrap_or(e);
+                        return self.b.ins().uextend(types::I64, r);
+                    }
+                    // callers compile only conditions that `cond_inline` accepts, or
+                    // give the expression
+                    (None, None) => self.k(0),
+                }
+            }
+        };
+        if c.negate {
+            self.b.ins().bxor_imm_s(t, 1)
+        } else {
+            t
+        }
+    }
+}

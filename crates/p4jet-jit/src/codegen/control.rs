@@ -1,0 +1,381 @@
+//! A control block as native code over a chunk of at most 64 packets.
+//!
+//! Each packet runs straight-line code from the control's first node: conditions are
+//! branches, call nodes inline actions, until the packet reaches a table node, where
+//! it joins that table's mask (or leaves the control). Tables are then applied in the
+//! plan's topological order: every waiting packet's key is built, one call into the
+//! interpreter looks them all up and resolves their outcomes, and each packet runs its
+//! action (inline, behind a jump table over the table's actions) and continues, again
+//! straight-line, to its next table or the end. Every edge goes to a higher node, so
+//! a table is applied once, after every packet that can reach it got there.
+//!
+//! The straight-line code between tables is a *region*: the blocks of the nodes
+//! reachable from an entry without crossing a table, emitted once per loop that enters
+//! it (the first pass, and each table's loop over its packets).
+
+use std::collections::HashMap;
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{Block, InstBuilder, JumpTableData, Value, types};
+use cranelift_frontend::Variable;
+use p4jet_engine::ControlBlock;
+use p4jet_engine::plan::control::{CondTest, ControlPlan, Node};
+use p4jet_engine::plan::table::{ApplyNext, Key};
+use p4jet_ir::ControlNode;
+
+use super::action::{self, Px};
+use super::checksum::{cond_inline, tree_inline};
+use super::{Gen, H, PTR, mem};
+use crate::abi::{SLOT_OTHER, off};
+
+/// What the region code of one loop needs.
+struct Region<'c> {
+    ctl: &'c ControlPlan,
+    ir: &'c p4jet_ir::Control,
+    /// Per node: the mask variable of a table node's waiting packets.
+    at: &'c [Option<Variable>],
+    /// The packet.
+    px: Px,
+    /// `1 << lane index`.
+    bit: Value,
+    /// Where a packet goes when its walk stops (at a table or the end).
+    done: Block,
+    /// The blocks of the nodes emitted so far in this loop.
+    blocks: HashMap<u32, Block>,
+    /// Nodes whose blocks are still to fill.
+    todo: Vec<u32>,
+}
+
+/// Whether action `a` runs in any order across packets with the same results: it
+/// touches no state that packets share and whose order shows (registers, meters,
+/// digests, random numbers, stateful hash algorithms; counters add up the same).
+fn order_free(p: &p4jet_ir::Program, a: u32, depth: u32) -> bool {
+    use p4jet_ir::{HashAlgo, Prim};
+    let Some(act) = p.actions.get(a as usize) else {
+        return false;
+    };
+    depth < 8
+        && act.body.iter().all(|prim| match prim {
+            Prim::RegisterRead { .. }
+            | Prim::RegisterWrite { .. }
+            | Prim::ExecuteMeter { .. }
+            | Prim::Digest(_)
+            | Prim::Random { .. } => false,
+            Prim::Hash { calc, .. } => p.calculations.get(*calc as usize).is_some_and(|c| {
+                !matches!(
+                    c.algo,
+                    HashAlgo::RoundRobin | HashAlgo::RoundRobinConsistent | HashAlgo::Random
+                )
+            }),
+            Prim::Call(b) => order_free(p, *b, depth + 1),
+            _ => true,
+        })
+}
+
+/// Emits the control function's body: `(env, lanes, n)` with `n` at most 64.
+pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
+    let e = g.e;
+    let (ctl, ir) = match which {
+        ControlBlock::Ingress => (&e.plan().ingress, &e.prog.ingress),
+        ControlBlock::Egress => (&e.plan().egress, &e.prog.egress),
+    };
+    // packets may run their straight-line stretches one after the other when the
+    // call nodes on them give the same results in any order; else the interpreter's
+    // order: node by node
+    let free = ctl.nodes.iter().all(|n| match n {
+        Node::Call { action, .. } => order_free(&e.prog, *action, 0),
+        _ => true,
+    });
+    if !free {
+        return super::walk::emit_walk(g, which, lanes, n);
+    }
+    let Some(init) = ctl.init else {
+        let z = g.k(0);
+        g.b.ins().return_(&[z]);
+        return;
+    };
+    let at: Vec<Option<Variable>> = ctl
+        .nodes
+        .iter()
+        .map(|n| matches!(n, Node::Apply { .. }).then(|| g.var(0)))
+        .collect();
+    // every packet from the first node to its first table
+    let i_var = g.var(0);
+    let head = g.b.create_block();
+    let work = g.b.create_block();
+    let tables = g.b.create_block();
+    g.b.ins().jump(head, &[]);
+    g.b.switch_to_block(head);
+    let i = g.b.use_var(i_var);
+    let more = g.b.ins().icmp(IntCC::UnsignedLessThan, i, n);
+    g.b.ins().brif(more, work, &[], tables, &[]);
+    g.b.switch_to_block(work);
+    let i = g.b.use_var(i_var);
+    let lane = g.lane(lanes, i);
+    let px = Px {
+        lane,
+        phv: g.lane_ptr(lane, off::LANE_PHV),
+        valid: g.lane_ptr(lane, off::LANE_VALID),
+    };
+    let bit = g.bit(i);
+    let next_i = g.b.create_block();
+    let mut r = Region {
+        ctl,
+        ir,
+        at: &at,
+        px,
+        bit,
+        done: next_i,
+        blocks: HashMap::new(),
+        todo: vec![],
+    };
+    let entry = r.block(g, Some(init));
+    g.b.ins().jump(entry, &[]);
+    r.fill(g);
+    g.b.switch_to_block(next_i);
+    let i = g.b.use_var(i_var);
+    let i = g.b.ins().iadd_imm_s(i, 1);
+    g.b.def_var(i_var, i);
+    g.b.ins().jump(head, &[]);
+    // the tables, in topological order
+    g.b.switch_to_block(tables);
+    for (ni, node) in ctl.nodes.iter().enumerate() {
+        let (Node::Apply { table }, Some(v)) = (node, at[ni]) else {
+            continue;
+        };
+        let here = g.b.use_var(v);
+        let body = g.b.create_block();
+        let next = g.b.create_block();
+        g.b.ins().brif(here, body, &[], next, &[]);
+        g.b.switch_to_block(body);
+        apply(g, ctl, ir, &at, *table, lanes, here);
+        g.b.ins().jump(next, &[]);
+        g.b.switch_to_block(next);
+    }
+    let z = g.k(0);
+    g.b.ins().return_(&[z]);
+}
+
+impl Region<'_> {
+    /// The block of node `n` in this region (None: the end of the control).
+    fn block(&mut self, g: &mut Gen, n: Option<u32>) -> Block {
+        let Some(n) = n else {
+            return self.done;
+        };
+        if let Some(b) = self.blocks.get(&n) {
+            return *b;
+        }
+        let b = g.b.create_block();
+        self.blocks.insert(n, b);
+        self.todo.push(n);
+        b
+    }
+
+    /// Fills the blocks of every node reached so far (and those they reach).
+    fn fill(&mut self, g: &mut Gen) {
+        while let Some(n) = self.todo.pop() {
+            let b = self.blocks[&n];
+            g.b.switch_to_block(b);
+            match &self.ctl.nodes[n as usize] {
+                Node::Apply { .. } => {
+                    // the packet waits at this table
+                    if let Some(v) = self.at.get(n as usize).copied().flatten() {
+                        g.or_into(v, self.bit);
+                    }
+                    g.b.ins().jump(self.done, &[]);
+                }
+                Node::Cond { test, t, f } => {
+                    let expr = match self.ir.nodes.get(n as usize) {
+                        Some(ControlNode::Cond { expr, .. }) => Some(*expr),
+                        _ => None,
+                    };
+                    let px = self.px;
+                    let v = match test {
+                        CondTest::Planned(c) if cond_inline(c) => {
+                            g.cond(px.phv, px.valid, px.lane, c, expr)
+                        }
+                        CondTest::Tree(t) if tree_inline(t) => {
+                            g.cond_tree(px.phv, px.valid, px.lane, t)
+                        }
+                        _ => {
+                            let env = g.env;
+                            let ek = g.k32(expr.unwrap_or(0));
+                            let r = g.call(H::Test, &[env, px.lane, ek]).unwrap_or(ek);
+                            g.b.ins().uextend(types::I64, r)
+                        }
+                    };
+                    let tb = self.block(g, *t);
+                    let fb = self.block(g, *f);
+                    g.b.ins().brif(v, tb, &[], fb, &[]);
+                }
+                Node::Call { action, next } => {
+                    let null = g.k(0);
+                    let exit = action::emit(g, *action, self.px, null, null);
+                    let nb = self.block(g, *next);
+                    g.b.ins().brif(exit, self.done, &[], nb, &[]);
+                }
+            }
+        }
+    }
+}
+
+/// Applies table `t` (node of `ctl`) to the packets of `here`.
+fn apply(
+    g: &mut Gen,
+    ctl: &ControlPlan,
+    ir: &p4jet_ir::Control,
+    at: &[Option<Variable>],
+    t: u32,
+    lanes: Value,
+    here: Value,
+) {
+    let e = g.e;
+    let tp = &e.plan().tables[t as usize];
+    let ti = &e.prog.tables[t as usize];
+    let kb = ti.key_bytes;
+    let env = g.env;
+    let keys = g.b.ins().load(PTR, mem(), env, off::ENV_KEYS);
+    let hits = g.b.ins().load(PTR, mem(), env, off::ENV_HITS);
+    let waiting = g.b.ins().load(PTR, mem(), env, off::ENV_WAITING);
+    // 1. every waiting packet's key, its lane index in `waiting`
+    let w = g.var(0);
+    g.each_bit(here, |g, i| {
+        let wv = g.b.use_var(w);
+        let slot = g.b.ins().iadd(waiting, wv);
+        let i8v = g.b.ins().ireduce(types::I8, i);
+        g.b.ins().store(mem(), i8v, slot, 0);
+        if kb > 0 {
+            let lane = g.lane(lanes, i);
+            let ko = g.b.ins().imul_imm_s(wv, i64::from(kb));
+            let kp = g.b.ins().iadd(keys, ko);
+            match &tp.key {
+                Key::Runs(runs) => {
+                    let phv = g.lane_ptr(lane, off::LANE_PHV);
+                    let mut o = 0i32;
+                    for &(byte, n) in runs.iter() {
+                        g.copy(kp, o, phv, byte as i32, n as u32);
+                        o += n as i32;
+                    }
+                }
+                Key::Parts(_) => {
+                    let env = g.env;
+                    let tk = g.k32(t);
+                    g.call(H::BuildKey, &[env, lane, tk, kp]);
+                }
+                Key::Empty => {}
+            }
+        }
+        let wv = g.b.ins().iadd_imm_s(wv, 1);
+        g.b.def_var(w, wv);
+    });
+    // 2. the batched lookup and every packet's outcome, by the interpreter
+    let wv = g.b.use_var(w);
+    let w32 = g.b.ins().ireduce(types::I32, wv);
+    let tk = g.k32(t);
+    g.call(H::Lookup, &[env, tk, w32]);
+    // 3. per waiting packet: its action, inline, and on to its next table
+    let k = g.var(0);
+    let head = g.b.create_block();
+    let work = g.b.create_block();
+    let done = g.b.create_block();
+    g.b.ins().jump(head, &[]);
+    g.b.switch_to_block(head);
+    let kv = g.b.use_var(k);
+    let wv = g.b.use_var(w);
+    let more = g.b.ins().icmp(IntCC::UnsignedLessThan, kv, wv);
+    g.b.ins().brif(more, work, &[], done, &[]);
+    g.b.switch_to_block(work);
+    let kv = g.b.use_var(k);
+    let wp = g.b.ins().iadd(waiting, kv);
+    let i = g.b.ins().uload8(types::I64, mem(), wp, 0);
+    let lane = g.lane(lanes, i);
+    let px = Px {
+        lane,
+        phv: g.lane_ptr(lane, off::LANE_PHV),
+        valid: g.lane_ptr(lane, off::LANE_VALID),
+    };
+    let ho = g.b.ins().imul_imm_s(kv, off::HIT_SIZE);
+    let hp = g.b.ins().iadd(hits, ho);
+    let slot = g.b.ins().load(types::I32, mem(), hp, off::HIT_SLOT);
+    let hit = g.b.ins().uload32(mem(), hp, off::HIT_HIT);
+    let data = g.b.ins().load(PTR, mem(), hp, off::HIT_DATA);
+    let len = g.b.ins().load(types::I64, mem(), hp, off::HIT_LEN);
+    let bit = g.bit(i);
+    let after = g.b.create_block();
+    let mut r = Region {
+        ctl,
+        ir,
+        at,
+        px,
+        bit,
+        done: after,
+        blocks: HashMap::new(),
+        todo: vec![],
+    };
+    let slots: Vec<_> = ti.actions.iter().map(|_| g.b.create_block()).collect();
+    let other = g.b.create_block();
+    let def = g.b.func.dfg.block_call(other, &[]);
+    let calls: Vec<_> = slots
+        .iter()
+        .map(|b| g.b.func.dfg.block_call(*b, &[]))
+        .collect();
+    let jt = g.b.create_jump_table(JumpTableData::new(def, &calls));
+    g.b.ins().br_table(slot, jt);
+    // where a packet goes after its action: by hit/miss, or by the action's slot
+    // (Some(None): no action; None: an action outside the table's list)
+    let go = |g: &mut Gen, r: &mut Region, exit: Value, slot: Option<Option<usize>>| match &tp.next
+    {
+        ApplyNext::Same(x) => {
+            let xb = r.block(g, *x);
+            g.b.ins().brif(exit, after, &[], xb, &[]);
+        }
+        ApplyNext::HitMiss { hit: h, miss: m } => {
+            let on = g.b.create_block();
+            let hb = r.block(g, *h);
+            let mb = r.block(g, *m);
+            g.b.ins().brif(exit, after, &[], on, &[]);
+            g.b.switch_to_block(on);
+            g.b.ins().brif(hit, hb, &[], mb, &[]);
+        }
+        ApplyNext::ByAction { slots, default } => {
+            let to = match slot {
+                Some(Some(s)) => slots.get(s).copied().flatten(),
+                Some(None) => *default,
+                // the control ends for the packet
+                None => None,
+            };
+            let xb = r.block(g, to);
+            g.b.ins().brif(exit, after, &[], xb, &[]);
+        }
+    };
+    for (s, a) in ti.actions.iter().enumerate() {
+        g.b.switch_to_block(slots[s]);
+        let exit = action::emit(g, *a, px, data, len);
+        go(g, &mut r, exit, Some(Some(s)));
+    }
+    // no action, or one outside the list (run by the interpreter)
+    g.b.switch_to_block(other);
+    let is_other =
+        g.b.ins()
+            .icmp_imm_u(IntCC::Equal, slot, i64::from(SLOT_OTHER));
+    let run = g.b.create_block();
+    let none = g.b.create_block();
+    g.b.ins().brif(is_other, run, &[], none, &[]);
+    g.b.switch_to_block(run);
+    let aid = g.b.ins().load(types::I32, mem(), hp, 0);
+    let res = g
+        .call(H::RunAction, &[env, lane, aid, data, len])
+        .unwrap_or(aid);
+    let exit = g.b.ins().uextend(types::I64, res);
+    go(g, &mut r, exit, None);
+    g.b.switch_to_block(none);
+    let zero = g.k(0);
+    go(g, &mut r, zero, Some(None));
+    r.fill(g);
+    g.b.switch_to_block(after);
+    let kv = g.b.use_var(k);
+    let kv = g.b.ins().iadd_imm_s(kv, 1);
+    g.b.def_var(k, kv);
+    g.b.ins().jump(head, &[]);
+    g.b.switch_to_block(done);
+}

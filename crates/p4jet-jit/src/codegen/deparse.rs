@@ -1,0 +1,151 @@
+//! The deparser as native code, for one packet: the emitted length as a branch-free sum
+//! over the headers, the checksum updates, then the valid headers copied in front of
+//! the payload (one copy when they lie back to back in the PHV and all are valid).
+//! Returns the frame's new start in its buffer, or [`GROW`] when the headers outgrow
+//! the headroom (then nothing was written and the interpreter deparses the packet).
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{BlockArg, InstBuilder, Value, types};
+use p4jet_engine::plan::checksum::CsumOp;
+
+use super::checksum::csum_inline;
+use super::{Gen, H};
+use crate::abi::{FORCE, GROW, ctx, off};
+
+/// Emits the deparser: `(env, lanes, n) -> grown`. In an egress pass a packet the
+/// egress control dropped, or with a request pending (an egress clone is copied before
+/// deparsing), is left alone (a lane marked [`FORCE`] is deparsed in any case); the others are deparsed in place (the context's frame
+/// start, payload offset and `deparsed` written) unless their headers outgrow the
+/// headroom: their lanes get [`GROW`], counted in the result.
+pub(crate) fn emit_pass(g: &mut Gen, lanes: Value, n: Value) {
+    let egress = g.e.prog.egress.init.is_some();
+    let spec = g.e.std_meta.egress_spec;
+    let drop_port = g.e.cfg.drop_port;
+    let grown = g.var(0);
+    g.each_lane(lanes, n, |g, lane| {
+        let next = g.b.create_block();
+        let cx = g.lane_ptr(lane, off::LANE_CTX);
+        let out =
+            g.b.ins()
+                .load(types::I64, super::mem(), lane, off::LANE_OUT);
+        let forced = g.b.ins().icmp_imm_s(IntCC::Equal, out, FORCE as i64);
+        let work = g.b.create_block();
+        let check = g.b.create_block();
+        g.b.ins().brif(forced, work, &[], check, &[]);
+        g.b.switch_to_block(check);
+        let pending = g.b.ins().uload8(types::I64, super::mem(), cx, ctx::PENDING);
+        let go = g.b.create_block();
+        g.b.ins().brif(pending, next, &[], go, &[]);
+        g.b.switch_to_block(go);
+        if egress && let Some(w) = spec {
+            let phv = g.lane_ptr(lane, off::LANE_PHV);
+            if let Some(v) = g.read64(phv, w) {
+                let dropped = g.b.ins().icmp_imm_s(IntCC::Equal, v, i64::from(drop_port));
+                let keep = g.b.create_block();
+                g.b.ins().brif(dropped, next, &[], keep, &[]);
+                g.b.switch_to_block(keep);
+            }
+        }
+        g.b.ins().jump(work, &[]);
+        g.b.switch_to_block(work);
+        let done = g.b.create_block();
+        g.b.append_block_param(done, types::I64);
+        deparse_one(g, lane, done);
+        g.b.switch_to_block(done);
+        let r = g.b.block_params(done)[0];
+        let grow_b = g.b.create_block();
+        let ok = g.b.create_block();
+        let is_grow = g.b.ins().icmp_imm_s(IntCC::Equal, r, GROW as i64);
+        g.b.ins().brif(is_grow, grow_b, &[], ok, &[]);
+        g.b.switch_to_block(grow_b);
+        g.b.ins().store(super::mem(), r, lane, off::LANE_OUT);
+        let gv = g.b.use_var(grown);
+        let gv = g.b.ins().iadd_imm_s(gv, 1);
+        g.b.def_var(grown, gv);
+        g.b.ins().jump(next, &[]);
+        g.b.switch_to_block(ok);
+        g.b.ins().store(super::mem(), r, lane, off::LANE_OUT);
+        g.b.ins().store(super::mem(), r, cx, ctx::PKT_START);
+        let payload = g.lane_ptr(lane, off::LANE_LEN);
+        let po = g.b.ins().isub(payload, r);
+        g.b.ins().store(super::mem(), po, cx, ctx::PAYLOAD_OFF);
+        let one = g.b.ins().iconst(types::I8, 1);
+        g.b.ins().store(super::mem(), one, cx, ctx::DEPARSED);
+        g.b.ins().jump(next, &[]);
+        g.b.switch_to_block(next);
+    });
+    let gv = g.b.use_var(grown);
+    g.b.ins().return_(&[gv]);
+}
+
+/// The deparser of one lane, jumping to `done` with the new start or [`GROW`].
+fn deparse_one(g: &mut Gen, lane: Value, done: cranelift_codegen::ir::Block) {
+    let plan = g.e.plan();
+    let d = &plan.deparser;
+    let phv = g.lane_ptr(lane, off::LANE_PHV);
+    let valid = g.lane_ptr(lane, off::LANE_VALID);
+    let buf = g.lane_ptr(lane, off::LANE_PKT);
+    let payload = g.lane_ptr(lane, off::LANE_LEN);
+    let fixed = d.fixed.as_deref().unwrap_or(&[]);
+    let mut emitted = g.k(0);
+    for &(h, n) in fixed {
+        let v = g.valid(valid, h);
+        let add = g.b.ins().imul_imm_s(v, i64::from(n));
+        emitted = g.b.ins().iadd(emitted, add);
+    }
+    let grow = g.b.create_block();
+    let fits = g.b.create_block();
+    let over = g.b.ins().icmp(IntCC::UnsignedGreaterThan, emitted, payload);
+    g.b.ins().brif(over, grow, &[], fits, &[]);
+    g.b.switch_to_block(grow);
+    let gr = g.k(GROW);
+    g.b.ins().jump(done, &[BlockArg::Value(gr)]);
+    g.b.switch_to_block(fits);
+    let ck = &plan.checksums;
+    if d.has_update && !ck.update.is_empty() {
+        let inline = ck.update_planned
+            && ck
+                .update
+                .iter()
+                .all(|o| matches!(o, CsumOp::Planned(c) if csum_inline(c)));
+        if inline {
+            for op in &ck.update {
+                if let CsumOp::Planned(c) = op {
+                    g.csum_update(phv, valid, lane, c);
+                }
+            }
+        } else {
+            let env = g.env;
+            g.call(H::Update, &[env, lane]);
+        }
+    }
+    let at = g.b.ins().isub(payload, emitted);
+    let dst = g.b.ins().iadd(buf, at);
+    if let Some((coff, clen)) = d.contiguous {
+        let whole = g.b.ins().icmp_imm_s(IntCC::Equal, emitted, i64::from(clen));
+        let one = g.b.create_block();
+        let each = g.b.create_block();
+        g.b.ins().brif(whole, one, &[], each, &[]);
+        g.b.switch_to_block(one);
+        g.copy(dst, 0, phv, coff as i32, clen);
+        g.b.ins().jump(done, &[BlockArg::Value(at)]);
+        g.b.switch_to_block(each);
+    }
+    let pos = g.b.declare_var(cranelift_codegen::ir::types::I64);
+    g.b.def_var(pos, dst);
+    for &(h, hoff, len) in &d.headers {
+        let Some(len) = len else { continue };
+        let v = g.valid(valid, h);
+        let put = g.b.create_block();
+        let next = g.b.create_block();
+        g.b.ins().brif(v, put, &[], next, &[]);
+        g.b.switch_to_block(put);
+        let p = g.b.use_var(pos);
+        g.copy(p, 0, phv, hoff as i32, len);
+        let p = g.b.ins().iadd_imm_s(p, i64::from(len));
+        g.b.def_var(pos, p);
+        g.b.ins().jump(next, &[]);
+        g.b.switch_to_block(next);
+    }
+    g.b.ins().jump(done, &[BlockArg::Value(at)]);
+}

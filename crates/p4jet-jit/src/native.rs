@@ -1,0 +1,748 @@
+//! The only `unsafe` of the JIT: calling generated code, and the helpers generated code
+//! calls back.
+//!
+//! The contract the generated code keeps (`codegen`): it reads and writes only through
+//! the pointers of its [`Lane`]s and [`Env`] — a PHV (whose `PHV_PAD` bytes of padding
+//! keep every 8-byte window load in bounds), its validity bytes, the frame bytes it
+//! checked against the frame's length, the action data it checked against the data's
+//! length, the key, hit and waiting buffers of `Env` — and it calls only the helpers
+//! below, with the pointers it was given.
+//!
+//! The contract the Rust side keeps: every pointer in a `Lane` or an `Env` comes from a
+//! reference that lives, unmoved, for the whole call; nothing else touches those
+//! objects during the call (one thread runs the generated code and its helpers, one at
+//! a time); a helper turns a pointer back into a reference only for its own duration.
+
+#![allow(unsafe_code)]
+
+use std::mem::MaybeUninit;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+
+use cranelift_jit::JITModule;
+use p4jet_engine::state::{ControlState, EntryAction, Externs};
+use p4jet_engine::{ControlBlock, Engine, Native, NativeStats, PacketCtx, Pkt, SUB_BATCH, Scratch};
+use p4jet_tables::EntryHandle;
+
+use crate::abi::{ACCEPT, BEGUN, ERR_BIT, Env, FORCE, GROW, Hit, Lane, SLOT_NONE, SLOT_OTHER};
+use crate::codegen::{H, Helpers};
+
+/// A function over a batch of at most 64 lanes: `(env, lanes, n)`.
+pub(crate) type BatchFn = unsafe extern "C" fn(*mut Env, *mut Lane, u64) -> u64;
+
+/// Room past the keys for whole-word writes and reads.
+const KEY_SLACK: usize = 64;
+/// Keys of at most this many bytes live in a stack buffer (longer ones on the heap).
+const STACK_KEY: usize = 64;
+
+/// A program compiled to native code: the functions, and the module that owns their
+/// memory.
+pub struct Compiled {
+    /// Each packet entering ingress (PHV reset, arrival metadata; not for lanes marked
+    /// [`BEGUN`]), the parser and checksum verification.
+    pub(crate) arrive: BatchFn,
+    /// The controls (None: the program has none).
+    pub(crate) ingress: Option<BatchFn>,
+    pub(crate) egress: Option<BatchFn>,
+    /// After ingress: the plain unicast packets' fast-lane fields; counts the others.
+    pub(crate) unicast: BatchFn,
+    /// Each packet entering egress (egress metadata).
+    pub(crate) begin_egress: BatchFn,
+    /// The deparser of the packets of an egress pass, or of one packet marked
+    /// [`FORCE`] (None: a header has no fixed length; the interpreter deparses).
+    pub(crate) deparse: Option<BatchFn>,
+    /// Freed when this is dropped (only then: the function pointers above point into
+    /// it).
+    pub(crate) module: Mutex<Option<JITModule>>,
+    pub(crate) stats: NativeStats,
+    /// Per table, per action id: the action's slot in the table's list, or
+    /// [`SLOT_OTHER`].
+    pub(crate) slots: Vec<Box<[u32]>>,
+}
+
+impl std::fmt::Debug for Compiled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compiled")
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl Drop for Compiled {
+    fn drop(&mut self) {
+        let module = match self.module.get_mut() {
+            Ok(m) => m.take(),
+            Err(p) => p.into_inner().take(),
+        };
+        if let Some(m) = module {
+            // SAFETY: the only pointers into the module's memory are this struct's
+            // function pointers, and `self` is being dropped: no call is running (a
+            // call borrows `self`) and none can start.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+/// The helpers' addresses for the code generator.
+pub(crate) fn helpers() -> Helpers {
+    let mut m = std::collections::HashMap::new();
+    m.insert(H::ParseOp, h_parse_op as *const () as usize);
+    m.insert(H::Select, h_select as *const () as usize);
+    m.insert(H::Verify, h_verify as *const () as usize);
+    m.insert(H::Update, h_update as *const () as usize);
+    m.insert(H::Test, h_test as *const () as usize);
+    m.insert(H::BuildKey, h_build_key as *const () as usize);
+    m.insert(H::Lookup, h_lookup as *const () as usize);
+    m.insert(H::RunAction, h_run_action as *const () as usize);
+    m.insert(H::Prim, h_prim as *const () as usize);
+    Helpers(m)
+}
+
+/// The lane of packet `ctx` for the parser and the controls.
+fn lane_of(ctx: &mut PacketCtx) -> Lane {
+    let (start, end) = (ctx.pkt.start, ctx.pkt.end);
+    let base = ctx.pkt.buf.as_mut_ptr();
+    Lane {
+        phv: ctx.phv.data.as_mut_ptr(),
+        valid: ctx.phv.valid.as_mut_ptr().cast::<u8>(),
+        pkt: base.wrapping_add(start),
+        len: end.saturating_sub(start) as u64,
+        out: 0,
+        ctx,
+    }
+}
+
+/// The buffers of a control call: the keys, outcomes and lane indexes of the packets
+/// waiting at a table.
+struct Bufs {
+    stack_keys: [MaybeUninit<u8>; SUB_BATCH * STACK_KEY + KEY_SLACK],
+    heap_keys: Vec<u8>,
+    hits: [MaybeUninit<Hit>; SUB_BATCH],
+    waiting: [u8; SUB_BATCH],
+}
+
+impl Bufs {
+    fn new(e: &Engine) -> Bufs {
+        let kb = e.prog.max_key_bytes as usize;
+        Bufs {
+            stack_keys: [const { MaybeUninit::uninit() }; SUB_BATCH * STACK_KEY + KEY_SLACK],
+            heap_keys: if kb > STACK_KEY {
+                vec![0; SUB_BATCH * kb + KEY_SLACK]
+            } else {
+                Vec::new()
+            },
+            hits: [const { MaybeUninit::uninit() }; SUB_BATCH],
+            waiting: [0; SUB_BATCH],
+        }
+    }
+
+    fn keys(&mut self) -> *mut u8 {
+        if self.heap_keys.is_empty() {
+            self.stack_keys.as_mut_ptr().cast::<u8>()
+        } else {
+            self.heap_keys.as_mut_ptr()
+        }
+    }
+}
+
+/// Lanes of a chunk of at most 64 packets.
+type Lanes = [MaybeUninit<Lane>; SUB_BATCH];
+
+/// The lanes of `chunk` (at most 64 packets).
+fn lanes_of(chunk: &mut [Pkt]) -> Lanes {
+    let mut lanes: Lanes = [const { MaybeUninit::uninit() }; SUB_BATCH];
+    for (l, ctx) in lanes.iter_mut().zip(chunk.iter_mut()) {
+        l.write(lane_of(ctx));
+    }
+    lanes
+}
+
+/// The `i`th lane, initialized by [`lanes_of`] (or its caller) for a chunk longer
+/// than `i`.
+fn lane_mut(lanes: &mut Lanes, i: usize) -> &mut Lane {
+    // SAFETY: per the caller, lane `i` was written.
+    unsafe { lanes[i].assume_init_mut() }
+}
+
+impl Compiled {
+    /// Calls the batch functions `fs` in order over `chunk`'s lanes.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        fs: &[BatchFn],
+        e: &Engine,
+        cs: &ControlState,
+        ex: Option<&Externs>,
+        sc: &mut Scratch,
+        now_us: u64,
+        lanes: &mut Lanes,
+        n: usize,
+        bufs: &mut Bufs,
+    ) -> u64 {
+        let lanes_ptr = lanes.as_mut_ptr().cast::<Lane>();
+        let mut env = Env {
+            engine: e,
+            cs,
+            ex: ex.map_or(std::ptr::null(), |x| x as *const Externs),
+            sc,
+            now_us,
+            keys: bufs.keys(),
+            hits: bufs.hits.as_mut_ptr().cast::<Hit>(),
+            waiting: bufs.waiting.as_mut_ptr(),
+            lanes: lanes_ptr,
+            compiled: self,
+        };
+        let mut r = 0;
+        for f in fs {
+            // SAFETY: the first `n` lanes were written from contexts borrowed mutably
+            // by the caller for this call; the key buffer holds 64 keys of the
+            // program's longest key and slack, the hit and waiting buffers 64
+            // entries; `env`'s pointers come from references that outlive the call.
+            // `f` was compiled for this engine; a control function gets externs (its
+            // callers pass them).
+            r = unsafe { f(&mut env, lanes_ptr, n as u64) };
+        }
+        r
+    }
+}
+
+impl Native for Compiled {
+    fn parse(&self, e: &Engine, cs: &ControlState, pkts: &mut [Pkt], sc: &mut Scratch) {
+        let mut bufs = Bufs::new(e);
+        for chunk in pkts.chunks_mut(SUB_BATCH) {
+            let mut lanes = lanes_of(chunk);
+            let n = chunk.len();
+            for i in 0..n {
+                // the caller reset the packets: parse only
+                lane_mut(&mut lanes, i).out = BEGUN;
+            }
+            // (the generated parser writes each context's payload offset)
+            self.run(&[self.arrive], e, cs, None, sc, 0, &mut lanes, n, &mut bufs);
+        }
+    }
+
+    fn run_control(
+        &self,
+        e: &Engine,
+        cs: &ControlState,
+        ex: &Externs,
+        which: ControlBlock,
+        pkts: &mut [Pkt],
+        sc: &mut Scratch,
+        now_us: u64,
+    ) {
+        for ctx in pkts.iter_mut() {
+            ctx.exit = false;
+        }
+        let f = match which {
+            ControlBlock::Ingress => self.ingress,
+            ControlBlock::Egress => self.egress,
+        };
+        let Some(f) = f else {
+            // no control: nothing runs
+            return;
+        };
+        let mut bufs = Bufs::new(e);
+        for chunk in pkts.chunks_mut(SUB_BATCH) {
+            let mut lanes = lanes_of(chunk);
+            let n = chunk.len();
+            self.run(&[f], e, cs, Some(ex), sc, now_us, &mut lanes, n, &mut bufs);
+        }
+    }
+
+    fn ingress_pass(
+        &self,
+        e: &Engine,
+        cs: &ControlState,
+        ex: &Externs,
+        pkts: &mut [Pkt],
+        sc: &mut Scratch,
+        now_us: u64,
+    ) -> bool {
+        let mut bufs = Bufs::new(e);
+        let mut others = 0;
+        for chunk in pkts.chunks_mut(SUB_BATCH) {
+            let n = chunk.len();
+            let mut lanes: Lanes = [const { MaybeUninit::uninit() }; SUB_BATCH];
+            for (l, ctx) in lanes.iter_mut().zip(chunk.iter_mut()) {
+                // packets carrying preserved fields (resubmit, recirculate) enter by
+                // the interpreter's code, which writes them back after the reset; the
+                // generated code resets the PHV of the others and writes their arrival
+                // metadata
+                let begun = if ctx.arch.preserved.is_empty() {
+                    ctx.reset_but_phv();
+                    let len = ctx.pkt.len();
+                    ctx.ingress_len = len as u32;
+                    ctx.length_reg = len as u64;
+                    0
+                } else {
+                    e.begin_ingress(ctx, now_us);
+                    BEGUN
+                };
+                let mut lane = lane_of(ctx);
+                lane.out = begun;
+                l.write(lane);
+            }
+            others += match self.ingress {
+                Some(c) => self.run(
+                    &[self.arrive, c, self.unicast],
+                    e,
+                    cs,
+                    Some(ex),
+                    sc,
+                    now_us,
+                    &mut lanes,
+                    n,
+                    &mut bufs,
+                ),
+                None => self.run(
+                    &[self.arrive, self.unicast],
+                    e,
+                    cs,
+                    Some(ex),
+                    sc,
+                    now_us,
+                    &mut lanes,
+                    n,
+                    &mut bufs,
+                ),
+            };
+        }
+        others == 0
+    }
+
+    fn egress_pass(
+        &self,
+        e: &Engine,
+        cs: &ControlState,
+        ex: &Externs,
+        pkts: &mut [Pkt],
+        sc: &mut Scratch,
+        now_us: u64,
+    ) {
+        let mut bufs = Bufs::new(e);
+        for chunk in pkts.chunks_mut(SUB_BATCH) {
+            let n = chunk.len();
+            let mut lanes: Lanes = [const { MaybeUninit::uninit() }; SUB_BATCH];
+            for (l, ctx) in lanes.iter_mut().zip(chunk.iter_mut()) {
+                ctx.exit = false;
+                ctx.req.clone = None;
+                ctx.deparsed = false;
+                // the deparser's lane: the buffer's start and the payload's offset
+                let pk = &ctx.pkt;
+                let payload = pk.start + ctx.payload_off.min(pk.end - pk.start);
+                let mut lane = lane_of(ctx);
+                lane.pkt = ctx.pkt.buf.as_mut_ptr();
+                lane.len = payload as u64;
+                l.write(lane);
+            }
+            let grown = match (self.egress, self.deparse) {
+                (Some(c), Some(d)) => self.run(
+                    &[self.begin_egress, c, d],
+                    e,
+                    cs,
+                    Some(ex),
+                    sc,
+                    now_us,
+                    &mut lanes,
+                    n,
+                    &mut bufs,
+                ),
+                (None, Some(d)) => self.run(
+                    &[self.begin_egress, d],
+                    e,
+                    cs,
+                    Some(ex),
+                    sc,
+                    now_us,
+                    &mut lanes,
+                    n,
+                    &mut bufs,
+                ),
+                (c, None) => {
+                    // a varbit header: the interpreter deparses
+                    match c {
+                        Some(c) => self.run(
+                            &[self.begin_egress, c],
+                            e,
+                            cs,
+                            Some(ex),
+                            sc,
+                            now_us,
+                            &mut lanes,
+                            n,
+                            &mut bufs,
+                        ),
+                        None => self.run(
+                            &[self.begin_egress],
+                            e,
+                            cs,
+                            Some(ex),
+                            sc,
+                            now_us,
+                            &mut lanes,
+                            n,
+                            &mut bufs,
+                        ),
+                    };
+                    for ctx in chunk.iter_mut() {
+                        if !ctx.req.pending && !e.dropped_in_egress(ctx) {
+                            e.deparse_interp(ctx, sc, cs);
+                            ctx.deparsed = true;
+                        }
+                    }
+                    0
+                }
+            };
+            if grown > 0 {
+                // headers that outgrew the headroom: the interpreter moves the payload
+                for (i, ctx) in chunk.iter_mut().enumerate() {
+                    if lane_mut(&mut lanes, i).out == GROW {
+                        e.deparse_interp(ctx, sc, cs);
+                        ctx.deparsed = true;
+                    }
+                }
+            }
+        }
+    }
+
+    fn deparse(&self, e: &Engine, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState) {
+        let Some(f) = self.deparse else {
+            return e.deparse_interp(ctx, sc, cs);
+        };
+        let pk = &ctx.pkt;
+        let payload = pk.start + ctx.payload_off.min(pk.end - pk.start);
+        let mut lanes: Lanes = [const { MaybeUninit::uninit() }; SUB_BATCH];
+        let mut lane = lane_of(ctx);
+        lane.pkt = ctx.pkt.buf.as_mut_ptr();
+        lane.len = payload as u64;
+        // whatever the packet asked for: the caller decided it leaves
+        lane.out = FORCE;
+        lanes[0].write(lane);
+        let mut bufs = Bufs::new(e);
+        self.run(&[f], e, cs, None, sc, 0, &mut lanes, 1, &mut bufs);
+        if lane_mut(&mut lanes, 0).out == GROW {
+            e.deparse_interp(ctx, sc, cs);
+        }
+    }
+
+    fn stats(&self) -> NativeStats {
+        self.stats
+    }
+}
+
+/// The engine, states, scratch and packet of a helper call.
+struct Call<'a> {
+    e: &'a Engine,
+    cs: &'a ControlState,
+    sc: &'a mut Scratch,
+    now_us: u64,
+}
+
+/// # Safety
+/// `env` is the `Env` of the running call (see the module's contract).
+unsafe fn call<'a>(env: *mut Env) -> Call<'a> {
+    // SAFETY: per the caller, `env` and its engine, control state and scratch
+    // pointers are valid for the helper's duration and not otherwise in use.
+    unsafe {
+        let env = &*env;
+        Call {
+            e: &*env.engine,
+            cs: &*env.cs,
+            sc: &mut *env.sc,
+            now_us: env.now_us,
+        }
+    }
+}
+
+/// # Safety
+/// `env` is the `Env` of a running control call (its externs are set).
+unsafe fn externs<'a>(env: *mut Env) -> &'a Externs {
+    // SAFETY: control calls set `ex` from a reference that outlives the call.
+    unsafe { &*(*env).ex }
+}
+
+/// # Safety
+/// `lane` is a lane of the running call.
+unsafe fn ctx<'a>(lane: *mut Lane) -> &'a mut PacketCtx {
+    // SAFETY: the lane's context pointer comes from a `&mut PacketCtx` borrowed for
+    // the whole call; nothing else uses it while the helper runs.
+    unsafe { &mut *(*lane).ctx }
+}
+
+/// The action data at `p` (`n` bytes; none when `n` is 0 or `p` is null).
+///
+/// # Safety
+/// `p` points to `n` readable bytes that outlive the helper call.
+unsafe fn bytes<'a>(p: *const u8, n: u64) -> &'a [u8] {
+    if n == 0 || p.is_null() {
+        return &[];
+    }
+    // SAFETY: per the caller.
+    unsafe { std::slice::from_raw_parts(p, n as usize) }
+}
+
+/// Runs a helper's body; a panic (a bug: the interpreter does not panic on bad input)
+/// yields `fallback` instead of unwinding through generated code. Only the lookup,
+/// once per table and batch, pays for it: in the per-operation helpers a panic
+/// aborts (`extern "C"`), as it would stop the forwarding thread of the interpreter.
+fn guard<T>(fallback: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
+}
+
+/// A parser operation by the interpreter.
+unsafe extern "C" fn h_parse_op(
+    env: *mut Env,
+    lane: *mut Lane,
+    state: u32,
+    op: u32,
+    cursor: u64,
+) -> u64 {
+    // SAFETY: called by generated code with its env and one of its lanes.
+    let (c, ctx) = unsafe { (call(env), ctx(lane)) };
+    match c
+        .e
+        .step_parse_op(c.cs, ctx, state, op, cursor as usize, c.sc)
+    {
+        Ok(cur) => cur as u64,
+        Err(code) => ERR_BIT | u64::from(code),
+    }
+}
+
+/// A select by the interpreter.
+unsafe extern "C" fn h_select(env: *mut Env, lane: *mut Lane, state: u32, cursor: u64) -> u64 {
+    // SAFETY: called by generated code with its env and one of its lanes.
+    let (c, ctx) = unsafe { (call(env), ctx(lane)) };
+    match c.e.step_select(c.cs, ctx, state, cursor as usize) {
+        Ok(Some(s)) => u64::from(s),
+        Ok(None) => ACCEPT,
+        Err(code) => ERR_BIT | u64::from(code),
+    }
+}
+
+/// Every verified checksum by the interpreter (after the parser: the lane holds the
+/// payload's offset, which checksums over the payload need).
+unsafe extern "C" fn h_verify(env: *mut Env, lane: *mut Lane) {
+    // SAFETY: called by generated code with its env and one of its lanes.
+    let (c, ctx, payload) = unsafe { (call(env), ctx(lane), (*lane).out) };
+    ctx.payload_off = payload as usize;
+    c.e.step_verify(ctx, c.sc)
+}
+
+/// Every updated checksum by the interpreter.
+unsafe extern "C" fn h_update(env: *mut Env, lane: *mut Lane) {
+    // SAFETY: called by generated code with its env and one of its lanes.
+    let (c, ctx) = unsafe { (call(env), ctx(lane)) };
+    c.e.step_update(ctx, c.sc, c.cs)
+}
+
+/// A condition by the general evaluator.
+unsafe extern "C" fn h_test(env: *mut Env, lane: *mut Lane, expr: u32) -> u32 {
+    // SAFETY: called by generated code with its env and one of its lanes.
+    let (c, ctx) = unsafe { (call(env), ctx(lane)) };
+    u32::from(c.e.step_test(&ctx.phv, expr))
+}
+
+/// A table key built from its parts.
+unsafe extern "C" fn h_build_key(env: *mut Env, lane: *mut Lane, t: u32, out: *mut u8) {
+    // SAFETY: called by generated code with its env and one of its lanes.
+    let (c, ctx) = unsafe { (call(env), ctx(lane)) };
+    let kb =
+        c.e.prog
+            .tables
+            .get(t as usize)
+            .map_or(0, |ti| ti.key_bytes as usize);
+    // SAFETY: `out` is a key's place in the key buffer, which holds 64 keys of the
+    // longest key and KEY_SLACK bytes past the last.
+    let out = unsafe { std::slice::from_raw_parts_mut(out, kb + 16) };
+    c.e.step_build_key(t, &ctx.phv, out)
+}
+
+/// Table `t`'s batched lookup for the `w` waiting packets, and each one's outcome.
+unsafe extern "C" fn h_lookup(env: *mut Env, t: u32, w: u32) {
+    // SAFETY: called by generated code with its env (a control call's).
+    let (c, ex, comp) = unsafe { (call(env), externs(env), &*(*env).compiled) };
+    // SAFETY: as above: the key, waiting, hit and lane buffers of the running call.
+    let (keys, waiting, hits, lanes) =
+        unsafe { ((*env).keys, (*env).waiting, (*env).hits, (*env).lanes) };
+    guard((), || {
+        // SAFETY: the call's buffers (see `lookup`).
+        unsafe {
+            lookup(
+                c,
+                ex,
+                comp,
+                t,
+                (w as usize).min(SUB_BATCH),
+                keys,
+                waiting,
+                hits,
+                lanes,
+            )
+        }
+    })
+}
+
+/// [`h_lookup`]'s work.
+///
+/// # Safety
+/// `keys` holds `w` keys of table `t` and slack, `waiting` `w` indexes of lanes of
+/// `lanes`, `hits` room for `w` outcomes: the running call's buffers.
+#[allow(clippy::too_many_arguments)]
+unsafe fn lookup(
+    c: Call,
+    ex: &Externs,
+    comp: &Compiled,
+    t: u32,
+    w: usize,
+    keys: *const u8,
+    waiting: *const u8,
+    hits: *mut Hit,
+    lanes: *mut Lane,
+) {
+    let (Some(ti), Some(ts), Some(tp), Some(slots)) = (
+        c.e.prog.tables.get(t as usize),
+        c.cs.tables.get(t as usize),
+        c.e.plan().tables.get(t as usize),
+        comp.slots.get(t as usize),
+    ) else {
+        return;
+    };
+    let kb = ti.key_bytes as usize;
+    let mut found: [Option<(EntryHandle, &p4jet_engine::EntryValue)>; SUB_BATCH] =
+        [None; SUB_BATCH];
+    if kb > 0 && !ts.entries.is_empty() {
+        // SAFETY: the generated code wrote `w` keys of `kb` bytes; the buffer has
+        // KEY_SLACK more (the tables may read whole words past a key).
+        let keys = unsafe { std::slice::from_raw_parts(keys, w * kb + KEY_SLACK) };
+        ts.entries.lookup_batch(keys, &mut found[..w]);
+    }
+    let default = match &ts.default {
+        Some(EntryAction::Direct(call)) => Some(Some(call)),
+        None => Some(None),
+        Some(_) => None,
+    };
+    for (k, f) in found.iter().enumerate().take(w) {
+        // a direct entry or default is its action; anything else (profiles,
+        // selectors, direct counters and meters) goes through the interpreter
+        let quick = match f {
+            Some((_, v)) if !tp.direct => match &v.action {
+                EntryAction::Direct(call) => Some(Some(call)),
+                _ => None,
+            },
+            Some(_) => None,
+            None => default,
+        };
+        let outcome = match quick {
+            Some(o) => o,
+            None => {
+                // SAFETY: `waiting[k]` indexes one of the call's lanes.
+                let ctx = unsafe { ctx(lanes.add(*waiting.add(k) as usize)) };
+                c.e.step_table_action(c.cs, ex, t, *f, ctx, &mut *c.sc, c.now_us)
+            }
+        };
+        // SAFETY: `hits` has room for `w` outcomes.
+        let hit = unsafe { &mut *hits.add(k) };
+        hit.hit = u32::from(f.is_some());
+        match outcome {
+            Some(call) => {
+                hit.action = call.action;
+                hit.slot = slots
+                    .get(call.action as usize)
+                    .copied()
+                    .unwrap_or(SLOT_OTHER);
+                hit.data = call.data.as_ptr();
+                hit.len = call.data.len() as u64;
+            }
+            None => {
+                hit.action = 0;
+                hit.slot = SLOT_NONE;
+                hit.data = std::ptr::null();
+                hit.len = 0;
+            }
+        }
+    }
+}
+
+/// A whole action by the interpreter: 1 when the packet exits its control.
+unsafe extern "C" fn h_run_action(
+    env: *mut Env,
+    lane: *mut Lane,
+    action: u32,
+    data: *const u8,
+    len: u64,
+) -> u32 {
+    // SAFETY: called by generated code with its env (a control call's), one of its
+    // lanes and action data from a table outcome (or none).
+    let (c, ex, ctx, data) = unsafe { (call(env), externs(env), ctx(lane), bytes(data, len)) };
+    c.e.step_action(c.cs, ex, ctx, action, data, c.sc, c.now_us);
+    u32::from(ctx.exit)
+}
+
+/// One primitive by the interpreter: 1 when the packet exits its control.
+unsafe extern "C" fn h_prim(
+    env: *mut Env,
+    lane: *mut Lane,
+    action: u32,
+    pc: u32,
+    data: *const u8,
+    len: u64,
+) -> u32 {
+    // SAFETY: as `h_run_action`.
+    let (c, ex, ctx, data) = unsafe { (call(env), externs(env), ctx(lane), bytes(data, len)) };
+    u32::from(c.e.step_prim(c.cs, ex, ctx, action, pc, data, c.sc, c.now_us))
+}
+
+/// The finalized module's function addresses.
+pub(crate) struct Addrs {
+    pub arrive: *const u8,
+    pub ingress: Option<*const u8>,
+    pub egress: Option<*const u8>,
+    pub unicast: *const u8,
+    pub begin_egress: *const u8,
+    pub deparse: Option<*const u8>,
+}
+
+/// A [`Compiled`] from the finalized module's function addresses.
+pub(crate) fn compiled(e: &Engine, a: Addrs, module: JITModule, stats: NativeStats) -> Compiled {
+    let slots = e
+        .prog
+        .tables
+        .iter()
+        .map(|t| {
+            (0..e.prog.actions.len() as u32)
+                .map(|a| t.action_slot(a).map_or(SLOT_OTHER, |s| s as u32))
+                .collect()
+        })
+        .collect();
+    // SAFETY: each address is a function the module finalized with the signature of
+    // its type (lib.rs: `Kind::Batch` for the parser, the controls and the batch
+    // passes, `Kind::One` for the deparser of one packet), on this host's default
+    // calling convention, which `extern "C"` is; the module lives in the result as
+    // long as the pointers.
+    unsafe {
+        let batch = |p: *const u8| std::mem::transmute::<*const u8, BatchFn>(p);
+        Compiled {
+            arrive: batch(a.arrive),
+            ingress: a.ingress.map(batch),
+            egress: a.egress.map(batch),
+            unicast: batch(a.unicast),
+            begin_egress: batch(a.begin_egress),
+            deparse: a.deparse.map(batch),
+            module: Mutex::new(Some(module)),
+            stats,
+            slots,
+        }
+    }
+}
+
+/// CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`).
+pub(crate) fn thread_cpu() -> Option<std::time::Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to write.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (r == 0).then(|| std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+}

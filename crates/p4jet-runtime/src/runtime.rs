@@ -226,6 +226,16 @@ pub trait Runtime {
     /// Packet counts of a port.
     fn port_counters(&mut self, port: PortId) -> Result<PortCounters>;
 
+    /// The switch's packet books as JSON (p4jet): received + copies = sent + dropped
+    /// (by reason, per port) + queued, per forwarding thread and summed
+    /// (docs/reliability.md says what each field means).
+    fn packet_books(&mut self) -> Result<String> {
+        Err(crate::RuntimeError::new(
+            crate::ErrorKind::Unimplemented,
+            "this runtime keeps no packet books",
+        ))
+    }
+
     /// Adds a port (the owner of the I/O opens it).
     fn add_port(&mut self, port: PortInfo) -> Result<()>;
 

@@ -284,6 +284,10 @@ impl<R: Runtime> Runtime for Recorder<R> {
         pass!(self, "port_counters", port_counters(port))
     }
 
+    fn packet_books(&mut self) -> Result<String> {
+        pass!(self, "packet_books", packet_books())
+    }
+
     fn add_port(&mut self, port: PortInfo) -> Result<()> {
         pass!(self, "add_port", add_port(port))
     }

@@ -16,6 +16,7 @@
 //! program, then moves to the new one. A swap therefore takes effect between packets.
 #![forbid(unsafe_code)]
 
+pub mod accounting;
 pub mod latency;
 pub mod pipeline;
 pub mod runtime;
@@ -30,10 +31,13 @@ use std::time::Instant;
 use p4jet_engine::{ControlState, Engine, EngineConfig, EngineKind, Externs, Op, OpResult};
 use p4jet_runtime::Schema;
 
+pub use accounting::{
+    Accounts, Balance, Board, DROP_REASONS, DropReason, PortCounters, ThreadBooks,
+};
 pub use latency::{LatencyHist, Stamps};
 pub use pipeline::{EgressStage, IngressStage};
 pub use tm::{QueueConfig, QueueGuard, QueuesPoisoned, SharedQueues};
-pub use worker::{Core, PortCounters, STAGES, Worker};
+pub use worker::{Core, STAGES, Worker};
 
 /// Where time comes from.
 #[derive(Debug, Clone)]
@@ -252,9 +256,39 @@ pub struct Switch {
     /// "table NAME" of every table of the program the runtime addresses (for
     /// messages; built once per program, keyed by the program's address).
     pub(crate) table_whats: Mutex<(usize, Vec<Arc<str>>)>,
+    /// The books of the forwarding threads of `p4jet run` (empty otherwise: the
+    /// books are then those of [`Switch::worker`]).
+    pub board: Arc<accounting::Board>,
 }
 
 impl Switch {
+    /// The packet books as JSON: `{"total": {..}, "threads": [{"name", "busy_polls",
+    /// "idle_polls", "books": {..}}]}`, each books object as [`Balance::to_json`].
+    pub fn books_json(&self) -> serde_json::Value {
+        let threads: Vec<serde_json::Value> = self
+            .board
+            .snapshot()
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "name": t.name,
+                    "busy_polls": t.busy_polls,
+                    "idle_polls": t.idle_polls,
+                    "books": t.balance.to_json(),
+                })
+            })
+            .collect();
+        serde_json::json!({"total": self.balance().to_json(), "threads": threads})
+    }
+
+    /// The switch's packet books: those of the forwarding threads when `p4jet run`
+    /// runs them, else those of [`Switch::worker`].
+    pub fn balance(&self) -> Balance {
+        self.board
+            .total()
+            .unwrap_or_else(|| self.worker.core.balance())
+    }
+
     /// Loads a bmv2 JSON program.
     pub fn new(json: &str, cfg: SwitchConfig) -> Result<Switch, String> {
         let (engine, fresh, writer, readers, externs) = Self::load(json, &cfg)?;
@@ -295,6 +329,7 @@ impl Switch {
             schema,
             cookie: None,
             table_whats: Mutex::new((0, Vec::new())),
+            board: Arc::default(),
             dataplane,
             swap_pending: None,
         })

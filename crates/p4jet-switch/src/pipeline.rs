@@ -350,6 +350,7 @@ impl IngressStage {
                 let lost = self.msgs.len();
                 self.msgs.clear();
                 self.shared.inflight.fetch_sub(lost, Ordering::AcqRel);
+                self.w.core.count_discarded(lost);
                 Err(Closed)
             }
         }
@@ -445,6 +446,7 @@ impl EgressStage {
                     let lost = self.back.len();
                     self.back.clear();
                     self.shared.inflight.fetch_sub(lost, Ordering::AcqRel);
+                    self.w.core.count_discarded(lost);
                     self.w.core.errors.push(format!(
                         "{lost} recirculated packet(s) lost: the ingress stage stopped"
                     ));
@@ -545,7 +547,9 @@ impl EgressStage {
             }
             None => {
                 self.w.core.errors.push("control state is gone".into());
+                let lost = self.batch.len();
                 self.batch.clear();
+                self.w.core.count_discarded(lost);
             }
         }
         // recirculated packets stay in flight until the ingress stage takes them
@@ -572,6 +576,7 @@ impl EgressStage {
             let lost = self.back.len();
             self.back.clear();
             self.shared.inflight.fetch_sub(lost, Ordering::AcqRel);
+            self.w.core.count_discarded(lost);
         }
     }
 }

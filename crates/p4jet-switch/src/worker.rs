@@ -7,23 +7,13 @@ use num_bigint::BigUint;
 use p4jet_engine::{ControlBlock, ControlState, Engine, Externs, PacketBuf, PacketCtx, Scratch};
 use p4jet_ir::expr::FieldRef;
 
+use crate::accounting::{Accounts, Balance, DropReason, PortCounters};
 use crate::latency::{LatencyHist, Stamps};
 use crate::tm::{Pkt, QueueConfig, SharedQueues, Tm};
 use crate::{Active, Clock, Dataplane, Digest, DigestQueue, SwitchConfig};
 
 /// instance_type values (v1model).
 pub use p4jet_engine::v1model::instance;
-
-/// Per-port packet counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PortCounters {
-    /// Frames received.
-    pub rx: u64,
-    /// Frames sent.
-    pub tx: u64,
-    /// Frames received on this port that the program dropped.
-    pub drop: u64,
-}
 
 /// A forwarding worker.
 pub struct Worker {
@@ -67,6 +57,11 @@ pub struct Core {
     tm: Tm,
     /// Per-port counts (index = port).
     pub ports: Vec<PortCounters>,
+    /// Copies, resubmissions, recirculations (see [`crate::accounting`]).
+    pub accounts: Accounts,
+    /// Drop reasons already reported in `errors` (one message per reason and core;
+    /// the counters say how many followed).
+    reported: u32,
     /// Trace lines of processed packets (when tracing).
     pub trace_out: Vec<String>,
     /// Run-time problems reported (bad register index, loops...).
@@ -168,6 +163,8 @@ impl Worker {
                 fast: Vec::new(),
                 tm: Tm::default(),
                 ports: Vec::new(),
+                accounts: Accounts::default(),
+                reported: 0,
                 trace_out: Vec::new(),
                 errors: Vec::new(),
                 timing: false,
@@ -263,8 +260,7 @@ impl Worker {
         }
         let Some(guard) = self.reader.enter() else {
             self.core.errors.push("control state is gone".into());
-            self.core.input.clear();
-            self.core.recirc.clear();
+            self.core.clear_input();
             return;
         };
         self.core.step(&guard, tx);
@@ -292,9 +288,7 @@ impl Worker {
                 self.core
                     .errors
                     .push("configuration swap: packets of the old program lost".into());
-                let lost: Vec<Pkt> = self.core.recirc.drain(..).collect();
-                drop(lost);
-                self.core.tm = Tm::default();
+                self.core.clear_pipeline();
                 break;
             };
             self.core.step_with(&guard, tx, false);
@@ -387,6 +381,64 @@ impl Core {
     #[inline(never)]
     fn grow_ports(&mut self, i: usize) {
         self.ports.resize(i + 1, PortCounters::default());
+    }
+
+    /// Counts a drop of a packet on `port` for `reason`.
+    #[inline(always)]
+    fn count_drop(&mut self, port: u32, reason: DropReason) {
+        self.port_mut(port).drops[reason.index()] += 1;
+    }
+
+    /// Counts `n` drops on `port` for `reason` (faults found outside the core, such
+    /// as a port that refused frames the core counted as sent: see
+    /// [`Core::uncount_tx`]).
+    pub fn count_drops(&mut self, port: u32, reason: DropReason, n: u64) {
+        self.port_mut(port).drops[reason.index()] += n;
+    }
+
+    /// Moves `n` frames of `port` from sent to dropped for `reason`: the port (or
+    /// the I/O layer behind `tx`) did not send what the core handed it.
+    pub fn uncount_tx(&mut self, port: u32, reason: DropReason, n: u64) {
+        let c = self.port_mut(port);
+        let n = n.min(c.tx);
+        c.tx -= n;
+        c.drops[reason.index()] += n;
+    }
+
+    /// Counts a drop that is a fault or a limit (not the program's choice): the first
+    /// of each reason on this core is also reported in `errors`, with `what`.
+    #[cold]
+    #[inline(never)]
+    fn fault_drop(&mut self, port: u32, reason: DropReason, what: impl FnOnce() -> String) {
+        self.count_drop(port, reason);
+        let bit = 1u32 << reason.index();
+        if self.reported & bit == 0 {
+            self.reported |= bit;
+            self.errors.push(format!(
+                "{} (counted as {} drops from now on, not reported again)",
+                what(),
+                reason.name()
+            ));
+        }
+    }
+
+    /// The drop reason of a packet the program dropped in ingress.
+    #[inline(always)]
+    fn ingress_drop_reason(e: &Engine, ctx: &PacketCtx) -> DropReason {
+        if e.std_read(&ctx.phv, e.std_meta.parser_error) != 0 {
+            DropReason::ParserError
+        } else {
+            DropReason::Ingress
+        }
+    }
+
+    /// This core's books now (see [`crate::accounting`]).
+    pub fn balance(&self) -> Balance {
+        Balance {
+            ports: self.ports.clone(),
+            accounts: self.accounts,
+            queued: self.pending() as u64,
+        }
     }
 
     /// Packets waiting anywhere in the worker.
@@ -626,17 +678,31 @@ impl Core {
         self.recirc.len() + self.tm.len() + self.fast.len()
     }
 
-    /// Drops the packets waiting for ingress (the control state is gone).
+    /// Drops the packets waiting for ingress (the control state is gone), counted as
+    /// discarded on their port.
     pub(crate) fn clear_input(&mut self) {
-        self.input.clear();
-        self.recirc.clear();
+        let lost: Vec<Pkt> = self.input.drain(..).chain(self.recirc.drain(..)).collect();
+        self.discard(lost);
     }
 
-    /// Drops the packets inside the pipeline (resubmitted, recirculated, queued).
+    /// Drops the packets inside the pipeline (resubmitted, recirculated, queued),
+    /// counted as discarded on their port.
     pub(crate) fn clear_pipeline(&mut self) {
-        self.recirc.clear();
-        self.fast.clear();
-        self.tm = Tm::default();
+        let mut lost: Vec<Pkt> = self.recirc.drain(..).chain(self.fast.drain(..)).collect();
+        let mut tm = std::mem::take(&mut self.tm);
+        tm.dequeue_into(usize::MAX, &mut lost, u64::MAX);
+        self.discard(lost);
+    }
+
+    /// Counts packets lost outside this core (in a ring between stages) as discarded.
+    pub(crate) fn count_discarded(&mut self, n: usize) {
+        self.count_drops(0, DropReason::Discarded, n as u64);
+    }
+
+    fn discard(&mut self, lost: Vec<Pkt>) {
+        for ctx in lost {
+            self.count_drop(ctx.arch.port, DropReason::Discarded);
+        }
     }
 
     /// Packets per batch.
@@ -789,10 +855,8 @@ impl Core {
                 let spec = e.std_read(&ctx.phv, std.egress_spec) as u32;
                 r += 1;
                 if spec == drop_port {
-                    if ctx.arch.instance_type == instance::NORMAL {
-                        let port = ctx.arch.port;
-                        self.port_mut(port).drop += 1;
-                    }
+                    let (port, why) = (ctx.arch.port, Self::ingress_drop_reason(e, ctx));
+                    self.count_drop(port, why);
                     continue;
                 }
                 e.unicast(ctx, spec, now);
@@ -834,7 +898,8 @@ impl Core {
             // the copies are REPLICATION instances (clones sent to a session's group keep
             // their own instance_type: replicate gives each copy the packet's)
             ctx.arch.instance_type = instance::REPLICATION;
-            self.replicate(e, cs, &ctx, mgid, now, None);
+            let n = self.replicate(e, cs, &ctx, mgid, now, None);
+            self.fanout(ctx.arch.port, n);
             return self.free(ctx);
         }
         // 5. drop / 6. unicast
@@ -843,10 +908,8 @@ impl Core {
             if self.cfg.trace {
                 ctx.log.push("dropped in ingress".into());
             }
-            let port = ctx.arch.port;
-            if ctx.arch.instance_type == instance::NORMAL {
-                self.port_mut(port).drop += 1;
-            }
+            let (port, why) = (ctx.arch.port, Self::ingress_drop_reason(e, &ctx));
+            self.count_drop(port, why);
             return self.free(ctx);
         }
         // simple_switch marks a unicast packet NORMAL before enqueueing it: a resubmitted
@@ -904,6 +967,7 @@ impl Core {
         session: u32,
     ) -> Option<(Pkt, &'c p4jet_engine::state::MirrorSession)> {
         let ms = cs.mirror.get(&(session & 0x7fff))?;
+        self.accounts.clone_copies += 1;
         let mut c = self.alloc();
         c.copy_from(ctx);
         c.arch.rx_ns = ctx.arch.rx_ns;
@@ -976,15 +1040,16 @@ impl Core {
     fn requeue(&mut self, e: &Engine, mut ctx: Pkt, fl: u32, instance_type: u32) {
         let resubmit = instance_type == instance::RESUBMIT;
         if ctx.arch.passes >= self.cfg.max_passes {
-            self.errors.push(format!(
-                "packet dropped after {} resubmit/recirculate passes (loop guard)",
-                ctx.arch.passes
-            ));
-            if resubmit {
-                let port = ctx.arch.port;
-                self.port_mut(port).drop += 1;
-            }
+            let passes = ctx.arch.passes;
+            self.fault_drop(ctx.arch.port, DropReason::LoopGuard, || {
+                format!("packet dropped after {passes} resubmit/recirculate passes (loop guard)")
+            });
             return self.free(ctx);
+        }
+        if resubmit {
+            self.accounts.resubmitted += 1;
+        } else {
+            self.accounts.recirculated += 1;
         }
         let mut keep = std::mem::take(&mut ctx.arch.preserved);
         self.preserve(e, &ctx, fl, &mut keep);
@@ -1014,6 +1079,7 @@ impl Core {
         let truncate = (ms.truncate > 0).then_some(ms.truncate);
         if let Some(replicas) = &ms.replicas {
             // P4Runtime replicas: one copy per (port, instance)
+            self.fanout(c.arch.port, replicas.len() as u64);
             for &(port, rid) in replicas {
                 let mut r = self.alloc();
                 r.copy_from(&c);
@@ -1026,22 +1092,38 @@ impl Core {
             self.free(c);
             return;
         }
-        if let Some(mgid) = ms.mgid {
-            self.replicate(e, cs, &c, mgid, now, truncate);
-        }
+        let copies = match ms.mgid {
+            Some(mgid) => self.replicate(e, cs, &c, mgid, now, truncate),
+            None => 0,
+        };
         match ms.port {
             Some(port) => {
+                self.accounts.multicast_copies += copies;
                 if truncate.is_some() {
                     c.req.set_truncate(truncate);
                 }
                 self.enqueue(e, c, port, now)
             }
-            None => self.free(c),
+            None => {
+                // the clone became its group's copies
+                self.fanout(c.arch.port, copies);
+                self.free(c)
+            }
+        }
+    }
+
+    /// Counts a packet on `port` replaced by `n` copies: `n - 1` copies, or a drop
+    /// when there is none.
+    fn fanout(&mut self, port: u32, n: u64) {
+        match n {
+            0 => self.count_drop(port, DropReason::NoReplicas),
+            n => self.accounts.multicast_copies += n - 1,
         }
     }
 
     /// One copy of `ctx` per port of multicast group `mgid` (truncated to
-    /// `truncate` bytes: copies of a clone session that truncates).
+    /// `truncate` bytes: copies of a clone session that truncates); returns how many
+    /// (the caller counts them, see [`Core::fanout`]).
     #[inline(never)]
     fn replicate(
         &mut self,
@@ -1051,13 +1133,14 @@ impl Core {
         mgid: u32,
         now: u64,
         truncate: Option<u32>,
-    ) {
+    ) -> u64 {
+        let mut made = 0;
         let Some(nodes) = cs.pre.groups.get(&mgid) else {
             if self.cfg.trace {
                 self.trace_out
                     .push(format!("multicast group {mgid} does not exist: no copies"));
             }
-            return;
+            return 0;
         };
         for nh in nodes {
             let Some(node) = cs.pre.nodes.get(nh) else {
@@ -1088,19 +1171,21 @@ impl Core {
                     c.arch.instance_type as u128,
                 );
                 self.enqueue(e, c, port, now);
+                made += 1;
             }
         }
+        made
     }
 
     /// Drops a packet whose priority has no queue (simple_switch without
     /// `--priority-queues` drops priorities other than 0).
     #[cold]
     #[inline(never)]
-    fn drop_bad_priority(&mut self, mut ctx: Pkt, prio: u32) {
-        self.errors.push(format!(
-            "priority {prio} out of range ({} queues): packet dropped",
-            self.qcfg.nqueues
-        ));
+    fn drop_bad_priority(&mut self, mut ctx: Pkt, port: u32, prio: u32) {
+        let n = self.qcfg.nqueues;
+        self.fault_drop(port, DropReason::PriorityOutOfRange, || {
+            format!("priority {prio} out of range ({n} queues): packet dropped")
+        });
         if self.cfg.trace {
             ctx.log.push(format!(
                 "Priority out of range, dropping packet (priority {prio})"
@@ -1122,7 +1207,7 @@ impl Core {
         let prio = e.std_read(&ctx.phv, e.std_meta.priority) as u32;
         let cfg = &self.qcfg;
         if prio >= cfg.nqueues {
-            return self.drop_bad_priority(ctx, prio);
+            return self.drop_bad_priority(ctx, port, prio);
         }
         ctx.arch.enq_us = now;
         ctx.arch.qid = prio;
@@ -1144,8 +1229,9 @@ impl Core {
         ctx.arch.enq_qdepth = self.tm.depth(port, prio) as u32;
         let now_ns = now.saturating_mul(1000);
         if let Err(ctx) = self.tm.enqueue(&self.qcfg, port, prio, ctx, now_ns) {
-            self.errors
-                .push(format!("egress queue of port {port} full: packet dropped"));
+            self.fault_drop(port, DropReason::QueueFull, || {
+                format!("egress queue of port {port} full: packet dropped")
+            });
             self.free(ctx);
         }
     }
@@ -1269,6 +1355,7 @@ impl Core {
             if self.cfg.trace {
                 ctx.log.push("dropped in egress".into());
             }
+            self.count_drop(ctx.arch.port, DropReason::Egress);
             self.free(ctx);
             return None;
         }

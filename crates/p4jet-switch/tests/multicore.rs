@@ -131,9 +131,7 @@ fn sum(counters: &[Vec<PortCounters>]) -> Vec<PortCounters> {
             if t.len() <= i {
                 t.resize(i + 1, PortCounters::default());
             }
-            t[i].rx += p.rx;
-            t[i].tx += p.tx;
-            t[i].drop += p.drop;
+            t[i].add(p);
         }
     }
     t
@@ -142,7 +140,7 @@ fn sum(counters: &[Vec<PortCounters>]) -> Vec<PortCounters> {
 fn check_counters(c: &[PortCounters]) {
     assert_eq!(c[1].rx, PACKETS as u64, "rx of port 1");
     assert_eq!(c[2].tx, PACKETS as u64, "tx of port 2");
-    assert_eq!(c.iter().map(|p| p.drop).sum::<u64>(), 0, "drops");
+    assert_eq!(c.iter().map(|p| p.dropped()).sum::<u64>(), 0, "drops");
     assert_eq!(c.iter().map(|p| p.rx).sum::<u64>(), PACKETS as u64);
 }
 

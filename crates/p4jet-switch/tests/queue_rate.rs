@@ -222,7 +222,15 @@ fn queue_depth_and_rate_together() {
     r.inject(&[(0, 2, 0), (1, 2, 0), (2, 2, 0), (3, 2, 0)]);
     assert_eq!(r.at(0), vec![]);
     assert_eq!(r.sw.worker.pending(), 2, "two tail-dropped");
-    assert_eq!(r.sw.worker.core.errors.len(), 2);
+    // reported once, counted per packet
+    assert_eq!(r.sw.worker.core.errors.len(), 1);
+    let b = r.sw.balance();
+    assert_eq!(b.drops()[p4jet_switch::DropReason::QueueFull.index()], 2);
+    assert_eq!(
+        b.ports[2].drops[p4jet_switch::DropReason::QueueFull.index()],
+        2
+    );
+    assert!(b.holds(), "{}", b.equation());
     assert_eq!(r.at(1000), vec![(2, q(0, 0, 0, 1000, 1))]);
     // room for one more while the second waits
     r.inject(&[(4, 2, 0)]);

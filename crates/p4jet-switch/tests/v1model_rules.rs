@@ -181,6 +181,10 @@ impl Rig {
         let mut out = vec![];
         self.sw
             .run_until_idle(&mut |p, f| out.push((p, f.to_vec())));
+        // every rule keeps the books: received + copies = sent + dropped + queued
+        let b = self.sw.balance();
+        assert!(b.holds(), "{} ({})", b.equation(), b.drops_text());
+        assert_eq!(b.queued, self.sw.worker.pending() as u64);
         out
     }
 
@@ -358,6 +362,58 @@ fn clone_multicast_and_resubmit_in_one_pass() {
         &out,
         &[(4, clone.clone()), (4, clone), (1, copy(1)), (3, copy(3))],
     );
+}
+
+/// The books of a clone, a resubmission and a multicast: two clones (one per pass),
+/// the resubmitted packet replicated to two ports (one copy beyond it), nothing
+/// dropped, every frame sent.
+#[test]
+fn clones_multicast_and_resubmission_are_counted() {
+    let mut r = rig(MIRROR_AND_GROUP);
+    let f = frame(
+        1,
+        &Ctl {
+            iflags: I_CLONE | I_MCAST | I_RESUBMIT,
+            i_session: 5,
+            mgid: 1,
+            out_port: 2,
+            resubmits: 1,
+            ..Ctl::default()
+        },
+    );
+    let n = 10u64;
+    let frames: Vec<(u32, Vec<u8>)> = (0..n).map(|_| (6, f.clone())).collect();
+    let out = r.run(&frames);
+    assert_eq!(out.len() as u64, 4 * n);
+    let b = r.sw.balance();
+    assert_eq!(b.received(), n);
+    assert_eq!(b.accounts.clone_copies, 2 * n);
+    assert_eq!(b.accounts.multicast_copies, n);
+    assert_eq!(b.accounts.resubmitted, n);
+    assert_eq!(b.sent(), 4 * n);
+    assert_eq!(b.dropped(), 0, "{}", b.drops_text());
+    assert_eq!(b.ports[6].rx, n);
+    assert_eq!(b.ports[4].tx, 2 * n);
+    // a group that does not exist replaces the packet by nothing: a counted drop
+    let g = frame(
+        2,
+        &Ctl {
+            iflags: I_MCAST,
+            mgid: 9,
+            out_port: 2,
+            ..Ctl::default()
+        },
+    );
+    assert!(r.run(&[(6, g)]).is_empty());
+    let b = r.sw.balance();
+    assert_eq!(b.drops()[p4jet_switch::DropReason::NoReplicas.index()], 1);
+    assert!(b.holds(), "{}", b.equation());
+    // and the runtime API's JSON says the same
+    let j: serde_json::Value =
+        serde_json::from_str(&p4jet_runtime::Runtime::packet_books(&mut r.sw).unwrap()).unwrap();
+    assert_eq!(j["total"]["received"], n + 1);
+    assert_eq!(j["total"]["balanced"], true);
+    assert_eq!(j["total"]["drops"]["no_replicas"], 1);
 }
 
 #[test]
@@ -881,7 +937,11 @@ fn one_queue_drops_any_nonzero_priority() {
         (6, prio_frame(3, 7)),
     ]);
     assert_out(&out, &[(2, with_obs(&ok, ig0(6), eg0(6, 2)))]);
-    assert_eq!(r.errors().len(), 2, "{:?}", r.errors());
+    // reported once, counted per packet
+    assert_eq!(r.errors().len(), 1, "{:?}", r.errors());
+    let b = r.sw.balance();
+    let reason = p4jet_switch::DropReason::PriorityOutOfRange;
+    assert_eq!(b.drops()[reason.index()], 2);
     assert!(
         r.errors()[0].contains("priority 1 out of range"),
         "{:?}",
@@ -952,8 +1012,10 @@ fn set_queue_depth_tail_drops() {
         })
         .collect();
     assert_out(&out, &exp);
-    assert_eq!(r.errors().len(), 2, "{:?}", r.errors());
+    assert_eq!(r.errors().len(), 1, "{:?}", r.errors());
     assert!(r.errors()[0].contains("full"), "{:?}", r.errors());
+    let b = r.sw.balance();
+    assert_eq!(b.drops()[p4jet_switch::DropReason::QueueFull.index()], 2);
 
     // all queues
     let mut r = rig(&["set_queue_depth 1"]);
@@ -997,12 +1059,16 @@ fn resubmit_and_recirculate_loops_are_cut_and_reported() {
     );
     let out = r.run(&[(6, resubmit_loop), (6, recirc_loop), (6, fine.clone())]);
     assert_out(&out, &[(2, with_obs(&fine, ig0(6), eg0(6, 2)))]);
+    // reported once (the counters say how many followed), counted per packet
     let loops = r
         .errors()
         .iter()
         .filter(|e| e.contains("loop guard"))
         .count();
-    assert_eq!(loops, 2, "{:?}", r.errors());
+    assert_eq!(loops, 1, "{:?}", r.errors());
+    let b = r.sw.worker.core.balance();
+    assert_eq!(b.drops()[p4jet_switch::DropReason::LoopGuard.index()], 2);
+    assert!(b.holds(), "{}", b.equation());
     assert_eq!(r.sw.worker.pending(), 0);
 }
 

@@ -845,6 +845,16 @@ impl ThriftClient {
         )
     }
 
+    pub fn p4jet_packet_books(&mut self) -> Rpc<String> {
+        value_call!(
+            self,
+            Service::P4jet,
+            "p4jet_packet_books",
+            args(),
+            Value::as_string
+        )
+    }
+
     pub fn p4jet_digest_log(&mut self, list_name: &str, count: i32) -> Rpc<String> {
         let a = args()
             .with(1, CXT)

@@ -1004,6 +1004,10 @@ impl Runtime for ThriftClient {
         Err(unimplemented("read port counters"))
     }
 
+    fn packet_books(&mut self) -> Rpc<String> {
+        self.p4jet_packet_books()
+    }
+
     fn add_port(&mut self, port: PortInfo) -> Rpc<()> {
         self.bm_dev_mgr_add_port(
             &port.iface,

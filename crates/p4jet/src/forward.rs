@@ -28,7 +28,10 @@ use p4jet_engine::PacketBuf;
 use p4jet_io::Port;
 use p4jet_io::pcap::Peek;
 use p4jet_switch::runtime::PortEvent;
-use p4jet_switch::{Core, EgressStage, IngressStage, PortCounters, Switch, Worker};
+use p4jet_switch::{
+    Balance, Board, Core, DropReason, EgressStage, IngressStage, PortCounters, Switch, ThreadBooks,
+    Worker,
+};
 
 use crate::run::{Mode, PortEntry, PortIo};
 
@@ -77,11 +80,117 @@ pub(crate) struct Common {
     pub notify: Option<p4jet_nanomsg::Publisher>,
     /// How long an empty open pcap FIFO holds the other inputs back.
     pub fifo_wait: Duration,
+    /// Where the threads publish their books (the switch's board).
+    pub board: Arc<Board>,
+}
+
+/// How often a forwarding thread publishes its books and reports what it dropped.
+const REPORT_EVERY: Duration = Duration::from_secs(1);
+
+/// A forwarding thread's reports: each distinct message once per [`REPORT_EVERY`]
+/// with how often it repeated, and the drops that are faults or limits (not the
+/// program's) as counts per reason, so a flood never floods stderr.
+struct Reporter {
+    name: String,
+    slot: usize,
+    board: Arc<Board>,
+    last: Instant,
+    /// Messages of this period: (message, times).
+    seen: Vec<(String, u64)>,
+    /// Fault drops per reason already reported.
+    drops_reported: [u64; p4jet_switch::DROP_REASONS],
+    busy: u64,
+    idle: u64,
+}
+
+impl Reporter {
+    fn new(name: &str, slot: usize, board: Arc<Board>) -> Reporter {
+        Reporter {
+            name: name.to_string(),
+            slot,
+            board,
+            last: Instant::now(),
+            seen: vec![],
+            drops_reported: [0; p4jet_switch::DROP_REASONS],
+            busy: 0,
+            idle: 0,
+        }
+    }
+
+    /// Counts a turn of the thread's loop.
+    fn turn(&mut self, busy: bool) {
+        if busy {
+            self.busy += 1;
+        } else {
+            self.idle += 1;
+        }
+    }
+
+    /// A message: printed the first time in a period, counted after that.
+    fn message(&mut self, m: String) {
+        if let Some(x) = self.seen.iter_mut().find(|x| x.0 == m) {
+            x.1 += 1;
+            return;
+        }
+        eprintln!("p4jet: {m}");
+        if self.seen.len() < 64 {
+            self.seen.push((m, 1));
+        }
+    }
+
+    /// Takes the core's messages; once a period publishes its books and reports the
+    /// repeats and fault drops of the period (`now`: whatever the time).
+    fn tick(&mut self, core: &mut Core, extra: &mut Vec<String>, now: bool) {
+        for e in std::mem::take(&mut core.errors) {
+            self.message(e);
+        }
+        for e in extra.drain(..) {
+            self.message(e);
+        }
+        if !now && self.last.elapsed() < REPORT_EVERY {
+            return;
+        }
+        let secs = self.last.elapsed().as_secs_f64();
+        self.last = Instant::now();
+        for (m, n) in self.seen.drain(..) {
+            if n > 1 {
+                eprintln!("p4jet: {m} ({} more times in {secs:.1} s)", n - 1);
+            }
+        }
+        let b = core.balance();
+        let d = b.drops();
+        let mut parts = vec![];
+        for r in DropReason::ALL {
+            let i = r.index();
+            if !r.by_program() && d[i] > self.drops_reported[i] {
+                parts.push(format!("{} {}", r.name(), d[i] - self.drops_reported[i]));
+                self.drops_reported[i] = d[i];
+            }
+        }
+        if !parts.is_empty() {
+            eprintln!(
+                "p4jet: {}: dropped in {secs:.1} s: {}",
+                self.name,
+                parts.join(", ")
+            );
+        }
+        self.board.publish(
+            self.slot,
+            ThreadBooks {
+                name: self.name.clone(),
+                balance: b,
+                busy_polls: self.busy,
+                idle_polls: self.idle,
+            },
+        );
+    }
 }
 
 /// What one forwarding thread owns.
 struct Lane {
     name: String,
+    /// This thread's entry on the board.
+    slot: usize,
     ports: Vec<PortHandle>,
     cmds: Receiver<PortCmd>,
     cpu: Option<usize>,
@@ -187,7 +296,7 @@ impl Lane {
     /// Receives up to a batch per live port without blocking: AF_XDP frames in
     /// their UMEM chunks, other ports' frames copied. pcap ports are read by
     /// `read_pcaps` (the CPU port is live next to them with `--use-files`).
-    fn rx_live(&self, batch: usize, rx: &mut dyn Rx) -> Result<usize, String> {
+    fn rx_live(&self, batch: usize, rx: &mut dyn Rx, errors: &mut Vec<String>) -> usize {
         let mut got = 0;
         for ph in &self.ports {
             let num = ph.num;
@@ -201,9 +310,14 @@ impl Lane {
             } else {
                 port.recv_batch(batch, None, &mut |f| rx.frame(num, f))
             };
-            got += n.map_err(|e| format!("port {num}: {e}"))?;
+            // a port that fails (its interface went down or away) is reported and
+            // kept: the switch goes on with the others (port_remove takes it away)
+            match n {
+                Ok(n) => got += n,
+                Err(e) => errors.push(format!("port {num}: receive: {e}")),
+            }
         }
-        Ok(got)
+        got
     }
 
     /// How long an idle thread waits in `poll`: long when every port can wake it.
@@ -255,15 +369,14 @@ impl Lane {
         })
     }
 
-    fn flush_all(&self) -> Result<(), String> {
+    /// Flushes every port; a port that fails is reported in `errors`.
+    fn flush_all(&self, errors: &mut Vec<String>) {
         for ph in &self.ports {
             let num = ph.num;
-            ph.lock()
-                .port()
-                .flush()
-                .map_err(|e| format!("port {num}: {e}"))?;
+            if let Err(e) = ph.lock().port().flush() {
+                errors.push(format!("port {num}: flush: {e}"));
+            }
         }
-        Ok(())
     }
 }
 
@@ -348,9 +461,13 @@ impl TxBuf {
     /// Sends the staged frames, per port in order, and flushes those ports. Frames to
     /// ports this thread does not have are dropped (as simple_switch drops frames to
     /// unknown ports).
-    fn send(&mut self, ports: &[PortHandle], errors: &mut Vec<String>) -> Result<(), String> {
+    ///
+    /// Frames the port did not take are moved from sent to dropped in `core`'s books:
+    /// a full transmit ring (after retries), a port that fails (reported, kept: its
+    /// interface may come back), a port this thread does not have.
+    fn send(&mut self, ports: &[PortHandle], core: &mut Core, errors: &mut Vec<String>) {
         if self.frames.is_empty() && self.moved.is_empty() {
-            return Ok(());
+            return;
         }
         const CHUNK: usize = 64;
         for ph in ports {
@@ -361,50 +478,73 @@ impl TxBuf {
             }
             let mut pe = ph.lock();
             let port = pe.port();
-            let mut dropped = send_moved(port, ph.num, &mut self.moved)
-                .map_err(|e| format!("port {}: {e}", ph.num))?;
+            let num = ph.num;
+            let mut failed = 0u64;
+            let mut fail = |e: std::io::Error, n: usize, failed: &mut u64| {
+                *failed += n as u64;
+                errors.push(format!("port {num}: transmit: {e}"));
+            };
+            let mut dropped = match send_moved(port, num, &mut self.moved) {
+                Ok(d) => d as u64,
+                Err((e, n)) => {
+                    fail(e, n, &mut failed);
+                    0
+                }
+            };
             let mut chunk: [&[u8]; CHUNK] = [&[]; CHUNK];
             let mut n = 0;
+            let mut send = |chunk: &[&[u8]], dropped: &mut u64, failed: &mut u64| match send_all(
+                port, chunk,
+            ) {
+                Ok(d) => *dropped += d as u64,
+                Err((e, d)) => fail(e, d, failed),
+            };
             for &(p, s, e) in &self.frames {
-                if p != ph.num {
+                if p != num {
                     continue;
                 }
                 chunk[n] = &self.data[s..e];
                 n += 1;
                 if n == CHUNK {
-                    dropped +=
-                        send_all(port, &chunk[..n]).map_err(|e| format!("port {}: {e}", ph.num))?;
+                    send(&chunk[..n], &mut dropped, &mut failed);
                     n = 0;
                 }
             }
             if n > 0 {
-                dropped +=
-                    send_all(port, &chunk[..n]).map_err(|e| format!("port {}: {e}", ph.num))?;
+                send(&chunk[..n], &mut dropped, &mut failed);
             }
-            port.flush().map_err(|e| format!("port {}: {e}", ph.num))?;
-            if dropped > 0 {
-                errors.push(format!(
-                    "port {}: transmit ring full, {dropped} frame(s) dropped",
-                    ph.num
-                ));
+            if let Err(e) = port.flush() {
+                errors.push(format!("port {num}: flush: {e}"));
             }
+            core.uncount_tx(num, DropReason::TxRingFull, dropped);
+            core.uncount_tx(num, DropReason::PortError, failed);
+        }
+        // frames for ports this thread does not have: dropped, as simple_switch drops
+        // frames to unknown ports (moved frames' chunks go back)
+        for &(p, _, _) in &self.frames {
+            if !ports.iter().any(|h| h.num == p) {
+                core.uncount_tx(p, DropReason::NoSuchPort, 1);
+            }
+        }
+        for (p, _) in &self.moved {
+            core.uncount_tx(*p, DropReason::NoSuchPort, 1);
         }
         self.data.clear();
         self.frames.clear();
-        // frames for ports this thread does not have: dropped (their chunks go back)
         self.moved.clear();
-        Ok(())
     }
 }
 
 /// Sends the moved frames of port `num` (in order; the others stay in `moved`),
 /// flushing while the transmit ring is full; returns how many were dropped because
 /// the kernel did not make room.
+/// An error leaves the frames of `num` not sent yet out of `moved` and gives how many
+/// there were.
 fn send_moved(
     port: &mut dyn Port,
     num: u32,
     moved: &mut Vec<(u32, PacketBuf)>,
-) -> std::io::Result<usize> {
+) -> Result<usize, (std::io::Error, usize)> {
     if !moved.iter().any(|m| m.0 == num) {
         return Ok(0);
     }
@@ -421,7 +561,14 @@ fn send_moved(
         let mut b = std::mem::take(&mut moved[i].1);
         while let Err(back) = port.send_buf(b) {
             b = back;
-            port.flush()?;
+            if let Err(e) = port.flush() {
+                // this frame and the rest of this port's are not sent
+                let later: Vec<(u32, PacketBuf)> = moved.drain(i + 1..).collect();
+                let lost = 1 + later.iter().filter(|m| m.0 == num).count();
+                moved.truncate(keep);
+                moved.extend(later.into_iter().filter(|m| m.0 != num));
+                return Err((e, lost));
+            }
             stalls += 1;
             if stalls > 10_000 {
                 dropped += 1;
@@ -438,14 +585,17 @@ fn send_moved(
 
 /// Sends every frame, flushing while the transmit ring is full; gives up (returns the
 /// number not sent) if the kernel does not make room.
-fn send_all(port: &mut dyn Port, frames: &[&[u8]]) -> std::io::Result<usize> {
+/// An error gives the number not sent.
+fn send_all(port: &mut dyn Port, frames: &[&[u8]]) -> Result<usize, (std::io::Error, usize)> {
     let mut off = 0;
     let mut stalls = 0;
     while off < frames.len() {
-        let n = port.send_batch(&frames[off..])?;
+        let n = port
+            .send_batch(&frames[off..])
+            .map_err(|e| (e, frames.len() - off))?;
         off += n;
         if n == 0 {
-            port.flush()?;
+            port.flush().map_err(|e| (e, frames.len() - off))?;
             stalls += 1;
             if stalls > 10_000 {
                 return Ok(frames.len() - off);
@@ -475,15 +625,6 @@ fn flush_trace(core: &mut Core, c: &Common) {
     }
 }
 
-fn report_errors(core: &mut Core, extra: &mut Vec<String>) {
-    for e in std::mem::take(&mut core.errors)
-        .into_iter()
-        .chain(extra.drain(..))
-    {
-        eprintln!("p4jet: {e}");
-    }
-}
-
 /// How long an idle forwarding thread may wait: `max`, or less when a packet of a
 /// rate-limited queue is due sooner.
 fn nap(due: Option<Duration>, max: Duration) -> Duration {
@@ -495,6 +636,7 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
     lane.start();
     let mut tx = TxBuf::default();
     let mut errors = vec![];
+    let mut rep = Reporter::new(&lane.name, lane.slot, c.board.clone());
     let r = (|| -> Result<(), String> {
         while !c.stop.load(Ordering::Relaxed) {
             lane.port_cmds();
@@ -502,18 +644,19 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
             let got = if c.files {
                 read_pcaps(&lane.ports, c.batch, c.fifo_wait, &mut |n, f| {
                     w.inject(n, f)
-                })? + lane.rx_live(c.batch, &mut w)?
+                })? + lane.rx_live(c.batch, &mut w, &mut errors)
             } else {
-                lane.rx_live(c.batch, &mut w)?
+                lane.rx_live(c.batch, &mut w, &mut errors)
             };
+            rep.turn(got > 0);
             // packets of rate-limited queues leave later: never wait for them here
             w.run_ready(&mut |p, f| tx.push(p, f));
             w.core.take_moved(&mut tx.moved);
-            tx.send(&lane.ports, &mut errors)?;
+            tx.send(&lane.ports, &mut w.core, &mut errors);
             flush_trace(&mut w.core, &c);
-            report_errors(&mut w.core, &mut errors);
+            rep.tick(&mut w.core, &mut errors, false);
             if c.files {
-                lane.flush_all()?;
+                lane.flush_all(&mut errors);
                 if lane.exhausted() && w.pending() == 0 {
                     if c.exit_when_done {
                         return Ok(());
@@ -529,10 +672,10 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
         }
         Ok(())
     })();
-    let f = lane.flush_all();
+    lane.flush_all(&mut errors);
+    rep.tick(&mut w.core, &mut errors, true);
     lane.report_ports();
     r?;
-    f?;
     Ok(Done::Rtc(Box::new(w)))
 }
 
@@ -540,6 +683,7 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
 fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Result<Done, String> {
     lane.start();
     let mut errors = vec![];
+    let mut rep = Reporter::new(&lane.name, lane.slot, c.board.clone());
     let name = lane.name.clone();
     let gone = move |_| format!("{name}: the egress stage stopped");
     let r = (|| -> Result<(), String> {
@@ -548,17 +692,18 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
             let got = if c.files {
                 read_pcaps(&lane.ports, c.batch, c.fifo_wait, &mut |n, f| {
                     st.inject(n, f)
-                })? + lane.rx_live(c.batch, &mut st)?
+                })? + lane.rx_live(c.batch, &mut st, &mut errors)
             } else {
-                lane.rx_live(c.batch, &mut st)?
+                lane.rx_live(c.batch, &mut st, &mut errors)
             };
+            rep.turn(got > 0);
             // everything received goes through ingress; recirculated packets come back
             st.step().map_err(&gone)?;
             while st.local_ready() {
                 st.step().map_err(&gone)?;
             }
             flush_trace(st.core_mut(), &c);
-            report_errors(st.core_mut(), &mut errors);
+            rep.tick(st.core_mut(), &mut errors, false);
             if c.files {
                 if lane.exhausted() && st.pending() == 0 {
                     if c.exit_when_done {
@@ -583,6 +728,7 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
         Ok(())
     })();
     st.close();
+    rep.tick(st.core_mut(), &mut errors, true);
     r?;
     Ok(Done::Ingress(Box::new(st)))
 }
@@ -593,24 +739,23 @@ fn egress_thread(mut st: EgressStage, mut lane: Lane, c: Arc<Common>) -> Result<
     lane.start();
     let mut tx = TxBuf::default();
     let mut errors = vec![];
-    let r = (|| -> Result<(), String> {
-        loop {
-            lane.port_cmds();
-            lane.update_moving(st.core_mut());
-            let r = st.step(&mut |p, f| tx.push(p, f), Duration::from_millis(5));
-            st.core_mut().take_moved(&mut tx.moved);
-            tx.send(&lane.ports, &mut errors)?;
-            flush_trace(st.core_mut(), &c);
-            report_errors(st.core_mut(), &mut errors);
-            if r.is_err() {
-                return Ok(());
-            }
+    let mut rep = Reporter::new(&lane.name, lane.slot, c.board.clone());
+    loop {
+        lane.port_cmds();
+        lane.update_moving(st.core_mut());
+        let r = st.step(&mut |p, f| tx.push(p, f), Duration::from_millis(5));
+        rep.turn(matches!(r, Ok(n) if n > 0));
+        st.core_mut().take_moved(&mut tx.moved);
+        tx.send(&lane.ports, st.core_mut(), &mut errors);
+        flush_trace(st.core_mut(), &c);
+        rep.tick(st.core_mut(), &mut errors, false);
+        if r.is_err() {
+            break;
         }
-    })();
-    let f = lane.flush_all();
+    }
+    lane.flush_all(&mut errors);
+    rep.tick(st.core_mut(), &mut errors, true);
     lane.report_ports();
-    r?;
-    f?;
     Ok(Done::Egress(Box::new(st)))
 }
 
@@ -622,11 +767,11 @@ enum Done {
 }
 
 impl Done {
-    fn counters(&self) -> &[PortCounters] {
+    fn balance(&self) -> Balance {
         match self {
-            Done::Rtc(w) => &w.core.ports,
-            Done::Ingress(s) => &s.core().ports,
-            Done::Egress(s) => &s.core().ports,
+            Done::Rtc(w) => w.core.balance(),
+            Done::Ingress(s) => s.core().balance(),
+            Done::Egress(s) => s.core().balance(),
         }
     }
 }
@@ -698,6 +843,7 @@ pub(crate) fn run(
                 s,
                 Lane {
                     name,
+                    slot: i,
                     ports: wports.clone(),
                     cmds: r,
                     cpu: cpu(i),
@@ -791,24 +937,19 @@ pub(crate) fn run(
         std::thread::sleep(Duration::from_millis(5));
     }
     common.stop.store(true, Ordering::Relaxed);
-    let mut counters: Vec<PortCounters> = vec![];
+    let mut total = Balance::default();
     let mut first_err = None;
     for (name, h) in handles {
         match h.join() {
             Ok(Ok(done)) => {
-                let (rx, tx, drop) = done
-                    .counters()
-                    .iter()
-                    .fold((0, 0, 0), |a, c| (a.0 + c.rx, a.1 + c.tx, a.2 + c.drop));
-                eprintln!("p4jet: {name}: rx {rx}, tx {tx}, drop {drop}");
-                for (i, c) in done.counters().iter().enumerate() {
-                    if counters.len() <= i {
-                        counters.resize(i + 1, PortCounters::default());
-                    }
-                    counters[i].rx += c.rx;
-                    counters[i].tx += c.tx;
-                    counters[i].drop += c.drop;
-                }
+                let b = done.balance();
+                eprintln!(
+                    "p4jet: {name}: rx {}, tx {}, drop {}",
+                    b.received(),
+                    b.sent(),
+                    b.dropped()
+                );
+                total.add(&b);
             }
             Ok(Err(e)) => {
                 first_err.get_or_insert(e);
@@ -822,9 +963,13 @@ pub(crate) fn run(
     if plan.log_digests {
         learn_events(sw, true, &common);
     }
+    // the books: what came in (received, copies made) went out, was dropped (by
+    // reason) or is still inside
+    eprintln!("p4jet: packets: {}", total.equation());
+    eprintln!("p4jet: drops by reason: {}", total.drops_text());
     match first_err {
         Some(e) => Err(e),
-        None => Ok(counters),
+        None => Ok(total.ports),
     }
 }
 

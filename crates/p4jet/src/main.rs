@@ -9,6 +9,7 @@ mod engine;
 mod forward;
 mod fuzz;
 mod grpc;
+mod metrics;
 mod run;
 mod stf;
 

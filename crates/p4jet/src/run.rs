@@ -75,6 +75,10 @@ pub struct RunArgs {
     /// `ipc:///tmp/bmv2-<device-id>-notifications.ipc`, as simple_switch).
     #[arg(long = "notifications-addr", value_name = "ADDR")]
     pub notifications_addr: Option<String>,
+    /// Serve the packet books in the Prometheus text format on `GET /metrics` at
+    /// ADDR (`HOST:PORT`, or a port on 127.0.0.1); off by default.
+    #[arg(long = "metrics-addr", value_name = "ADDR")]
+    pub metrics_addr: Option<String>,
     /// Bytes of packet data dumped in the log (accepted for compatibility).
     #[arg(long = "dump-packet-data", value_name = "N")]
     pub dump_packet_data: Option<usize>,
@@ -554,6 +558,10 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         log: log.map(Mutex::new),
         notify,
         fifo_wait: Duration::from_secs_f64(a.pcap_fifo_wait.clamp(0.0, 1e9)),
+        board: match sw.lock() {
+            Ok(g) => g.board.clone(),
+            Err(p) => p.into_inner().board.clone(),
+        },
     });
     let plan = forward::Plan {
         log_digests: !grpc,
@@ -562,6 +570,17 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         pin: a.pin,
         queue_size: a.queue_size,
         duration: a.duration,
+    };
+    let metrics = match &a.metrics_addr {
+        Some(addr) => {
+            let m = crate::metrics::Metrics::start(
+                &crate::metrics::parse_addr(addr)?,
+                common.board.clone(),
+            )?;
+            eprintln!("p4jet: metrics on http://{}/metrics", m.addr);
+            Some(m)
+        }
+        None => None,
     };
     let open = |num: u32, name: &str, k: usize| open_one(num, name, &opts, k);
     // P4Runtime listens once the ports are open, right before forwarding starts
@@ -578,6 +597,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     if let Err(e) = server.stop() {
         eprintln!("p4jet: Thrift server: {e}");
     }
+    drop(metrics);
     print_counts(&r?);
     Ok(ExitCode::SUCCESS)
 }
@@ -660,10 +680,10 @@ fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, S
 fn print_counts(counts: &[PortCounters]) {
     println!("port        rx        tx      drop");
     for (i, c) in counts.iter().enumerate() {
-        if c.rx == 0 && c.tx == 0 && c.drop == 0 {
+        if c.rx == 0 && c.tx == 0 && c.dropped() == 0 {
             continue;
         }
-        println!("{i:>4} {:>9} {:>9} {:>9}", c.rx, c.tx, c.drop);
+        println!("{i:>4} {:>9} {:>9} {:>9}", c.rx, c.tx, c.dropped());
     }
 }
 

@@ -1,7 +1,7 @@
 //! `set_queue_rate` on a running switch: a port limited to N packets per second sends N
 //! packets per second (± 5%) while more is offered, measured on the transmit
-//! timestamps of its pcap output, and the exit summary balances (received = sent +
-//! dropped; p4jet's queues are unbounded unless `set_queue_depth` says otherwise).
+//! timestamps of its pcap output; what the full queue cannot hold is dropped and
+//! counted, so the exit summary balances (received = sent + dropped).
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
@@ -44,6 +44,8 @@ fn a_rate_limited_port_sends_at_its_rate() {
     )
     .unwrap();
     c.set_egress_queue_rate(1, RATE as i64).unwrap();
+    // simple_switch's default depth (p4jet's default is unbounded)
+    c.set_egress_queue_depth(1, 64).unwrap();
     let mut frame = unhex("000000000011000000000010 0800");
     frame.resize(64, 0x5a);
     // 2x the rate for 3 s, in bursts of 20 every 10 ms
@@ -99,6 +101,10 @@ fn a_rate_limited_port_sends_at_its_rate() {
     assert_eq!(summary.0, sent, "received: {err}");
     assert_eq!(summary.1, times.len() as u64, "sent: {err}");
     assert_eq!(summary.0, summary.1 + summary.2, "rx = tx + drop: {err}");
+    assert!(
+        summary.2 > 0,
+        "offered twice the rate into 64 places: drops expected"
+    );
     eprintln!(
         "offered {sent} at {} pps, sent {} at {pps:.1} pps (limit {RATE}), dropped {}",
         2 * RATE,

@@ -104,6 +104,12 @@ commands! {
                 outln!(out, "{config}");
                 Ok(())
             }
+    "packet_books", Some("Show the packet books as JSON: received + copies = sent + dropped (by reason, per port) + queued, summed and per forwarding thread (p4jet): packet_books"), None => |c, rt, a, rest, out| {
+                exactly(a, 0)?;
+                let t = call(bm(rt).p4jet_packet_books())?;
+                outln!(out, "{t}");
+                Ok(())
+            }
     "port_add", Some("Add a port to the switch: port_add <iface_name> <port_num> [pcap_path]"), None => |c, rt, a, rest, out| { c.port_add(rt, a) }
     "port_remove", Some("Remove a port from the switch: port_remove <port_num>"), None => |c, rt, a, rest, out| { c.port_remove(rt, a) }
     "pvs_add", Some("Add a value to a parser value set: pvs_add <pvs_name> <value>"), None => |c, rt, a, rest, out| { c.pvs_add_remove(rt, a, true) }

@@ -441,8 +441,7 @@ impl Switch {
 
     pub(crate) fn read_port_counters(&self, port: u32) -> PortCounters {
         let c = self
-            .worker
-            .core
+            .balance()
             .ports
             .get(port as usize)
             .copied()
@@ -450,7 +449,7 @@ impl Switch {
         PortCounters {
             rx_packets: c.rx,
             tx_packets: c.tx,
-            drops: c.drop,
+            drops: c.dropped(),
             ..PortCounters::default()
         }
     }

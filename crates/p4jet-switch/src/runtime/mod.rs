@@ -1057,6 +1057,10 @@ impl p4jet_runtime::Runtime for Switch {
         Ok(self.read_port_counters(port))
     }
 
+    fn packet_books(&mut self) -> Result<String, RuntimeError> {
+        Ok(self.books_json().to_string())
+    }
+
     fn add_port(&mut self, port: p4jet_runtime::PortInfo) -> Result<(), RuntimeError> {
         self.add_port_entry(port)
     }

@@ -31,6 +31,12 @@ impl Bmv2<'_> {
         Ok(render_digest_log(&s, &log))
     }
 
+    /// The packet books as JSON: received + copies = sent + dropped (by reason, per
+    /// port) + queued, per forwarding thread and summed (`packet_books` in the CLI).
+    pub fn p4jet_packet_books(&mut self) -> Rpc<String> {
+        self.rt.packet_books()
+    }
+
     /// The same as JSON, for p4jet's own client ([`digest_log_json`]).
     pub fn p4jet_digest_log(&mut self, list_name: &str, count: i32) -> Rpc<String> {
         let s = self.schema()?;
@@ -162,6 +168,7 @@ pub(crate) fn dispatch(b: &mut Bmv2<'_>, spec: &MethodSpec, a: Fields<'_>) -> Re
                 Value::string(&s)
             })
         }
+        "p4jet_packet_books" => ret(spec, b.p4jet_packet_books(), |s| Value::string(&s)),
         m => super::unknown(m),
     }
 }

@@ -40,6 +40,60 @@ pub struct OpenOptions {
     /// same slot share one UMEM (and so forward without copying). None: each
     /// AF_XDP port has a UMEM of its own.
     pub umem: Option<Arc<UmemSlot>>,
+    /// Used by `PORT@dpdk:DEVARGS` ports.
+    pub dpdk: DpdkOpenOptions,
+}
+
+/// Options of `PORT@dpdk:DEVARGS` ports (defined without the `dpdk` feature too, so
+/// that callers need no feature gates; opening such a port then fails with a message).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DpdkOpenOptions {
+    /// EAL arguments instead of the defaults (no hugepages, in memory); see
+    /// `dpdk::DEFAULT_EAL_ARGS`.
+    pub eal: Option<String>,
+    /// RSS with the symmetric key when a device has several queues.
+    pub symmetric_rss: bool,
+}
+
+/// The devargs of a `dpdk:DEVARGS` interface name.
+pub fn dpdk_devargs(iface: &str) -> Option<&str> {
+    iface.strip_prefix("dpdk:")
+}
+
+/// Opens queue pair `worker` of `workers` of a DPDK device.
+#[cfg(feature = "dpdk")]
+fn open_dpdk(
+    devargs: &str,
+    opts: &OpenOptions,
+    worker: usize,
+    workers: usize,
+) -> io::Result<(Box<dyn Port>, String)> {
+    let o = crate::dpdk::DpdkOptions {
+        eal: opts.dpdk.eal.clone(),
+        queues: u16::try_from(workers.max(1)).map_err(|_| io::Error::other("too many workers"))?,
+        symmetric_rss: opts.dpdk.symmetric_rss,
+        ..Default::default()
+    };
+    let q = u16::try_from(worker).map_err(|_| io::Error::other("too many workers"))?;
+    let p = crate::dpdk::DpdkPort::open(devargs, &o, q)?;
+    let r = p.description();
+    Ok((Box::new(p), r))
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn open_dpdk(
+    devargs: &str,
+    _opts: &OpenOptions,
+    _worker: usize,
+    _workers: usize,
+) -> io::Result<(Box<dyn Port>, String)> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "dpdk:{devargs}: this p4jet was built without DPDK ports \
+             (build with `--features dpdk`; needs libdpdk-dev)"
+        ),
+    ))
 }
 
 fn open_xdp(iface: &str, opts: &OpenOptions, queues: Option<&[u32]>) -> io::Result<AfXdpPort> {
@@ -82,6 +136,10 @@ pub fn parse_spec(spec: &str) -> io::Result<(u32, &str)> {
 pub fn open_port(spec: &str, opts: &OpenOptions) -> io::Result<OpenedPort> {
     let (port_num, iface) = parse_spec(spec)?;
     let (port, reason): (Box<dyn Port>, String) = match &opts.backend {
+        // an explicit `dpdk:` wins over the backend choice (not over pcap files)
+        b if !matches!(b, Backend::PcapFiles(_)) && dpdk_devargs(iface).is_some() => {
+            open_dpdk(dpdk_devargs(iface).unwrap_or_default(), opts, 0, 1)?
+        }
         Backend::AfXdp => {
             let p = open_xdp(iface, opts, None)?;
             let r = format!("{} (AF_XDP forced)", p.description());
@@ -182,6 +240,15 @@ pub fn open_worker_port(
         Ok((Box::new(p), r))
     };
     let (port, reason): (Box<dyn Port>, String) = match &opts.backend {
+        b if !matches!(b, Backend::PcapFiles(_)) && dpdk_devargs(iface).is_some() => {
+            let (p, r) = open_dpdk(
+                dpdk_devargs(iface).unwrap_or_default(),
+                opts,
+                worker,
+                workers,
+            )?;
+            (p, format!("{r}, {w}"))
+        }
         Backend::Auto | Backend::AfXdp => {
             let nq = crate::rx_queue_count(iface)?;
             let mine: Vec<u32> = (0..nq)

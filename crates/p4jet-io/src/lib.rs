@@ -96,7 +96,10 @@ pub mod xdp;
 pub use afpacket::{AfPacketOptions, AfPacketPort, Fanout};
 #[cfg(feature = "dpdk")]
 pub use dpdk::DpdkPort;
-pub use open::{Backend, DpdkOpenOptions, OpenOptions, OpenedPort, open_port, open_worker_port};
+pub use open::{
+    Backend, DpdkOpenOptions, OpenOptions, OpenedPort, dpdk_devargs, dpdk_is_pci, open_port,
+    open_worker_port,
+};
 pub use pcap::{PcapFilePort, PcapRecorder};
 pub use tap::TapPort;
 pub use xdp::{AfXdpOptions, AfXdpPort, Umem, UmemSlot, XdpMode, ZeroCopy};

@@ -53,11 +53,38 @@ pub struct DpdkOpenOptions {
     pub eal: Option<String>,
     /// RSS with the symmetric key when a device has several queues.
     pub symmetric_rss: bool,
+    /// The devargs of every DPDK port that is a PCI device (see [`dpdk_is_pci`]): with
+    /// the default EAL arguments, the EAL probes these (`-a DEVARGS`) and no other PCI
+    /// device; with none, it does not scan the PCI bus (`--no-pci`).
+    pub pci: Vec<String>,
 }
 
 /// The devargs of a `dpdk:DEVARGS` interface name.
 pub fn dpdk_devargs(iface: &str) -> Option<&str> {
     iface.strip_prefix("dpdk:")
+}
+
+/// Whether DPDK devargs name a PCI device (`0000:01:00.0`, `01:00.0`, `pci:...`,
+/// with or without `,key=value` arguments) rather than a virtual device.
+pub fn dpdk_is_pci(devargs: &str) -> bool {
+    let name = devargs.split(',').next().unwrap_or_default().trim();
+    if name.starts_with("pci:") {
+        return true;
+    }
+    let b = name.as_bytes();
+    let bdf = |b: &[u8]| {
+        b.len() == 7
+            && b[2] == b':'
+            && b[5] == b'.'
+            && b.iter()
+                .enumerate()
+                .all(|(i, c)| i == 2 || i == 5 || c.is_ascii_hexdigit())
+    };
+    bdf(b)
+        || (b.len() == 12
+            && b[4] == b':'
+            && b[..4].iter().all(u8::is_ascii_hexdigit)
+            && bdf(&b[5..]))
 }
 
 /// Opens queue pair `worker` of `workers` of a DPDK device.
@@ -72,6 +99,7 @@ fn open_dpdk(
         eal: opts.dpdk.eal.clone(),
         queues: u16::try_from(workers.max(1)).map_err(|_| io::Error::other("too many workers"))?,
         symmetric_rss: opts.dpdk.symmetric_rss,
+        pci: opts.dpdk.pci.clone(),
         ..Default::default()
     };
     let q = u16::try_from(worker).map_err(|_| io::Error::other("too many workers"))?;
@@ -309,6 +337,28 @@ pub fn open_worker_port(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dpdk_devargs_kinds() {
+        assert_eq!(dpdk_devargs("dpdk:net_null0"), Some("net_null0"));
+        assert_eq!(dpdk_devargs("veth0"), None);
+        for pci in [
+            "0000:01:00.0",
+            "01:00.1",
+            "0000:af:1f.7,rxq=2",
+            "pci:0000:01:00.0",
+        ] {
+            assert!(dpdk_is_pci(pci), "{pci}");
+        }
+        for vdev in [
+            "net_null0",
+            "net_tap0,iface=dtap0",
+            "net_af_packet0,iface=eth0",
+            "0:1.2",
+        ] {
+            assert!(!dpdk_is_pci(vdev), "{vdev}");
+        }
+    }
 
     #[test]
     fn spec_parsing() {

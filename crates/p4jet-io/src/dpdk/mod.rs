@@ -37,6 +37,9 @@ pub struct DpdkOptions {
     /// EAL arguments (split on whitespace) instead of [`DEFAULT_EAL_ARGS`]; only the
     /// first DPDK port of the process starts the EAL.
     pub eal: Option<String>,
+    /// Devargs of the PCI devices among all DPDK ports the process will open: with the
+    /// default arguments the EAL probes those and no other PCI device.
+    pub pci: Vec<String>,
     /// Queue pairs the device is configured with (one per worker).
     pub queues: u16,
     /// Receive descriptors per queue (the driver may adjust it).
@@ -52,6 +55,7 @@ impl Default for DpdkOptions {
     fn default() -> Self {
         DpdkOptions {
             eal: None,
+            pci: vec![],
             queues: 1,
             rx_desc: 1024,
             tx_desc: 1024,
@@ -65,7 +69,8 @@ static EAL: OnceLock<Result<String, String>> = OnceLock::new();
 /// Starts the EAL if it is not running; returns the arguments it runs with.
 pub fn init_eal(args: Option<&str>) -> io::Result<String> {
     let r = EAL.get_or_init(|| {
-        let given = args.unwrap_or(DEFAULT_EAL_ARGS);
+        let defaults = default_eal_args(&[]);
+        let given = args.unwrap_or(&defaults);
         let mut argv: Vec<String> = vec!["p4jet".into()];
         argv.extend(given.split_whitespace().map(str::to_string));
         let has_cores = argv
@@ -221,7 +226,16 @@ impl DpdkPort {
     /// Opens queue pair `queue` of the device `devargs` (probed and configured by the
     /// first port opened on it, with `opts.queues` queue pairs).
     pub fn open(devargs: &str, opts: &DpdkOptions, queue: u16) -> io::Result<DpdkPort> {
-        let eal = init_eal(opts.eal.as_deref())?;
+        let eal = match &opts.eal {
+            Some(a) => init_eal(Some(a))?,
+            None => {
+                let mut pci = opts.pci.clone();
+                if crate::open::dpdk_is_pci(devargs) && !pci.iter().any(|p| p == devargs) {
+                    pci.push(devargs.to_string());
+                }
+                init_eal(Some(&default_eal_args(&pci)))?
+            }
+        };
         if queue >= opts.queues.max(1) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,

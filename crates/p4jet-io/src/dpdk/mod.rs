@@ -28,8 +28,22 @@ use crate::{Port, PortKind, PortStats};
 /// EAL arguments used when none are given: no hugepages (memory from anonymous
 /// mappings), no files under /var/run/dpdk, no telemetry socket, 256 MiB of memory,
 /// notices and worse in the log. p4jet adds `-l CPU` (the first CPU it may run on) when
-/// the arguments have no core list.
+/// the arguments have no core list, and to the defaults the PCI devices to probe
+/// (`-a DEVARGS` each, see [`DpdkOptions::pci`]) or `--no-pci`.
 pub const DEFAULT_EAL_ARGS: &str = "--no-huge --no-shconf --no-telemetry -m 256 --log-level=notice";
+
+/// The default EAL arguments for ports whose PCI devices are `pci`.
+pub fn default_eal_args(pci: &[String]) -> String {
+    let mut a = DEFAULT_EAL_ARGS.to_string();
+    if pci.is_empty() {
+        a.push_str(" --no-pci");
+    }
+    for d in pci {
+        a.push_str(" -a ");
+        a.push_str(d.strip_prefix("pci:").unwrap_or(d));
+    }
+    a
+}
 
 /// Options of a DPDK port.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,6 +18,24 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
         .collect())
 }
 
+/// Lets the calling thread run on `cpus` (e.g. back to what [`allowed_cpus`] said
+/// before a library pinned it).
+pub fn set_current_cpus(cpus: &[usize]) -> io::Result<()> {
+    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus.iter().filter(|&&c| c < max) {
+        // SAFETY: `cpu` < the set's size in bits (filtered above).
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 = this thread.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Pins the calling thread to `cpu`.
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     let max = 8 * std::mem::size_of::<libc::cpu_set_t>();

@@ -59,6 +59,7 @@
 //! | [`AfPacketPort`] | [`afpacket`] | TPACKET_V3 rx ring, V3 tx ring, fanout, qdisc bypass; `description()`, `max_tx_frame()` |
 //! | [`AfXdpPort`] | [`xdp`] | AF_XDP sockets with a built-in XSKMAP redirect program; `description()`, `is_native()`, `is_zero_copy()`, `queues()` |
 //! | [`TapPort`] | [`tap`] | a TAP device (`/dev/net/tun`, `IFF_TAP | IFF_NO_PI`) |
+//! | `DpdkPort` | `dpdk` (feature `dpdk`) | a queue pair of a DPDK ethdev (vdev or PCI), named by devargs: `-i PORT@dpdk:DEVARGS` |
 //!
 //! [`open_port`]`(spec, &OpenOptions)` opens `-i PORT@IFACE` style ports
 //! ([`Backend::Auto`]: AF_XDP when it can, else AF_PACKET; or forced; or pcap
@@ -84,6 +85,8 @@ pub use p4jet_buf::{Frame, FrameRegion, PacketBuf};
 
 pub mod affinity;
 pub mod afpacket;
+#[cfg(feature = "dpdk")]
+pub mod dpdk;
 mod open;
 pub mod pcap;
 mod sys;
@@ -91,7 +94,12 @@ pub mod tap;
 pub mod xdp;
 
 pub use afpacket::{AfPacketOptions, AfPacketPort, Fanout};
-pub use open::{Backend, OpenOptions, OpenedPort, open_port, open_worker_port};
+#[cfg(feature = "dpdk")]
+pub use dpdk::DpdkPort;
+pub use open::{
+    Backend, DpdkOpenOptions, OpenOptions, OpenedPort, dpdk_devargs, dpdk_is_pci, open_port,
+    open_worker_port,
+};
 pub use pcap::{PcapFilePort, PcapRecorder};
 pub use tap::TapPort;
 pub use xdp::{AfXdpOptions, AfXdpPort, Umem, UmemSlot, XdpMode, ZeroCopy};
@@ -129,6 +137,8 @@ pub enum PortKind {
     AfXdp,
     /// A TAP device.
     Tap,
+    /// A queue pair of a DPDK ethdev.
+    Dpdk,
     /// A port inside the process with no interface behind it (simple_switch_grpc's
     /// `--cpu-port`: frames go to and come from the P4Runtime server).
     Cpu,
@@ -141,6 +151,7 @@ impl std::fmt::Display for PortKind {
             PortKind::AfPacket => "af_packet",
             PortKind::AfXdp => "af_xdp",
             PortKind::Tap => "tap",
+            PortKind::Dpdk => "dpdk",
             PortKind::Cpu => "cpu",
         })
     }
@@ -166,6 +177,11 @@ pub struct PortStats {
     /// Frames transmitted from the chunk they were received in (no user-space
     /// copy; AF_XDP ports sharing a UMEM).
     pub tx_in_place: u64,
+    /// Erroneous frames the device received, or received frames that could not be
+    /// read (DPDK: `ierrors`).
+    pub rx_errors: u64,
+    /// Frames the device failed to send (DPDK: `oerrors`).
+    pub tx_errors: u64,
 }
 
 /// A source and sink of Ethernet frames, used in batches. See the crate docs.
@@ -206,6 +222,12 @@ pub trait Port: Send {
     /// may have frames, for callers that wait on several ports at once.
     fn poll_fd(&self) -> Option<RawFd> {
         None
+    }
+
+    /// Whether this port is polled without ever blocking (DPDK): a thread serving it
+    /// should not sleep when a poll finds nothing. False unless overridden.
+    fn busy_polls(&self) -> bool {
+        false
     }
 
     /// Whether this port moves [`PacketBuf`]s in and out without copying
@@ -271,6 +293,9 @@ impl<P: Port + ?Sized> Port for Box<P> {
     }
     fn poll_fd(&self) -> Option<RawFd> {
         (**self).poll_fd()
+    }
+    fn busy_polls(&self) -> bool {
+        (**self).busy_polls()
     }
     fn moves_buffers(&self) -> bool {
         (**self).moves_buffers()

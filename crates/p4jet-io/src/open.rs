@@ -40,6 +40,88 @@ pub struct OpenOptions {
     /// same slot share one UMEM (and so forward without copying). None: each
     /// AF_XDP port has a UMEM of its own.
     pub umem: Option<Arc<UmemSlot>>,
+    /// Used by `PORT@dpdk:DEVARGS` ports.
+    pub dpdk: DpdkOpenOptions,
+}
+
+/// Options of `PORT@dpdk:DEVARGS` ports (defined without the `dpdk` feature too, so
+/// that callers need no feature gates; opening such a port then fails with a message).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DpdkOpenOptions {
+    /// EAL arguments instead of the defaults (no hugepages, in memory); see
+    /// `dpdk::DEFAULT_EAL_ARGS`.
+    pub eal: Option<String>,
+    /// RSS with the symmetric key when a device has several queues.
+    pub symmetric_rss: bool,
+    /// The devargs of every DPDK port that is a PCI device (see [`dpdk_is_pci`]): with
+    /// the default EAL arguments, the EAL probes these (`-a DEVARGS`) and no other PCI
+    /// device; with none, it does not scan the PCI bus (`--no-pci`).
+    pub pci: Vec<String>,
+}
+
+/// The devargs of a `dpdk:DEVARGS` interface name.
+pub fn dpdk_devargs(iface: &str) -> Option<&str> {
+    iface.strip_prefix("dpdk:")
+}
+
+/// Whether DPDK devargs name a PCI device (`0000:01:00.0`, `01:00.0`, `pci:...`,
+/// with or without `,key=value` arguments) rather than a virtual device.
+pub fn dpdk_is_pci(devargs: &str) -> bool {
+    let name = devargs.split(',').next().unwrap_or_default().trim();
+    if name.starts_with("pci:") {
+        return true;
+    }
+    let b = name.as_bytes();
+    let bdf = |b: &[u8]| {
+        b.len() == 7
+            && b[2] == b':'
+            && b[5] == b'.'
+            && b.iter()
+                .enumerate()
+                .all(|(i, c)| i == 2 || i == 5 || c.is_ascii_hexdigit())
+    };
+    bdf(b)
+        || (b.len() == 12
+            && b[4] == b':'
+            && b[..4].iter().all(u8::is_ascii_hexdigit)
+            && bdf(&b[5..]))
+}
+
+/// Opens queue pair `worker` of `workers` of a DPDK device.
+#[cfg(feature = "dpdk")]
+fn open_dpdk(
+    devargs: &str,
+    opts: &OpenOptions,
+    worker: usize,
+    workers: usize,
+) -> io::Result<(Box<dyn Port>, String)> {
+    let o = crate::dpdk::DpdkOptions {
+        eal: opts.dpdk.eal.clone(),
+        queues: u16::try_from(workers.max(1)).map_err(|_| io::Error::other("too many workers"))?,
+        symmetric_rss: opts.dpdk.symmetric_rss,
+        pci: opts.dpdk.pci.clone(),
+        ..Default::default()
+    };
+    let q = u16::try_from(worker).map_err(|_| io::Error::other("too many workers"))?;
+    let p = crate::dpdk::DpdkPort::open(devargs, &o, q)?;
+    let r = p.description();
+    Ok((Box::new(p), r))
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn open_dpdk(
+    devargs: &str,
+    _opts: &OpenOptions,
+    _worker: usize,
+    _workers: usize,
+) -> io::Result<(Box<dyn Port>, String)> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "dpdk:{devargs}: this p4jet was built without DPDK ports \
+             (build with `--features dpdk`; needs libdpdk-dev)"
+        ),
+    ))
 }
 
 fn open_xdp(iface: &str, opts: &OpenOptions, queues: Option<&[u32]>) -> io::Result<AfXdpPort> {
@@ -82,6 +164,10 @@ pub fn parse_spec(spec: &str) -> io::Result<(u32, &str)> {
 pub fn open_port(spec: &str, opts: &OpenOptions) -> io::Result<OpenedPort> {
     let (port_num, iface) = parse_spec(spec)?;
     let (port, reason): (Box<dyn Port>, String) = match &opts.backend {
+        // an explicit `dpdk:` wins over the backend choice (not over pcap files)
+        b if !matches!(b, Backend::PcapFiles(_)) && dpdk_devargs(iface).is_some() => {
+            open_dpdk(dpdk_devargs(iface).unwrap_or_default(), opts, 0, 1)?
+        }
         Backend::AfXdp => {
             let p = open_xdp(iface, opts, None)?;
             let r = format!("{} (AF_XDP forced)", p.description());
@@ -182,6 +268,15 @@ pub fn open_worker_port(
         Ok((Box::new(p), r))
     };
     let (port, reason): (Box<dyn Port>, String) = match &opts.backend {
+        b if !matches!(b, Backend::PcapFiles(_)) && dpdk_devargs(iface).is_some() => {
+            let (p, r) = open_dpdk(
+                dpdk_devargs(iface).unwrap_or_default(),
+                opts,
+                worker,
+                workers,
+            )?;
+            (p, format!("{r}, {w}"))
+        }
         Backend::Auto | Backend::AfXdp => {
             let nq = crate::rx_queue_count(iface)?;
             let mine: Vec<u32> = (0..nq)
@@ -242,6 +337,28 @@ pub fn open_worker_port(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dpdk_devargs_kinds() {
+        assert_eq!(dpdk_devargs("dpdk:net_null0"), Some("net_null0"));
+        assert_eq!(dpdk_devargs("veth0"), None);
+        for pci in [
+            "0000:01:00.0",
+            "01:00.1",
+            "0000:af:1f.7,rxq=2",
+            "pci:0000:01:00.0",
+        ] {
+            assert!(dpdk_is_pci(pci), "{pci}");
+        }
+        for vdev in [
+            "net_null0",
+            "net_tap0,iface=dtap0",
+            "net_af_packet0,iface=eth0",
+            "0:1.2",
+        ] {
+            assert!(!dpdk_is_pci(vdev), "{vdev}");
+        }
+    }
 
     #[test]
     fn spec_parsing() {

@@ -575,6 +575,10 @@ impl<P: Port> Port for PcapRecorder<P> {
     fn poll_fd(&self) -> Option<RawFd> {
         self.inner.poll_fd()
     }
+
+    fn busy_polls(&self) -> bool {
+        self.inner.busy_polls()
+    }
 }
 
 #[cfg(test)]

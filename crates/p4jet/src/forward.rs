@@ -198,6 +198,8 @@ struct Lane {
     /// Every port has a poll fd: an idle thread may sleep in `poll` until traffic
     /// comes (up to [`IDLE_WAIT`]) instead of waking every millisecond.
     all_pollable: bool,
+    /// A port is polled without sleeping (DPDK): the thread never waits.
+    busy: bool,
     /// Ports that move buffers (AF_XDP): received into and sent from UMEM chunks.
     moving: Vec<u32>,
     /// `moving` changed since the thread last told its core.
@@ -245,9 +247,11 @@ impl Lane {
         self.fds.clear();
         self.moving.clear();
         self.all_pollable = true;
+        self.busy = false;
         for ph in &self.ports {
             let mut pe = ph.lock();
             let port = pe.port();
+            self.busy |= port.busy_polls();
             match port.poll_fd() {
                 Some(fd) => self.fds.push(fd),
                 None => self.all_pollable = false,
@@ -322,7 +326,9 @@ impl Lane {
 
     /// How long an idle thread waits in `poll`: long when every port can wake it.
     fn idle_wait(&self) -> Duration {
-        if self.all_pollable && !self.fds.is_empty() {
+        if self.busy {
+            Duration::ZERO
+        } else if self.all_pollable && !self.fds.is_empty() {
             IDLE_WAIT
         } else {
             Duration::from_millis(1)
@@ -331,6 +337,9 @@ impl Lane {
 
     /// Waits up to `d` for traffic on any live port.
     fn wait(&self, d: Duration) -> Result<(), String> {
+        if d.is_zero() {
+            return Ok(());
+        }
         p4jet_io::wait_readable(&self.fds, d)
             .map(|_| ())
             .map_err(|e| format!("{}: poll: {e}", self.name))
@@ -358,6 +367,16 @@ impl Lane {
                 s.tx_in_place,
                 s.tx_dropped
             );
+            // DPDK: the device's error counters, always
+            if s.rx_errors + s.tx_errors > 0 || port.kind() == p4jet_io::PortKind::Dpdk {
+                eprintln!(
+                    "p4jet: port {}@{}: rx errors {}, tx errors {}",
+                    ph.num,
+                    port.name(),
+                    s.rx_errors,
+                    s.tx_errors
+                );
+            }
         }
     }
 
@@ -716,9 +735,9 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
             } else if got == 0 {
                 if let Some(d) = st.idle_until() {
                     // only packets of rate-limited queues are left
-                    lane.wait(nap(Some(d), Duration::from_millis(1)))?;
+                    lane.wait(nap(Some(d), lane.idle_wait().min(Duration::from_millis(1))))?;
                 } else if st.in_flight() == 0 {
-                    lane.wait(Duration::from_millis(1))?;
+                    lane.wait(lane.idle_wait().min(Duration::from_millis(1)))?;
                 } else {
                     // recirculated packets may come back any moment
                     std::thread::yield_now();
@@ -849,6 +868,7 @@ pub(crate) fn run(
                     cpu: cpu(i),
                     fds: vec![],
                     all_pollable: false,
+                    busy: false,
                     moving: vec![],
                     moving_changed: true,
                 },

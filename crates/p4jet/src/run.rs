@@ -29,7 +29,9 @@ pub struct RunArgs {
     /// `simple_switch_grpc`, by `--no-p4` and by the gRPC target options.
     #[arg(long = "p4runtime", hide = true)]
     pub p4runtime: bool,
-    /// `PORT@NAME`: attach port number PORT to interface (or pcap base name) NAME.
+    /// `PORT@NAME`: attach port number PORT to interface (or pcap base name) NAME;
+    /// `PORT@dpdk:DEVARGS` for a DPDK device (`0@dpdk:net_tap0,iface=dtap0`,
+    /// `1@dpdk:0000:01:00.0`; builds with the `dpdk` feature).
     #[arg(short = 'i', long = "interface", value_name = "PORT@NAME")]
     pub interfaces: Vec<String>,
     /// Read `NAME_in.pcap`, write `NAME_out.pcap` for every `-i PORT@NAME`, after
@@ -128,6 +130,15 @@ pub struct RunArgs {
     /// `af_xdp` or `af_packet` (forced; fails if it cannot be opened).
     #[arg(long = "port-type", value_enum, default_value_t = PortType::Auto)]
     pub port_type: PortType,
+    /// EAL arguments for DPDK ports (`-i PORT@dpdk:DEVARGS`), instead of the default
+    /// `--no-huge --no-shconf --no-telemetry -m 256` (no hugepages, nothing on disk),
+    /// e.g. `--dpdk-eal "-l 1 --huge-dir /dev/hugepages -a 0000:01:00.0"`.
+    #[arg(long = "dpdk-eal", value_name = "ARGS", allow_hyphen_values = true)]
+    pub dpdk_eal: Option<String>,
+    /// DPDK devices with a queue per worker: RSS with the symmetric key, so both
+    /// directions of a flow go to one worker.
+    #[arg(long = "dpdk-symmetric-rss")]
+    pub dpdk_symmetric_rss: bool,
     /// AF_XDP UMEMs: `shared` (one per worker, shared by its AF_XDP ports and used as
     /// their packet buffers, so frames forwarded between them are not copied) or
     /// `per-port` (each port its own UMEM; frames are copied in and out).
@@ -506,6 +517,16 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
             },
             ..Default::default()
         },
+        dpdk: p4jet_io::DpdkOpenOptions {
+            eal: a.dpdk_eal.clone(),
+            symmetric_rss: a.dpdk_symmetric_rss,
+            pci: ifaces
+                .iter()
+                .filter_map(|(_, n)| p4jet_io::dpdk_devargs(n))
+                .filter(|d| p4jet_io::dpdk_is_pci(d))
+                .map(str::to_string)
+                .collect(),
+        },
     };
     // every worker opens its own port on each interface, in port order
     let mut ports: Vec<Vec<forward::PortHandle>> = vec![];
@@ -618,6 +639,8 @@ struct OpenArgs {
     umems: Vec<Option<Arc<p4jet_io::UmemSlot>>>,
     /// `--xdp-zero-copy`, `--xdp-mode`.
     af_xdp: p4jet_io::AfXdpOptions,
+    /// `--dpdk-eal`, `--dpdk-symmetric-rss`.
+    dpdk: p4jet_io::DpdkOpenOptions,
 }
 
 /// A `PACKET_FANOUT` group id for port `num`: the same for every worker of this
@@ -637,6 +660,7 @@ fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, S
         let oo = p4jet_io::OpenOptions {
             backend: o.backend.clone(),
             af_xdp: o.af_xdp.clone(),
+            dpdk: o.dpdk.clone(),
             // a recorded port copies its frames anyway
             umem: if o.pcap.is_some() && k == 0 {
                 None

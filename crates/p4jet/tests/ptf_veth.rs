@@ -51,6 +51,38 @@ fn ptf_simple_router_af_xdp() {
     run_case("simple_router", "af_xdp", 7);
 }
 
+/// The same tests over DPDK ports: `-i N@dpdk:net_af_packetN,iface=vethN` (the EAL
+/// without hugepages); needs the `dpdk` feature.
+#[cfg(feature = "dpdk")]
+#[test]
+fn ptf_basic_l2_dpdk() {
+    run_case("basic_l2", "dpdk", 5);
+}
+
+#[cfg(feature = "dpdk")]
+#[test]
+fn ptf_simple_router_dpdk() {
+    run_case("simple_router", "dpdk", 7);
+}
+
+#[cfg(not(feature = "dpdk"))]
+#[test]
+fn ptf_dpdk() {
+    note(
+        "SKIPPED: ptf_veth basic_l2/simple_router over DPDK: p4jet was built without \
+         the `dpdk` feature (cargo test -p p4jet --features dpdk --test ptf_veth dpdk)",
+    );
+}
+
+/// `-i` of switch port `p` for `port_type`.
+fn iface_spec(p: u32, port_type: &str) -> String {
+    if port_type == "dpdk" {
+        format!("{p}@dpdk:net_af_packet{p},iface=veth{p}")
+    } else {
+        format!("{p}@veth{p}")
+    }
+}
+
 /// `--port-type` takes the three backends and refuses anything else (no root needed).
 #[test]
 fn port_type_flag_is_validated() {
@@ -154,9 +186,12 @@ fn run_case(program: &str, port_type: &str, min_tests: usize) {
     if extra.is_file() {
         cmd.arg("--commands").arg(&extra);
     }
-    cmd.args(["--port-type", port_type, "--thrift-port", "9090"]);
+    if port_type != "dpdk" {
+        cmd.args(["--port-type", port_type]);
+    }
+    cmd.args(["--thrift-port", "9090"]);
     for p in 0..PORTS {
-        cmd.arg("-i").arg(format!("{p}@veth{p}"));
+        cmd.arg("-i").arg(iface_spec(p, port_type));
     }
     cmd.current_dir(&dir)
         .stdout(Stdio::from(File::create(dir.join("switch.out")).unwrap()))
@@ -413,17 +448,18 @@ impl SwitchProc {
             let err = self.stderr();
             let lines: Vec<&str> = (0..PORTS)
                 .filter_map(|p| {
-                    let tag = format!("p4jet: port {p}@veth{p}: ");
+                    let tag = format!("p4jet: port {}: ", iface_spec(p, port_type));
                     err.lines().find(|l| l.starts_with(&tag))
                 })
                 .collect();
             if lines.len() == PORTS as usize {
-                let want = match port_type {
-                    "af_xdp" => "AF_XDP on veth",
-                    _ => "AF_PACKET TPACKET_V3 on veth",
+                let (want, forced) = match port_type {
+                    "af_xdp" => ("AF_XDP on veth", "forced)"),
+                    "dpdk" => ("DPDK net_af_packet", "(driver net_af_packet"),
+                    _ => ("AF_PACKET TPACKET_V3 on veth", "forced)"),
                 };
                 for l in &lines {
-                    if !l.contains(want) || !l.contains("forced)") {
+                    if !l.contains(want) || !l.contains(forced) {
                         return Err(format!("port opened with the wrong backend: {l}"));
                     }
                 }

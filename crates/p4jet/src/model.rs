@@ -852,9 +852,9 @@ impl Micro {
             next_id += 1;
         }
         // link the tables in order
-        for i in 0..tables.len() {
+        for (i, t) in tables.iter_mut().enumerate() {
             let nx = chain.get(i + 1).map_or(json!(null), |s| json!(s));
-            if let Some(o) = tables[i].as_object_mut() {
+            if let Some(o) = t.as_object_mut() {
                 o.insert("base_default_next".into(), nx.clone());
                 let acts: Vec<String> = o
                     .get("actions")

@@ -274,9 +274,9 @@ p{{line-height:1.4}}</style></head><body>\n<h1>{}</h1>\n<p>{}</p>\n",
         esc(intro)
     );
     for sec in sections {
-        let _ = write!(s, "<h2>{}</h2>\n", esc(&sec.heading));
+        let _ = writeln!(s, "<h2>{}</h2>", esc(&sec.heading));
         if !sec.text.is_empty() {
-            let _ = write!(s, "<p>{}</p>\n", esc(&sec.text));
+            let _ = writeln!(s, "<p>{}</p>", esc(&sec.text));
         }
         if let Some((head, rows)) = sec.table.split_first() {
             s.push_str("<table><tr>");

@@ -11,6 +11,10 @@
 //!   held by another stream of the role is refused (`INVALID_ARGUMENT`, the stream
 //!   ends), and so is a role config that differs from the one the role's other
 //!   streams gave (`INVALID_ARGUMENT`).
+//! * The first stream of a role sets the role's config ([`crate::role`]): one p4jet
+//!   cannot read, a config on the default role, or one that claims an id another
+//!   role holds exclusively (or names one exclusively that another role names) is
+//!   refused (`INVALID_ARGUMENT`). The config lives as long as the role has streams.
 //! * Later messages may change the stream's election id; changing its device id or
 //!   role is refused (`FAILED_PRECONDITION`).
 //! * When the primary changes (a higher id joins, the primary lowers its id, or the
@@ -23,8 +27,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use std::sync::Arc;
+
 use crate::proto::google::rpc::Status as RpcStatus;
 use crate::proto::p4::v1::{MasterArbitrationUpdate, Role, Uint128};
+use crate::role::{Access, Scope};
 
 /// Identifies one StreamChannel call.
 pub type StreamId = u64;
@@ -102,6 +109,8 @@ fn to_uint128(v: u128) -> Uint128 {
 struct RoleState {
     /// The role's configuration as the first stream gave it (encoded Any).
     config: Option<(String, Vec<u8>)>,
+    /// What the config allows.
+    access: Access,
     /// Election id → stream, highest last.
     by_election: BTreeMap<u128, StreamId>,
 }
@@ -207,6 +216,15 @@ impl Arbiter {
             ));
         }
         let config = role_config(msg.role.as_ref());
+        let new_role = self
+            .roles
+            .get(&role)
+            .is_none_or(|s| s.by_election.is_empty());
+        let access = if new_role {
+            self.access_of(&role, msg.role.as_ref())?
+        } else {
+            Access::Full // the role's own is kept
+        };
         let state = self.roles.entry(role.clone()).or_default();
         if state.by_election.contains_key(&id) {
             return Err(Refusal::new(
@@ -222,6 +240,7 @@ impl Arbiter {
         }
         if state.by_election.is_empty() {
             state.config = config;
+            state.access = access;
         }
         let before = state.primary().map(|p| p.1);
         state.by_election.insert(id, stream);
@@ -234,6 +253,32 @@ impl Arbiter {
             },
         );
         Ok(self.notices_after(&role, before, stream))
+    }
+
+    /// The access a new role's config gives, checked against the other roles'.
+    fn access_of(&self, role: &str, msg: Option<&Role>) -> Result<Access, Refusal> {
+        let Some(any) = msg.and_then(|r| r.config.as_ref()) else {
+            return Ok(Access::Full);
+        };
+        if role.is_empty() {
+            return Err(Refusal::new(
+                code::INVALID_ARGUMENT,
+                "the default role (no role name) has full pipeline access and takes no role config",
+            ));
+        }
+        let scope = Scope::from_any(any)
+            .map_err(|e| Refusal::new(code::INVALID_ARGUMENT, format!("role '{role}': {e}")))?;
+        for (other, st) in &self.roles {
+            if other == role || st.by_election.is_empty() {
+                continue;
+            }
+            if let Access::Scoped(o) = &st.access
+                && let Some(why) = scope.conflict(role, o, other)
+            {
+                return Err(Refusal::new(code::INVALID_ARGUMENT, why));
+            }
+        }
+        Ok(Access::Scoped(Arc::new(scope)))
     }
 
     fn change_election(&mut self, stream: StreamId, id: u128) -> Result<Vec<Notice>, Refusal> {
@@ -353,6 +398,26 @@ impl Arbiter {
             .collect();
         v.sort();
         v
+    }
+
+    /// The primary stream of every role with what its role may see.
+    pub fn primaries_with_access(&self) -> Vec<(StreamId, Access)> {
+        let mut v: Vec<(String, StreamId, Access)> = self
+            .roles
+            .iter()
+            .filter_map(|(r, s)| s.primary().map(|p| (r.clone(), p.1, s.access.clone())))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v.into_iter().map(|(_, s, a)| (s, a)).collect()
+    }
+
+    /// What the clients of `role` may do: what its config allows while it has
+    /// streams; full access for the default role and roles without a config (or
+    /// without streams).
+    pub fn access(&self, role: &str) -> Access {
+        self.roles
+            .get(role)
+            .map_or(Access::Full, |s| s.access.clone())
     }
 
     /// Whether `stream` is the primary of its role.
@@ -480,6 +545,64 @@ mod tests {
         let a = Arbiter::new(0);
         assert!(a.check_primary("", None).is_ok());
         assert!(a.check_primary("", Some(&to_uint128(1))).is_err());
+    }
+
+    fn arb_cfg(id: u128, role: &str, ex: &[u32], sh: &[u32]) -> MasterArbitrationUpdate {
+        use prost::Message;
+        let c = crate::role::P4RoleConfig {
+            exclusive_p4_ids: ex.to_vec(),
+            shared_p4_ids: sh.to_vec(),
+            ..Default::default()
+        };
+        let mut m = arb(0, id, Some(role));
+        if let Some(r) = m.role.as_mut() {
+            r.config = Some(prost_types::Any {
+                type_url: "type.googleapis.com/stratum.P4RoleConfig".into(),
+                value: c.encode_to_vec(),
+            });
+        }
+        m
+    }
+
+    #[test]
+    fn role_configs() {
+        let mut a = Arbiter::new(0);
+        a.arbitrate(1, &arb_cfg(1, "l2", &[10, 11], &[20])).unwrap();
+        // the same config again, another client: a backup
+        assert_eq!(
+            summary(&a.arbitrate(2, &arb_cfg(0, "l2", &[10, 11], &[20])).unwrap()),
+            vec![(2, 6, 1)]
+        );
+        // another config for the same role
+        assert_eq!(
+            a.arbitrate(3, &arb_cfg(2, "l2", &[10], &[]))
+                .unwrap_err()
+                .code,
+            code::INVALID_ARGUMENT
+        );
+        // another role sharing 20 and holding 30: fine; claiming 10: refused
+        a.arbitrate(4, &arb_cfg(1, "acl", &[30], &[20])).unwrap();
+        let e = a.arbitrate(5, &arb_cfg(1, "bad", &[], &[10])).unwrap_err();
+        assert_eq!(e.code, code::INVALID_ARGUMENT);
+        assert!(
+            e.message.contains("exclusive to role 'l2'"),
+            "{}",
+            e.message
+        );
+        // a config on the default role
+        assert_eq!(
+            a.arbitrate(6, &arb_cfg(1, "", &[], &[])).unwrap_err().code,
+            code::INVALID_ARGUMENT
+        );
+        assert!(a.access("l2").allows(10) && !a.access("l2").allows(30));
+        assert!(a.access("acl").allows(20) && !a.access("acl").allows(10));
+        assert!(a.access("").is_full() && a.access("nobody").is_full());
+        assert_eq!(a.primaries_with_access().len(), 2);
+        // once every client of l2 is gone, its ids are free for another role
+        a.leave(1);
+        a.leave(2);
+        assert!(a.access("l2").is_full());
+        a.arbitrate(7, &arb_cfg(1, "l2b", &[10], &[])).unwrap();
     }
 
     #[test]

@@ -22,9 +22,11 @@ use crate::arbitration::code;
 use crate::bytestring::canonical;
 use crate::cpu::CpuChannel;
 use crate::device_config;
+use crate::metadata::{ControllerData, EntryMeta};
 use crate::proto::p4::v1 as p4;
 use crate::proto::p4::v1::get_forwarding_pipeline_config_request::ResponseType;
 use crate::proto::p4::v1::set_forwarding_pipeline_config_request::Action as SetAction;
+use crate::role::Access;
 use crate::status::{self, UpdateOutcome};
 use crate::stream::Sessions;
 use crate::translate::{self, Fail, Program, SelectorMode};
@@ -53,7 +55,22 @@ pub struct Device {
     digests: Mutex<HashSet<u32>>,
     /// How each action selector has been programmed since the pipeline was set.
     selector_modes: Mutex<HashMap<p4jet_runtime::ProfileId, SelectorMode>>,
+    /// The controller's metadata on entries and multicast groups.
+    controller_data: Mutex<ControllerData>,
     cpu: Option<Arc<CpuChannel>>,
+}
+
+/// What a successful update does to the controller's metadata.
+enum MetaChange {
+    /// A table entry inserted, modified or deleted.
+    Entry {
+        table: TableId,
+        key: p4jet_runtime::MatchKey,
+        ty: p4::update::Type,
+        meta: EntryMeta,
+    },
+    /// A multicast group written or deleted.
+    Group { id: u32, meta: Option<Vec<u8>> },
 }
 
 fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -98,6 +115,7 @@ impl Device {
             saved: RwLock::new(None),
             digests: Mutex::new(HashSet::new()),
             selector_modes: Mutex::new(HashMap::new()),
+            controller_data: Mutex::new(ControllerData::default()),
             cpu,
         }
     }
@@ -136,6 +154,12 @@ impl Device {
         self.sessions
             .check_primary(&role, req.election_id.as_ref())
             .map_err(status::refusal)?;
+        if !self.sessions.access(&role).may_push_pipeline() {
+            return Err(Status::permission_denied(format!(
+                "role '{role}' may not set the forwarding pipeline (its role config does not \
+                 set can_push_pipeline)"
+            )));
+        }
         let action = SetAction::try_from(req.action).unwrap_or(SetAction::Unspecified);
         let build = || -> Result<Program, Status> {
             let c = req.config.clone().ok_or_else(|| {
@@ -186,6 +210,7 @@ impl Device {
                 };
                 rt.set_pipeline(PipelineAction::Commit)
                     .map_err(|e| rt_status(&e))?;
+                lock(&self.controller_data).take_entries();
                 write(&self.saved, None);
                 write(&self.committed, Some(saved));
                 lock(&self.digests).clear();
@@ -199,6 +224,28 @@ impl Device {
                     PipelineAction::Reconcile(model(&p))
                 };
                 rt.set_pipeline(a).map_err(|e| rt_status(&e))?;
+                let carried = lock(&self.controller_data).take_entries();
+                if action == SetAction::ReconcileAndCommit
+                    && let Some(old) = read(&self.committed)
+                {
+                    // the entries reconciling kept keep their metadata: found by
+                    // table name and key in the new program
+                    let mut data = lock(&self.controller_data);
+                    for (t, entries) in carried {
+                        let Some(nt) = old
+                            .schema
+                            .table(t)
+                            .and_then(|x| p.schema.table_by_name(&x.name))
+                        else {
+                            continue;
+                        };
+                        for (key, meta) in entries.into_values() {
+                            if let Ok(e) = rt.table_entry(nt, &EntryRef::Key(key)) {
+                                data.set_entry(nt, &e, meta);
+                            }
+                        }
+                    }
+                }
                 write(&self.saved, None);
                 let p = Arc::new(p);
                 if action == SetAction::VerifyAndCommit {
@@ -259,6 +306,7 @@ impl Device {
             .check_primary(&role, req.election_id.as_ref())
             .map_err(status::refusal)?;
         let prog = self.program().ok_or_else(status::no_pipeline)?;
+        let access = self.sessions.access(&role);
         let atomicity = match p4::write_request::Atomicity::try_from(req.atomicity) {
             Ok(p4::write_request::Atomicity::ContinueOnError) => Atomicity::ContinueOnError,
             Ok(p4::write_request::Atomicity::RollbackOnError) => Atomicity::RollbackOnError,
@@ -277,7 +325,17 @@ impl Device {
         let mut batch: Vec<Update> = Vec::with_capacity(n);
         let mut digest_changes: Vec<(u32, bool)> = vec![];
         let mut modes: Vec<Option<(p4jet_runtime::ProfileId, SelectorMode)>> = vec![None; n];
+        let mut meta_changes: Vec<Option<MetaChange>> = (0..n).map(|_| None).collect();
         for (i, u) in req.updates.iter().enumerate() {
+            if let Some(e) = u.entity.as_ref().and_then(|e| e.entity.as_ref())
+                && let Err(why) = in_scope(&prog, &access, e)
+            {
+                outcomes[i] = Some(UpdateOutcome::err(
+                    code::PERMISSION_DENIED,
+                    format!("role '{role}' may not write {why}"),
+                ));
+                continue;
+            }
             if let Some((p, m)) = prog.selector_use(u) {
                 if let Err(f) = self.check_selector_mode(p, m, &modes) {
                     outcomes[i] = Some(UpdateOutcome::err(f.code, f.message));
@@ -312,17 +370,31 @@ impl Device {
                 .collect();
             return status::write_result(&outs);
         }
+        // metadata bookkeeping only where a controller uses metadata
+        if !lock(&self.controller_data).is_empty() || req.updates.iter().any(carries_metadata) {
+            for (i, _) in &groups {
+                meta_changes[*i] = meta_change(&prog, &req.updates[*i]);
+            }
+        }
+        let mut rt = lock(&self.runtime);
+        let before = self.meta_before(&mut *rt, &mut meta_changes);
         let result = if batch.is_empty() {
             p4jet_runtime::BatchResult::default()
         } else {
-            lock(&self.runtime).write(batch, atomicity)
+            rt.write(batch, atomicity)
         };
+        drop(rt);
         let mut results = result.results.into_iter();
+        let mut inserted: Vec<Option<p4jet_runtime::EntryHandle>> = vec![None; n];
         for (i, count) in groups {
             let mut out = UpdateOutcome::ok();
             for _ in 0..count {
                 match results.next() {
-                    Some(Ok(_)) => {}
+                    Some(Ok(a)) => {
+                        if inserted[i].is_none() {
+                            inserted[i] = a.entry();
+                        }
+                    }
                     Some(Err(e)) => {
                         if out.code == 0 {
                             out = UpdateOutcome::err(translate::error_code(&e), e.to_string());
@@ -341,6 +413,9 @@ impl Device {
             .into_iter()
             .map(|o| o.unwrap_or_else(UpdateOutcome::ok))
             .collect();
+        if let Some(before) = before {
+            self.apply_meta_changes(meta_changes, before, &outs, &inserted);
+        }
         {
             let mut sm = lock(&self.selector_modes);
             for (i, m) in modes.iter().enumerate() {
@@ -373,6 +448,110 @@ impl Device {
             }
         }
         status::write_result(&outs)
+    }
+
+    /// Narrows the metadata changes of a batch to the tables that need bookkeeping
+    /// (an update of the batch carries metadata, or entries have some already), and
+    /// looks up, before the batch, the entries its modifies and deletes name. None:
+    /// nothing to do (no metadata anywhere near this batch).
+    #[allow(clippy::type_complexity)]
+    fn meta_before(
+        &self,
+        rt: &mut (dyn Runtime + Send),
+        changes: &mut [Option<MetaChange>],
+    ) -> Option<HashMap<(TableId, p4jet_runtime::MatchKey), Option<p4jet_runtime::EntryHandle>>>
+    {
+        if changes.iter().all(Option::is_none) {
+            return None;
+        }
+        let data = lock(&self.controller_data);
+        let mut involved: HashSet<TableId> = HashSet::new();
+        for c in changes.iter().flatten() {
+            if let MetaChange::Entry { table, meta, .. } = c
+                && (!meta.is_empty() || data.has_table(*table))
+            {
+                involved.insert(*table);
+            }
+        }
+        drop(data);
+        let mut before = HashMap::new();
+        for c in changes.iter_mut() {
+            if let Some(MetaChange::Entry { table, key, ty, .. }) = c {
+                if !involved.contains(table) {
+                    *c = None;
+                } else if *ty != p4::update::Type::Insert {
+                    let h = rt
+                        .table_entry(*table, &EntryRef::Key(key.clone()))
+                        .ok()
+                        .map(|e| e.handle);
+                    before.entry((*table, key.clone())).or_insert(h);
+                }
+            }
+        }
+        Some(before)
+    }
+
+    /// Keeps the metadata of the updates that were applied, following the batch in
+    /// order (an entry may be inserted, modified and deleted in one batch).
+    fn apply_meta_changes(
+        &self,
+        changes: Vec<Option<MetaChange>>,
+        mut current: HashMap<
+            (TableId, p4jet_runtime::MatchKey),
+            Option<p4jet_runtime::EntryHandle>,
+        >,
+        outs: &[UpdateOutcome],
+        inserted: &[Option<p4jet_runtime::EntryHandle>],
+    ) {
+        // the last word on each entry (empty: forget it)
+        let mut last: HashMap<(TableId, p4jet_runtime::EntryHandle), EntryMeta> = HashMap::new();
+        let mut groups: Vec<(u32, Vec<u8>)> = vec![];
+        for (i, c) in changes.into_iter().enumerate() {
+            let Some(c) = c else { continue };
+            if outs.get(i).is_none_or(|o| o.code != 0) {
+                continue;
+            }
+            match c {
+                MetaChange::Group { id, meta } => groups.push((id, meta.unwrap_or_default())),
+                MetaChange::Entry {
+                    table,
+                    key,
+                    ty,
+                    meta,
+                } => {
+                    let slot = current.entry((table, key)).or_insert(None);
+                    match ty {
+                        p4::update::Type::Insert => {
+                            *slot = inserted[i];
+                            if let Some(h) = inserted[i] {
+                                last.insert((table, h), meta);
+                            }
+                        }
+                        p4::update::Type::Modify => {
+                            if let Some(h) = *slot {
+                                last.insert((table, h), meta);
+                            }
+                        }
+                        _ => {
+                            if let Some(h) = slot.take() {
+                                last.insert((table, h), EntryMeta::default());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut rt = self.rt();
+        let mut data = lock(&self.controller_data);
+        for (id, meta) in groups {
+            data.set_group(id, meta);
+        }
+        for ((t, h), meta) in last {
+            match rt.table_entry(t, &EntryRef::Handle(h)) {
+                Ok(e) if !meta.is_empty() => data.set_entry(t, &e, meta),
+                _ => data.remove_entry(t, h),
+            }
+        }
     }
 
     /// Refuses mixing one-shot and member/group programming on one selector
@@ -443,6 +622,8 @@ impl Device {
             buf: vec![],
             bytes: 0,
             sent: false,
+            role: req.role.clone(),
+            access: self.sessions.access(&req.role),
         };
         for e in &req.entities {
             if let Err(st) = self.read_entity(&prog, e, &mut sink) {
@@ -477,7 +658,16 @@ impl Device {
             E::RegisterEntry(r) => self.read_registers(prog, r, sink),
             E::ValueSetEntry(v) => self.read_value_sets(prog, v, sink),
             E::DigestEntry(d) => self.read_digests(prog, d, sink),
-            E::PacketReplicationEngineEntry(p) => self.read_pre(p, sink),
+            E::PacketReplicationEngineEntry(p) => {
+                if !sink.access.is_full() {
+                    return Err(Status::permission_denied(format!(
+                        "role '{}' may not read the packet replication engine (only roles with \
+                         full pipeline access may)",
+                        sink.role
+                    )));
+                }
+                self.read_pre(p, sink)
+            }
             E::ExternEntry(_) => Err(Status::unimplemented(
                 "extern entries: v1model has no architecture-specific extern for P4Runtime",
             )),
@@ -488,21 +678,43 @@ impl Device {
         lock(&self.runtime)
     }
 
-    fn tables_of(&self, prog: &Program, table_id: u32) -> Result<Vec<(u32, TableId)>, Status> {
+    /// The controller's metadata of entry `e` of table `t`, into `out`.
+    fn put_meta(&self, t: TableId, e: &p4jet_runtime::TableEntry, out: &mut p4::TableEntry) {
+        put_meta(&lock(&self.controller_data), t, e, out);
+    }
+
+    /// The tables a read names (`table_id` 0: every one) that the reader may see;
+    /// `direct` also lets a role see a table through its direct counter or meter.
+    fn tables_of(
+        &self,
+        prog: &Program,
+        table_id: u32,
+        sink: &Sink<'_>,
+        direct: bool,
+    ) -> Result<Vec<(u32, TableId)>, Status> {
+        let sees = |id: u32, wildcard: bool| {
+            if direct && direct_ids(prog, id).any(|d| sink.access.allows(d)) {
+                return Ok(true);
+            }
+            sink.sees(id, wildcard, "table")
+        };
         if table_id == 0 {
-            let mut v: Vec<(u32, TableId)> = prog
-                .p4info
-                .tables
-                .iter()
-                .filter_map(|t| {
-                    let id = t.preamble.as_ref()?.id;
-                    Some((id, prog.join.table(id)?))
-                })
-                .collect();
+            let mut v: Vec<(u32, TableId)> = vec![];
+            for t in &prog.p4info.tables {
+                let Some(id) = t.preamble.as_ref().map(|p| p.id) else {
+                    continue;
+                };
+                if let Some(t) = prog.join.table(id)
+                    && sees(id, true)?
+                {
+                    v.push((id, t));
+                }
+            }
             v.sort();
             Ok(v)
         } else {
             let (t, _, _) = prog.table(table_id).map_err(fail)?;
+            sees(table_id, false)?;
             Ok(vec![(table_id, t)])
         }
     }
@@ -516,33 +728,35 @@ impl Device {
         let with_counter = te.counter_data.is_some();
         let with_meter = te.meter_config.is_some();
         let with_idle = te.time_since_last_hit.is_some();
-        for (_, t) in self.tables_of(prog, te.table_id)? {
+        for (_, t) in self.tables_of(prog, te.table_id, sink, false)? {
             let st = prog
                 .schema
                 .table(t)
                 .ok_or_else(|| Status::internal("schema"))?;
-            let decorate = |rt: &mut dyn Runtime, e: &p4jet_runtime::TableEntry| {
-                let mut out = prog.entry_to_p4(t, e);
-                let r = EntryRef::Handle(e.handle);
-                if with_counter
-                    && st.direct_counter.is_some()
-                    && let Ok(c) = rt.direct_counter(t, &r)
-                {
-                    out.counter_data = Some(translate::counter_to_p4(&c));
-                }
-                if with_meter
-                    && st.direct_meter.is_some()
-                    && let Ok(m) = rt.direct_meter(t, &r)
-                {
-                    out.meter_config = translate::meter_to_p4(&m);
-                }
-                if with_idle && let Some(ttl) = e.ttl {
-                    out.time_since_last_hit = Some(p4::table_entry::IdleTimeout {
-                        elapsed_ns: (ttl.idle_ms as i64).saturating_mul(1_000_000),
-                    });
-                }
-                out
-            };
+            let decorate =
+                |rt: &mut dyn Runtime, data: &ControllerData, e: &p4jet_runtime::TableEntry| {
+                    let mut out = prog.entry_to_p4(t, e);
+                    put_meta(data, t, e, &mut out);
+                    let r = EntryRef::Handle(e.handle);
+                    if with_counter
+                        && st.direct_counter.is_some()
+                        && let Ok(c) = rt.direct_counter(t, &r)
+                    {
+                        out.counter_data = Some(translate::counter_to_p4(&c));
+                    }
+                    if with_meter
+                        && st.direct_meter.is_some()
+                        && let Ok(m) = rt.direct_meter(t, &r)
+                    {
+                        out.meter_config = translate::meter_to_p4(&m);
+                    }
+                    if with_idle && let Some(ttl) = e.ttl {
+                        out.time_since_last_hit = Some(p4::table_entry::IdleTimeout {
+                            elapsed_ns: (ttl.idle_ms as i64).saturating_mul(1_000_000),
+                        });
+                    }
+                    out
+                };
             if te.is_default_action {
                 let d = self.rt().default_entry(t).map_err(|e| rt_status(&e))?;
                 if let Some(a) = d {
@@ -563,7 +777,7 @@ impl Device {
                 let mut rt = self.rt();
                 match rt.table_entry(t, &EntryRef::Key(key)) {
                     Ok(e) => {
-                        let out = decorate(&mut *rt, &e);
+                        let out = decorate(&mut *rt, &lock(&self.controller_data), &e);
                         drop(rt);
                         sink.push(entity_table(out));
                     }
@@ -580,8 +794,12 @@ impl Device {
                     let page = rt
                         .table_entries(t, from, READ_PAGE)
                         .map_err(|e| rt_status(&e))?;
-                    let outs: Vec<p4::TableEntry> =
-                        page.entries.iter().map(|e| decorate(&mut *rt, e)).collect();
+                    let data = lock(&self.controller_data);
+                    let outs: Vec<p4::TableEntry> = page
+                        .entries
+                        .iter()
+                        .map(|e| decorate(&mut *rt, &data, e))
+                        .collect();
                     (outs, page.next)
                 };
                 for o in outs {
@@ -608,7 +826,7 @@ impl Device {
     ) -> Result<(), Status> {
         let te = te.cloned().unwrap_or_default();
         let what = if counter { "counter" } else { "meter" };
-        for (_, t) in self.tables_of(prog, te.table_id)? {
+        for (_, t) in self.tables_of(prog, te.table_id, sink, true)? {
             let st = prog
                 .schema
                 .table(t)
@@ -700,6 +918,7 @@ impl Device {
         &self,
         prog: &Program,
         id: u32,
+        sink: &Sink<'_>,
     ) -> Result<Vec<(u32, p4jet_runtime::ProfileId)>, Status> {
         if id == 0 {
             Ok(prog
@@ -710,12 +929,14 @@ impl Device {
                     let id = p.preamble.as_ref()?.id;
                     Some((id, prog.join.profile(id)?))
                 })
+                .filter(|(id, _)| sink.access.allows(*id))
                 .collect())
         } else {
             let p = prog
                 .join
                 .profile(id)
                 .ok_or_else(|| Status::not_found(format!("Unknown action profile id {id}")))?;
+            sink.sees(id, false, "action profile")?;
             Ok(vec![(id, p)])
         }
     }
@@ -726,7 +947,7 @@ impl Device {
         m: &p4::ActionProfileMember,
         sink: &mut Sink<'_>,
     ) -> Result<(), Status> {
-        for (pid, p) in self.profiles_of(prog, m.action_profile_id)? {
+        for (pid, p) in self.profiles_of(prog, m.action_profile_id, sink)? {
             let members = if m.member_id != 0 {
                 match self.rt().member(p, p4jet_runtime::MemberId(m.member_id)) {
                     Ok(x) => vec![x],
@@ -757,7 +978,7 @@ impl Device {
         g: &p4::ActionProfileGroup,
         sink: &mut Sink<'_>,
     ) -> Result<(), Status> {
-        for (pid, p) in self.profiles_of(prog, g.action_profile_id)? {
+        for (pid, p) in self.profiles_of(prog, g.action_profile_id, sink)? {
             if !prog.schema.profile(p).is_some_and(|x| x.with_selector) {
                 continue;
             }
@@ -812,14 +1033,15 @@ impl Device {
                     let id = x.preamble.as_ref()?.id;
                     Some((id, prog.join.counter(id)?))
                 })
+                .filter(|(id, _)| sink.access.allows(*id))
                 .collect()
         } else {
-            vec![(
-                c.counter_id,
-                prog.join.counter(c.counter_id).ok_or_else(|| {
-                    Status::not_found(format!("Unknown counter id {}", c.counter_id))
-                })?,
-            )]
+            let id = prog
+                .join
+                .counter(c.counter_id)
+                .ok_or_else(|| Status::not_found(format!("Unknown counter id {}", c.counter_id)))?;
+            sink.sees(c.counter_id, false, "counter")?;
+            vec![(c.counter_id, id)]
         };
         for (pid, id) in ids {
             let size = prog.schema.counter(id).map_or(0, |x| x.size);
@@ -873,14 +1095,15 @@ impl Device {
                     let id = x.preamble.as_ref()?.id;
                     Some((id, prog.join.meter(id)?))
                 })
+                .filter(|(id, _)| sink.access.allows(*id))
                 .collect()
         } else {
-            vec![(
-                m.meter_id,
-                prog.join
-                    .meter(m.meter_id)
-                    .ok_or_else(|| Status::not_found(format!("Unknown meter id {}", m.meter_id)))?,
-            )]
+            let id = prog
+                .join
+                .meter(m.meter_id)
+                .ok_or_else(|| Status::not_found(format!("Unknown meter id {}", m.meter_id)))?;
+            sink.sees(m.meter_id, false, "meter")?;
+            vec![(m.meter_id, id)]
         };
         for (pid, id) in ids {
             let size = prog.schema.meter(id).map_or(0, |x| x.size);
@@ -930,14 +1153,14 @@ impl Device {
                     let id = x.preamble.as_ref()?.id;
                     Some((id, prog.join.register(id)?))
                 })
+                .filter(|(id, _)| sink.access.allows(*id))
                 .collect()
         } else {
-            vec![(
-                r.register_id,
-                prog.join.register(r.register_id).ok_or_else(|| {
-                    Status::not_found(format!("Unknown register id {}", r.register_id))
-                })?,
-            )]
+            let id = prog.join.register(r.register_id).ok_or_else(|| {
+                Status::not_found(format!("Unknown register id {}", r.register_id))
+            })?;
+            sink.sees(r.register_id, false, "register")?;
+            vec![(r.register_id, id)]
         };
         for (pid, id) in ids {
             let size = prog.schema.register(id).map_or(0, |x| x.size);
@@ -1001,6 +1224,9 @@ impl Device {
         }
         for s in sets {
             let pid = s.preamble.as_ref().map_or(0, |p| p.id);
+            if !sink.sees(pid, v.value_set_id == 0, "value set")? {
+                continue;
+            }
             let Some(id) = prog.join.value_set(pid) else {
                 continue;
             };
@@ -1034,8 +1260,11 @@ impl Device {
                 d.digest_id
             )));
         }
+        if d.digest_id != 0 {
+            sink.sees(d.digest_id, false, "digest")?;
+        }
         for id in configured {
-            if d.digest_id != 0 && d.digest_id != id {
+            if (d.digest_id != 0 && d.digest_id != id) || !sink.access.allows(id) {
                 continue;
             }
             let Some(m) = prog.join.digest(id) else {
@@ -1076,7 +1305,10 @@ impl Device {
                                 r#type: Some(T::MulticastGroupEntry(p4::MulticastGroupEntry {
                                     multicast_group_id: grp.id,
                                     replicas: translate::replicas_to_p4(&replicas),
-                                    metadata: vec![],
+                                    metadata: lock(&self.controller_data)
+                                        .group(grp.id)
+                                        .map(<[u8]>::to_vec)
+                                        .unwrap_or_default(),
                                 })),
                             },
                         )),
@@ -1166,9 +1398,11 @@ impl Device {
         let Some(pi) = prog.io.packet_in(frame) else {
             return;
         };
-        self.sessions.send_to_primaries(&p4::StreamMessageResponse {
-            update: Some(p4::stream_message_response::Update::Packet(pi)),
-        });
+        let to = |a: &Access| a.receives_packet_in(&pi.metadata);
+        let m = p4::StreamMessageResponse {
+            update: Some(p4::stream_message_response::Update::Packet(pi.clone())),
+        };
+        self.sessions.send_to_primaries_if(&m, to);
     }
 
     /// A DigestListAck of the primary.
@@ -1230,16 +1464,19 @@ impl Device {
                 .iter()
                 .map(|s| digest_data(s, &fields, is_struct))
                 .collect();
-            self.sessions.send_to_primaries(&p4::StreamMessageResponse {
-                update: Some(p4::stream_message_response::Update::Digest(
-                    p4::DigestList {
-                        digest_id: pid,
-                        list_id: l.list_id,
-                        data,
-                        timestamp: now,
-                    },
-                )),
-            });
+            self.sessions.send_to_primaries_if(
+                &p4::StreamMessageResponse {
+                    update: Some(p4::stream_message_response::Update::Digest(
+                        p4::DigestList {
+                            digest_id: pid,
+                            list_id: l.list_id,
+                            data,
+                            timestamp: now,
+                        },
+                    )),
+                },
+                |a| a.allows(pid),
+            );
         }
         for it in idle {
             let entries = it
@@ -1248,22 +1485,27 @@ impl Device {
                 .map(|e| {
                     let mut x = prog.entry_to_p4(it.table, e);
                     x.action = None;
+                    self.put_meta(it.table, e, &mut x);
                     x
                 })
                 .collect::<Vec<_>>();
             if entries.is_empty() {
                 continue;
             }
-            self.sessions.send_to_primaries(&p4::StreamMessageResponse {
-                update: Some(
-                    p4::stream_message_response::Update::IdleTimeoutNotification(
-                        p4::IdleTimeoutNotification {
-                            table_entry: entries,
-                            timestamp: now,
-                        },
+            let tid = prog.join.table_p4info_id(it.table).unwrap_or(0);
+            self.sessions.send_to_primaries_if(
+                &p4::StreamMessageResponse {
+                    update: Some(
+                        p4::stream_message_response::Update::IdleTimeoutNotification(
+                            p4::IdleTimeoutNotification {
+                                table_entry: entries,
+                                timestamp: now,
+                            },
+                        ),
                     ),
-                ),
-            });
+                },
+                |a| a.allows(tid),
+            );
         }
     }
 
@@ -1303,6 +1545,131 @@ impl Device {
             }
         }));
         v
+    }
+}
+
+/// The controller's metadata of entry `e` of table `t`, into `out`.
+fn put_meta(
+    data: &ControllerData,
+    t: TableId,
+    e: &p4jet_runtime::TableEntry,
+    out: &mut p4::TableEntry,
+) {
+    if let Some(m) = data.entry(t, e) {
+        out.metadata = m.metadata.clone();
+        #[allow(deprecated)] // controller_metadata: P4Runtime < 1.2 clients
+        {
+            out.controller_metadata = m.controller_metadata;
+        }
+    }
+}
+
+/// Whether update `u` gives an entry or a multicast group metadata.
+fn carries_metadata(u: &p4::Update) -> bool {
+    use p4::entity::Entity as E;
+    match u.entity.as_ref().and_then(|e| e.entity.as_ref()) {
+        #[allow(deprecated)] // controller_metadata: P4Runtime < 1.2 clients
+        Some(E::TableEntry(te)) => !te.metadata.is_empty() || te.controller_metadata != 0,
+        Some(E::PacketReplicationEngineEntry(p)) => matches!(
+            p.r#type.as_ref(),
+            Some(p4::packet_replication_engine_entry::Type::MulticastGroupEntry(g))
+                if !g.metadata.is_empty()
+        ),
+        _ => false,
+    }
+}
+
+/// What update `u` (translated without error) may change of the controller's
+/// metadata.
+fn meta_change(prog: &Program, u: &p4::Update) -> Option<MetaChange> {
+    use p4::entity::Entity as E;
+    let ty = p4::update::Type::try_from(u.r#type).ok()?;
+    match u.entity.as_ref()?.entity.as_ref()? {
+        E::TableEntry(te) if !te.is_default_action => {
+            #[allow(deprecated)] // controller_metadata: P4Runtime < 1.2 clients
+            let meta = EntryMeta {
+                metadata: te.metadata.clone(),
+                controller_metadata: te.controller_metadata,
+            };
+            let (table, _, _) = prog.table(te.table_id).ok()?;
+            let (_, key) = prog.key(te).ok()?;
+            Some(MetaChange::Entry {
+                table,
+                key,
+                ty,
+                meta,
+            })
+        }
+        E::PacketReplicationEngineEntry(p) => match p.r#type.as_ref()? {
+            p4::packet_replication_engine_entry::Type::MulticastGroupEntry(g) => {
+                Some(MetaChange::Group {
+                    id: g.multicast_group_id,
+                    meta: (ty != p4::update::Type::Delete).then(|| g.metadata.clone()),
+                })
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The P4Info ids of the direct counter and direct meter of table `table_id`.
+fn direct_ids(prog: &Program, table_id: u32) -> impl Iterator<Item = u32> + '_ {
+    let counters = prog
+        .p4info
+        .direct_counters
+        .iter()
+        .filter(move |c| c.direct_table_id == table_id)
+        .filter_map(|c| c.preamble.as_ref().map(|p| p.id));
+    let meters = prog
+        .p4info
+        .direct_meters
+        .iter()
+        .filter(move |m| m.direct_table_id == table_id)
+        .filter_map(|m| m.preamble.as_ref().map(|p| p.id));
+    counters.chain(meters)
+}
+
+/// Whether a role with `access` may write entity `e`; else what it may not write.
+fn in_scope(prog: &Program, access: &Access, e: &p4::entity::Entity) -> Result<(), String> {
+    use p4::entity::Entity as E;
+    if access.is_full() {
+        return Ok(());
+    }
+    let (what, id) = match e {
+        E::TableEntry(t) => ("table", t.table_id),
+        E::ActionProfileMember(m) => ("action profile", m.action_profile_id),
+        E::ActionProfileGroup(g) => ("action profile", g.action_profile_id),
+        E::CounterEntry(c) => ("counter", c.counter_id),
+        E::MeterEntry(m) => ("meter", m.meter_id),
+        E::RegisterEntry(r) => ("register", r.register_id),
+        E::ValueSetEntry(v) => ("value set", v.value_set_id),
+        E::DigestEntry(d) => ("digest", d.digest_id),
+        E::ExternEntry(x) => ("extern", x.extern_id),
+        E::DirectCounterEntry(d) => {
+            let t = d.table_entry.as_ref().map_or(0, |t| t.table_id);
+            if direct_ids(prog, t).any(|id| access.allows(id)) {
+                return Ok(());
+            }
+            ("the direct counter of table", t)
+        }
+        E::DirectMeterEntry(d) => {
+            let t = d.table_entry.as_ref().map_or(0, |t| t.table_id);
+            if direct_ids(prog, t).any(|id| access.allows(id)) {
+                return Ok(());
+            }
+            ("the direct meter of table", t)
+        }
+        E::PacketReplicationEngineEntry(_) => {
+            return Err(
+                "the packet replication engine (only roles with full pipeline access may)".into(),
+            );
+        }
+    };
+    if access.allows(id) {
+        Ok(())
+    } else {
+        Err(format!("{what} {id} (not in its role config)"))
     }
 }
 
@@ -1387,9 +1754,27 @@ struct Sink<'a> {
     buf: Vec<p4::Entity>,
     bytes: usize,
     sent: bool,
+    /// The reading role (ReadRequest.role) and what it may see.
+    role: String,
+    access: Access,
 }
 
 impl Sink<'_> {
+    /// Whether the reader may see the object with this P4Info id: wildcard reads
+    /// (`wildcard`) leave it out silently, a read naming it is refused.
+    fn sees(&self, id: u32, wildcard: bool, what: &str) -> Result<bool, Status> {
+        if self.access.allows(id) {
+            Ok(true)
+        } else if wildcard {
+            Ok(false)
+        } else {
+            Err(Status::permission_denied(format!(
+                "role '{}' may not read {what} {id} (not in its role config)",
+                self.role
+            )))
+        }
+    }
+
     fn push(&mut self, e: p4::Entity) {
         let n = e.encoded_len() + 4;
         if self.bytes + n > READ_CHUNK_BYTES && !self.buf.is_empty() {

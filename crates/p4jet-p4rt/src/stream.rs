@@ -15,6 +15,7 @@ use tonic::Status;
 
 use crate::arbitration::{Arbiter, Notice, Refusal, StreamId};
 use crate::proto::p4::v1::{StreamMessageResponse, stream_message_response};
+use crate::role::Access;
 
 /// Messages a stream's queue holds.
 pub const STREAM_QUEUE: usize = 1024;
@@ -128,11 +129,29 @@ impl Sessions {
         ok
     }
 
+    /// What the clients of `role` may do (its role config).
+    pub fn access(&self, role: &str) -> Access {
+        lock(&self.inner).arbiter.access(role)
+    }
+
     /// Sends a message to the primary of every role; returns how many got it.
     pub fn send_to_primaries(&self, m: &StreamMessageResponse) -> usize {
+        self.send_to_primaries_if(m, |_| true)
+    }
+
+    /// Sends a message to the primary of every role whose access `to` accepts;
+    /// returns how many got it.
+    pub fn send_to_primaries_if(
+        &self,
+        m: &StreamMessageResponse,
+        to: impl Fn(&Access) -> bool,
+    ) -> usize {
         let g = lock(&self.inner);
         let mut n = 0;
-        for (_, s) in g.arbiter.primaries() {
+        for (s, access) in g.arbiter.primaries_with_access() {
+            if !to(&access) {
+                continue;
+            }
             if let Some(tx) = g.streams.get(&s) {
                 if tx.try_send(Ok(m.clone())).is_ok() {
                     n += 1;

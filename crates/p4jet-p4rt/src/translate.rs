@@ -643,6 +643,12 @@ impl Program {
                     message: format!("table {tname}: the default action is const"),
                 });
             }
+            #[allow(deprecated)] // controller_metadata: P4Runtime < 1.2 clients
+            if !te.metadata.is_empty() || te.controller_metadata != 0 {
+                return Err(Fail::unimplemented(format!(
+                    "table {tname}: metadata on the default entry is not kept (only on entries)"
+                )));
+            }
             if te.action.as_ref().and_then(|a| a.r#type.as_ref()).is_none() {
                 return Ok(vec![Update::ResetDefault { table: t }]);
             }
@@ -656,12 +662,6 @@ impl Program {
             });
         }
         let (_, key) = self.key(te)?;
-        #[allow(deprecated)] // controller_metadata: P4Runtime < 1.2 clients
-        if ty != UpdateType::Delete && (!te.metadata.is_empty() || te.controller_metadata != 0) {
-            return Err(Fail::unimplemented(format!(
-                "table {tname}: entry metadata (the controller's per-entry cookie) is not kept"
-            )));
-        }
         if te.idle_timeout_ns < 0 {
             return Err(Fail::invalid("idle_timeout_ns must not be negative"));
         }
@@ -1036,11 +1036,6 @@ impl Program {
                     return Ok(vec![Update::DeleteMulticastGroup {
                         group: g.multicast_group_id,
                     }]);
-                }
-                if !g.metadata.is_empty() {
-                    return Err(Fail::unimplemented(
-                        "multicast group metadata (the controller's cookie) is not kept",
-                    ));
                 }
                 let replicas = replicas(&g.replicas)?;
                 let mut seen = replicas.clone();

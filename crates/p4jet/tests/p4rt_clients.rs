@@ -172,6 +172,61 @@ fn finsy_learns_mac_addresses_from_digests() {
     }
 }
 
+/// Roles with role configs (`tests/p4rt/roles.py`): per-role primaries, scoped
+/// writes and reads, who may push the pipeline, and which primary gets which
+/// PacketIn, DigestList and idle timeout notification for two frames sent here.
+#[test]
+fn roles_and_role_configs() {
+    let Some(bin) = p4rt_venv() else { return };
+    let dir = tmpdir("p4rt-roles");
+    let mut sw = GrpcSwitch::start(&dir, &[0, 1, 2, 3], &[]);
+    let mut child = Command::new(bin.join("python3"))
+        .arg(p4rt_script("roles.py"))
+        .args([sw.addr(), sw.device_id.to_string(), p4info(), json()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let mut lines: Vec<String> = vec![];
+    let start = Instant::now();
+    while !lines.iter().any(|l| l == "READY") {
+        if let Some(st) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            use std::io::Read;
+            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+            panic!("roles.py exited {st} before READY: {lines:?}\n{err}");
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "{lines:?}");
+        if let Ok(l) = rx.recv_timeout(Duration::from_millis(100)) {
+            lines.push(l);
+        }
+    }
+    // new source MACs (learn digests) to 0xcc, which role l2 sends to the CPU
+    sw.run.send(1, &eth(0xcc, 0xa1, 0x88b5));
+    sw.run.send(2, &eth(0xcc, 0xa2, 0x88b5));
+    let st = child.wait().unwrap();
+    lines.extend(rx.try_iter());
+    let mut err = String::new();
+    use std::io::Read;
+    let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+    eprintln!("roles.py:\n{}\n{err}", lines.join("\n"));
+    assert!(
+        st.success()
+            && lines
+                .last()
+                .is_some_and(|l| l.ends_with(" passed, 0 failed")),
+        "roles.py failed ({st}); switch stderr:\n{}",
+        sw.run.stderr()
+    );
+}
+
 /// `--grpc-server-ssl` with a certificate, then also `--grpc-server-cacert` and
 /// `--grpc-server-with-client-auth`: a grpcio client over TLS (with and without a
 /// client certificate) and over plain text.

@@ -104,6 +104,15 @@ const KNOWN: &[(&str, &str)] = &[
     ),
     ("read value sets", "PI: UNIMPLEMENTED"),
     (
+        "malformed StreamChannel message",
+        "PI ends the stream with OK; p4jet with INTERNAL (tonic's decode error), as for \
+         the other RPCs",
+    ),
+    (
+        "the group's metadata read back",
+        "PI accepts multicast group metadata and drops it; p4jet keeps it",
+    ),
+    (
         "read digest configs",
         "PI: UNIMPLEMENTED without a digest id; p4jet reads every configured digest",
     ),

@@ -384,6 +384,35 @@ expect(o, "UNKNOWN", details=["INVALID_ARGUMENT"])
 ents, o = c.read("read a whole register", [pb.Entity(register_entry=pb.RegisterEntry(register_id=REG))])
 expect(o, "OK", count=512)
 
+# ---------------------------------------------------------------- controller metadata
+def meta_of(name, key):
+    ents, o = c.read(name, [pb.Entity(table_entry=key)])
+    o["metadata"] = ents[0].table_entry.metadata.hex() if ents else None
+    return o
+
+
+cookie = fwd(0x70, 1)
+cookie.metadata = b"cookie-1"
+_, o = c.write("insert an entry with metadata", [update("INSERT", table_entry=cookie)], 10)
+expect(o, "OK")
+expect(meta_of("its metadata read back", fwd(0x70, 1)), "OK", metadata=b"cookie-1".hex())
+cookie.metadata = b"cookie-2"
+_, o = c.write("modify its metadata", [update("MODIFY", table_entry=cookie)], 10)
+expect(o, "OK")
+expect(meta_of("the new metadata read back", fwd(0x70, 1)), "OK", metadata=b"cookie-2".hex())
+_, o = c.write("modify it without metadata", [update("MODIFY", table_entry=fwd(0x70, 2))], 10)
+expect(o, "OK")
+expect(meta_of("no metadata after that", fwd(0x70, 1)), "OK", metadata="")
+cookie.metadata = b"cookie-3"
+_, o = c.write("delete it, insert it again with metadata, delete, insert without",
+               [update("MODIFY", table_entry=cookie), update("DELETE", table_entry=fwd(0x70, 1)),
+                update("INSERT", table_entry=cookie), update("DELETE", table_entry=fwd(0x70, 1)),
+                update("INSERT", table_entry=fwd(0x70, 1))], 10)
+expect(o, "OK")
+expect(meta_of("a deleted entry's metadata is not the new one's", fwd(0x70, 1)), "OK", metadata="")
+_, o = c.write("remove it", [update("DELETE", table_entry=fwd(0x70, 1))], 10)
+expect(o, "OK")
+
 # ---------------------------------------------------------------- PRE, value sets, digests
 mg = pb.MulticastGroupEntry(multicast_group_id=1)
 for p in (0, 1, 2, 3, 255):
@@ -395,6 +424,12 @@ expect(o, "UNKNOWN", details=["ALREADY_EXISTS"])
 ents, o = c.read("read multicast groups", [pb.Entity(packet_replication_engine_entry=pb.PacketReplicationEngineEntry(multicast_group_entry=pb.MulticastGroupEntry()))])
 o["replicas"] = sorted(len(e.packet_replication_engine_entry.multicast_group_entry.replicas) for e in ents)
 expect(o, "OK", count=1, replicas=[5])
+mg.metadata = b"flood"
+_, o = c.write("modify the group with metadata", [update("MODIFY", packet_replication_engine_entry=pb.PacketReplicationEngineEntry(multicast_group_entry=mg))], 10)
+expect(o, "OK")
+ents, o = c.read("the group's metadata read back", [pb.Entity(packet_replication_engine_entry=pb.PacketReplicationEngineEntry(multicast_group_entry=pb.MulticastGroupEntry(multicast_group_id=1)))])
+o["metadata"] = [e.packet_replication_engine_entry.multicast_group_entry.metadata.hex() for e in ents]
+expect(o, "OK", count=1, metadata=[b"flood".hex()])
 cs = pb.CloneSessionEntry(session_id=100)
 cs.replicas.add(egress_port=255, instance=0)
 _, o = c.write("insert a clone session", [update("INSERT", packet_replication_engine_entry=pb.PacketReplicationEngineEntry(clone_session_entry=cs))], 10)
@@ -465,6 +500,14 @@ bk.send(pb.StreamMessageRequest(packet=po))
 r = bk.next(timeout=2, kind="error")
 o = obs("packet-out from the backup", {"error": None if r is None or hasattr(r, "code") else r.error.canonical_code})
 expect(o, error=7)
+# a jumbo packet-out (1 MB) comes back whole
+big = pb.PacketOut(payload=frame + bytes(1_000_000))
+big.metadata.extend(po.metadata)
+a.send(pb.StreamMessageRequest(packet=big))
+r = a.next(timeout=5, kind="packet")
+o = obs("a 1 MB packet-out comes back as a packet-in",
+        {"length": None if r is None or hasattr(r, "code") else len(r.packet.payload)})
+expect(o, length=len(frame) + 1_000_000)
 # a flood: the switch stays up and answers
 for _ in range(20000):
     a.send(pb.StreamMessageRequest(packet=pb.PacketOut(payload=frame[:20])))
@@ -486,6 +529,14 @@ for name, method, body in [("malformed Write", "/p4.v1.P4Runtime/Write", b"\xff\
         print(f"FAIL {name}: {o}", file=sys.stderr)
     elif check:
         passed += 1
+rd = c.channel.unary_stream("/p4.v1.P4Runtime/Read")
+_, o = c.call("malformed Read", lambda: list(rd(b"\x12\x05\xff")))
+expect(o, "INTERNAL")
+st = c.channel.stream_stream("/p4.v1.P4Runtime/StreamChannel")
+_, o = c.call("malformed StreamChannel message", lambda: list(st(iter([b"\xff\xff\xff"]))))
+expect(o, "INTERNAL")
+_, o = c.write("the primary still writes after a malformed stream", [], 10)
+expect(o, "OK")
 ents, o = c.read("state intact after malformed requests", [pb.Entity(table_entry=pb.TableEntry(table_id=I.tid(DMAC)))])
 expect(o, "OK", count=10)
 
@@ -503,11 +554,16 @@ wrong.arbitrate(dev + 7, 1)
 o = obs("arbitration for another device id", arbitration_obs(wrong.next()))
 expect(o, arbitration="stream ended", code="NOT_FOUND")
 # ---------------------------------------------------------------- reconcile
+kept = fwd(0x10, 3)
+kept.metadata = b"kept"
+_, o = c.write("metadata before the reconcile", [update("MODIFY", table_entry=kept)], 5)
+expect(o, "OK")
 _, o = set_pipeline("RECONCILE_AND_COMMIT with the same program",
                     pb.SetForwardingPipelineConfigRequest.RECONCILE_AND_COMMIT, election=5, cookie=8)
 expect(o, "OK")
 ents, o = c.read("entries kept by the reconcile", [pb.Entity(table_entry=pb.TableEntry(table_id=I.tid(DMAC)))])
 expect(o, "OK", count=9)
+expect(meta_of("metadata kept by the reconcile", fwd(0x10, 0)), "OK", metadata=b"kept".hex())
 r, o = c.call("cookie after the reconcile", lambda: c.stub.GetForwardingPipelineConfig(
     pb.GetForwardingPipelineConfigRequest(device_id=dev, response_type=1)))
 o["cookie"] = r.config.cookie.cookie if r is not None else None

@@ -750,11 +750,14 @@ pub fn resolve_at_load(
         let f = Features::of_program(&e.prog, &sizes, Some(&p), 64.0);
         Some(auto_batch(&f, &p))
     });
+    let by_model = chosen.is_some();
     let (ab, asb) = chosen.unwrap_or((32, p4jet_engine::DEFAULT_SUB_BATCH));
     let b = fixed(batch, ab);
     let sb = fixed(sub_batch, asb);
-    if batch == BatchArg::Auto || sub_batch == BatchArg::Auto {
+    if by_model {
         eprintln!("p4jet: batch {b}, sub-batch {sb} (auto: chosen by the performance model)");
+    } else {
+        eprintln!("p4jet: batch {b}, sub-batch {sb} (auto without a profile: the defaults)");
     }
     Ok((b, sb))
 }

@@ -27,13 +27,26 @@ use crate::run::Mode;
 pub struct BenchArgs {
     /// The bmv2 JSON program (`null`: the null program the figures are compared
     /// with, on its own).
-    pub program: PathBuf,
+    #[arg(required_unless_present = "suite")]
+    pub program: Option<PathBuf>,
     /// Table commands (simple_switch_CLI syntax).
     #[arg(long = "commands")]
     pub commands: Vec<PathBuf>,
     /// Trace to replay (pcap); every frame enters on port 0 unless --port-from-trace.
-    #[arg(long = "trace")]
-    pub trace: PathBuf,
+    #[arg(long = "trace", required_unless_present = "suite")]
+    pub trace: Option<PathBuf>,
+    /// Run the use-case suite (L2, IPv4, IPv6, VXLAN, BNG over table sizes, frame sizes,
+    /// batch and queue sizes and workers, next to the model's prediction) and write
+    /// suite.json and index.html (with SVG plots) to --out.
+    #[arg(long = "suite")]
+    pub suite: bool,
+    /// --suite: a small, fast run (two table sizes for L2/IPv4, one for the others, a
+    /// few frame and batch sizes, one worker).
+    #[arg(long = "quick", requires = "suite")]
+    pub quick: bool,
+    /// --suite: the report's directory (default p4jet-report).
+    #[arg(long = "out", requires = "suite")]
+    pub out: Option<PathBuf>,
     /// Forwarding workers; the trace is spread over them by flow hash (a flow stays on
     /// one worker). In pipeline mode each worker is two threads.
     #[arg(long = "workers", default_value_t = 1)]
@@ -54,14 +67,17 @@ pub struct BenchArgs {
     /// Pin forwarding thread k to the k-th CPU the process may use.
     #[arg(long = "pin")]
     pub pin: bool,
-    /// Packets per batch.
-    #[arg(long = "batch", default_value_t = 32)]
-    pub batch: usize,
+    /// Packets per batch (`auto`: chosen by the performance model, `p4jet model`, from
+    /// the program, its loaded tables and the trace's frame size).
+    #[arg(long = "batch", default_value = "32")]
+    pub batch: crate::model::BatchArg,
     /// Keys per stage of a batched table lookup: all are hashed or indexed and their
-    /// buckets prefetched before the first is resolved (1 to 64).
-    #[arg(long = "sub-batch", default_value_t = p4jet_engine::DEFAULT_SUB_BATCH as u8,
-          value_parser = clap::value_parser!(u8).range(1..=64))]
-    pub sub_batch: u8,
+    /// buckets prefetched before the first is resolved (1 to 64, or `auto`).
+    #[arg(long = "sub-batch", default_value = "16")]
+    pub sub_batch: crate::model::BatchArg,
+    /// The model's profile for `auto` (default: where `p4jet model --calibrate` writes it).
+    #[arg(long = "profile")]
+    pub model_profile: Option<PathBuf>,
     /// Seconds to measure each program (each point of a sweep).
     #[arg(long = "seconds", default_value_t = 3.0)]
     pub seconds: f64,
@@ -239,7 +255,7 @@ pub const NULL_PROGRAM: &str = r#"{
   "__meta__": {"version": [2, 23]}
 }"#;
 
-fn read_trace(path: &PathBuf) -> Result<Vec<Vec<u8>>, String> {
+pub fn read_trace(path: &PathBuf) -> Result<Vec<Vec<u8>>, String> {
     let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut r =
         pcap_file::pcap::PcapReader::new(f).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -700,16 +716,23 @@ fn latency_json(h: &LatencyHist) -> serde_json::Value {
 /// Queue sizes of `--sweep-queue-size`.
 pub const SWEEP_SIZES: [usize; 10] = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192];
 
-fn sweep(a: &BenchArgs, sw: &Switch, frames: &[Vec<u8>]) -> Result<ExitCode, String> {
+fn sweep(
+    a: &BenchArgs,
+    sw: &Switch,
+    frames: &[Vec<u8>],
+    (batch, sub_batch): (usize, usize),
+) -> Result<ExitCode, String> {
+    let program = a.program.clone().unwrap_or_default();
+    let trace = a.trace.clone().unwrap_or_default();
     let load0 = load_average();
     let workers = a.workers.max(1);
     let mut rows = vec![];
     if !a.json {
-        println!("program          {}", a.program.display());
+        println!("program          {}", program.display());
         println!("engine           {}", crate::engine::describe(&sw.engine));
         println!(
             "workers          {workers}, batch {}, {} s per point, load average {:.2} {:.2} {:.2}",
-            a.batch, a.seconds, load0[0], load0[1], load0[2]
+            batch, a.seconds, load0[0], load0[1], load0[2]
         );
         println!(
             "queue: rtc = packets waiting in front of the worker (rx backlog), pipeline = ring slots between the stages"
@@ -724,7 +747,7 @@ fn sweep(a: &BenchArgs, sw: &Switch, frames: &[Vec<u8>]) -> Result<ExitCode, Str
         for q in SWEEP_SIZES {
             let setup = Setup {
                 port: a.port,
-                batch: a.batch.max(1),
+                batch: batch.max(1),
                 secs: a.seconds,
                 queue: q,
                 progress: false,
@@ -767,12 +790,12 @@ fn sweep(a: &BenchArgs, sw: &Switch, frames: &[Vec<u8>]) -> Result<ExitCode, Str
     let load1 = load_average();
     if a.json {
         let o = serde_json::json!({
-            "program": a.program.display().to_string(),
-            "trace": a.trace.display().to_string(),
+            "program": program.display().to_string(),
+            "trace": trace.display().to_string(),
             "frames": frames.len(),
             "workers": workers,
-            "batch": a.batch,
-            "sub_batch": a.sub_batch,
+            "batch": batch,
+            "sub_batch": sub_batch,
             "seconds_per_point": a.seconds,
             "load_average_start": load0,
             "load_average_end": load1,
@@ -790,31 +813,65 @@ fn sweep(a: &BenchArgs, sw: &Switch, frames: &[Vec<u8>]) -> Result<ExitCode, Str
 
 /// `p4jet bench`.
 pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
-    let json = if a.program.as_os_str() == "null" {
+    if a.suite {
+        return crate::suite::main(&a);
+    }
+    let (Some(program), Some(trace)) = (a.program.clone(), a.trace.clone()) else {
+        return Err("give PROGRAM.json and --trace (or --suite)".into());
+    };
+    let json = if program.as_os_str() == "null" {
         NULL_PROGRAM.to_string()
     } else {
-        std::fs::read_to_string(&a.program).map_err(|e| format!("{}: {e}", a.program.display()))?
+        std::fs::read_to_string(&program).map_err(|e| format!("{}: {e}", program.display()))?
     };
-    let frames = read_trace(&a.trace)?;
+    let frames = read_trace(&trace)?;
     let workers = a.workers.max(1);
-    let cfg = SwitchConfig {
-        batch: a.batch.max(1),
-        sub_batch: usize::from(a.sub_batch),
+    let fixed = |x: crate::model::BatchArg, d: usize| match x {
+        crate::model::BatchArg::Fixed(n) => n,
+        crate::model::BatchArg::Auto => d,
+    };
+    if let crate::model::BatchArg::Fixed(s) = a.sub_batch
+        && !(1..=64).contains(&s)
+    {
+        return Err(format!("--sub-batch {s}: expected 1..64 or auto"));
+    }
+    let (mut batch, mut sub_batch) = (fixed(a.batch, 32), fixed(a.sub_batch, 16));
+    let mut cfg = SwitchConfig {
+        batch,
+        sub_batch,
         engine: a.engine,
         ..SwitchConfig::default()
     };
     p4jet_tables::set_default_cache_mode(a.table_cache.mode());
     let t_load = Instant::now();
-    let mut sw =
-        Switch::new(&json, cfg.clone()).map_err(|e| format!("{}: {e}", a.program.display()))?;
-    if !crate::run::apply_commands_quiet(&mut sw, &a.commands)? {
-        return Err("some commands failed".into());
+    let load = |cfg: &SwitchConfig| -> Result<Switch, String> {
+        let mut sw =
+            Switch::new(&json, cfg.clone()).map_err(|e| format!("{}: {e}", program.display()))?;
+        if !crate::run::apply_commands_quiet(&mut sw, &a.commands)? {
+            return Err("some commands failed".into());
+        }
+        Ok(sw)
+    };
+    let mut sw = load(&cfg)?;
+    let mut auto_note = None;
+    if a.batch == crate::model::BatchArg::Auto || a.sub_batch == crate::model::BatchArg::Auto {
+        let avg = frames.iter().map(|f| f.len()).sum::<usize>() as f64 / frames.len() as f64;
+        let (b, sb, pred) = crate::model::auto_for(&sw, a.model_profile.as_deref(), avg)?;
+        batch = fixed(a.batch, b);
+        sub_batch = fixed(a.sub_batch, sb);
+        auto_note = Some(pred);
+        if sub_batch != cfg.sub_batch || batch != cfg.batch {
+            // the prefetch distance is fixed when the tables are made: load again
+            cfg.batch = batch;
+            cfg.sub_batch = sub_batch;
+            sw = load(&cfg)?;
+        }
     }
     let load_s = t_load.elapsed().as_secs_f64();
     let sw_off = if a.table_cache == TableCache::Compare {
         p4jet_tables::set_default_cache_mode(p4jet_tables::CacheMode::Off);
         let mut s =
-            Switch::new(&json, cfg.clone()).map_err(|e| format!("{}: {e}", a.program.display()))?;
+            Switch::new(&json, cfg.clone()).map_err(|e| format!("{}: {e}", program.display()))?;
         if !crate::run::apply_commands_quiet(&mut s, &a.commands)? {
             return Err("some commands failed".into());
         }
@@ -824,7 +881,7 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
         None
     };
     if a.sweep_queue_size {
-        return sweep(&a, &sw, &frames);
+        return sweep(&a, &sw, &frames, (batch, sub_batch));
     }
     let entries: usize = sw
         .with_state(|s| s.tables.iter().map(|t| t.entries.len()).sum())
@@ -840,13 +897,13 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
         );
     }
     let queue = a.queue_size.unwrap_or(match a.mode {
-        Mode::Rtc => a.batch.max(1),
+        Mode::Rtc => batch.max(1),
         Mode::Pipeline => 1024,
     });
     let load0 = load_average();
     let setup = Setup {
         port: a.port,
-        batch: a.batch.max(1),
+        batch: batch.max(1),
         secs: a.seconds,
         queue,
         progress: !a.json,
@@ -910,22 +967,29 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
                 "ratio_to_null": o.pps() / null_pps.max(1e-9),
             })
         });
+        let predicted_json = auto_note.as_ref().map(|p| {
+            serde_json::json!({
+                "ns_per_packet": p.ns_per_packet,
+                "mpps_per_core": p.mpps_per_core,
+                "binding": p.binding,
+            })
+        });
         let stages: serde_json::Map<String, serde_json::Value> = m
             .stage_ns
             .iter()
             .map(|(k, v)| (k.clone(), serde_json::json!(v)))
             .collect();
         let o = serde_json::json!({
-            "program": a.program.display().to_string(),
-            "trace": a.trace.display().to_string(),
+            "program": program.display().to_string(),
+            "trace": trace.display().to_string(),
             "frames": frames.len(),
             "avg_frame_bytes": avg_len,
             "workers": workers,
             "mode": a.mode.to_string(),
             "queue_size": queue_used,
             "threads": m.threads,
-            "batch": a.batch,
-            "sub_batch": a.sub_batch,
+            "batch": batch,
+            "sub_batch": sub_batch,
             "pps": pps,
             "packets": m.packets,
             "injected": m.injected,
@@ -958,9 +1022,13 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
             "load_average_start": load0,
             "load_average_end": load1,
         });
+        let mut o = o;
+        o["batch_auto"] = serde_json::json!(a.batch == crate::model::BatchArg::Auto);
+        o["sub_batch_auto"] = serde_json::json!(a.sub_batch == crate::model::BatchArg::Auto);
+        o["predicted"] = serde_json::json!(predicted_json);
         println!("{o}");
     } else {
-        println!("program          {}", a.program.display());
+        println!("program          {}", program.display());
         println!("engine           {}", crate::engine::describe(&sw.engine));
         println!(
             "trace            {} frames, {avg_len:.0} bytes average",
@@ -976,13 +1044,17 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
         );
         match a.mode {
             Mode::Rtc => println!(
-                "mode             rtc: {workers} worker thread(s), batch {}, {queue_used} packets queued ahead",
-                a.batch
+                "mode             rtc: {workers} worker thread(s), batch {batch}, {queue_used} packets queued ahead"
             ),
             Mode::Pipeline => println!(
-                "mode             pipeline: {workers} worker(s) x 2 threads, batch {}, rings of {queue_used} slots",
-                a.batch
+                "mode             pipeline: {workers} worker(s) x 2 threads, batch {batch}, rings of {queue_used} slots"
             ),
+        }
+        if let Some(p) = &auto_note {
+            println!(
+                "auto             batch {batch}, sub-batch {sub_batch} chosen by the model (predicted {:.1} ns/packet of CPU, {:.2} Mpps per core, {} binds)",
+                p.ns_per_packet, p.mpps_per_core, p.binding
+            );
         }
         println!(
             "forwarded        {} of {} injected ({:.1}%)",

@@ -10,8 +10,11 @@ mod forward;
 mod fuzz;
 mod grpc;
 mod metrics;
+mod model;
+mod report;
 mod run;
 mod stf;
+mod suite;
 
 use std::process::ExitCode;
 
@@ -45,6 +48,9 @@ enum Cmd {
     Plan(engine::PlanArgs),
     /// Compare the three engines on random traffic and table entries.
     Fuzz(fuzz::FuzzArgs),
+    /// Predict a program's speed and latency from its structure and this machine's
+    /// calibrated costs (`--calibrate` measures them).
+    Model(model::ModelArgs),
 }
 
 fn main() -> ExitCode {
@@ -81,6 +87,7 @@ fn main() -> ExitCode {
         Cmd::Gen(a) => p4jet_gen::main(a),
         Cmd::Plan(a) => engine::plan_main(a),
         Cmd::Fuzz(a) => fuzz::main(a),
+        Cmd::Model(a) => model::main(a),
     };
     match r {
         Ok(code) => code,

@@ -102,9 +102,10 @@ pub struct RunArgs {
     /// Largest port number + 1 (accepted, ignored with a warning).
     #[arg(long = "max-port-count", value_name = "N", hide = true)]
     pub max_port_count: Option<u32>,
-    /// Packets per ingress batch.
-    #[arg(long = "batch", default_value_t = 32)]
-    pub batch: usize,
+    /// Packets per ingress batch (`auto`: chosen by the performance model from the
+    /// program and the profile of `p4jet model --calibrate`).
+    #[arg(long = "batch", default_value = "32")]
+    pub batch: crate::model::BatchArg,
     /// Seconds an empty pcap FIFO input (open, nothing written yet) holds back the
     /// others, so that frames enter in timestamp order across inputs; then the others
     /// go on without it until it delivers. simple_switch waits for ever.
@@ -115,10 +116,9 @@ pub struct RunArgs {
     #[arg(long = "max-passes", default_value_t = 64)]
     pub max_passes: u32,
     /// Keys per stage of a batched table lookup: all are hashed or indexed and their
-    /// buckets prefetched before the first is resolved (1 to 64).
-    #[arg(long = "sub-batch", default_value_t = p4jet_engine::DEFAULT_SUB_BATCH as u8,
-          value_parser = clap::value_parser!(u8).range(1..=64))]
-    pub sub_batch: u8,
+    /// buckets prefetched before the first is resolved (1 to 64, or `auto`).
+    #[arg(long = "sub-batch", default_value = "16")]
+    pub sub_batch: crate::model::BatchArg,
     /// The engine: `reference` (the plain reading of the program), `interp` (the fused
     /// plan, interpreted) or `jit` (compiled to native code).
     #[arg(long = "engine", default_value_t = crate::engine::default_engine())]
@@ -410,24 +410,30 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     } else {
         None
     };
+    let json = match &program {
+        Some(p) => {
+            Some(std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display()))?)
+        }
+        None => None,
+    };
+    let (batch, sub_batch) =
+        crate::model::resolve_at_load(json.as_deref(), a.batch, a.sub_batch, a.engine)?;
     let cfg = SwitchConfig {
         drop_port: target.drop_port.unwrap_or(511),
         priority_queues: target.priority_queues.unwrap_or(1),
         trace: a.log_console || a.log_file.is_some(),
-        batch: a.batch.max(1),
-        sub_batch: usize::from(a.sub_batch),
+        batch: batch.max(1),
+        sub_batch,
         enable_swap: target.enable_swap,
         max_passes: a.max_passes.max(1),
         engine: a.engine,
         ..SwitchConfig::default()
     };
-    let mut sw = match &program {
-        Some(p) => {
-            let json =
-                std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display()))?;
-            Switch::new(&json, cfg).map_err(|e| format!("{}: {e}", p.display()))?
+    let mut sw = match (&program, &json) {
+        (Some(p), Some(json)) => {
+            Switch::new(json, cfg).map_err(|e| format!("{}: {e}", p.display()))?
         }
-        None => Switch::without_program(cfg)?,
+        _ => Switch::without_program(cfg)?,
     };
     eprintln!("p4jet: engine {}", crate::engine::describe(&sw.engine));
     sw.rt.device_id = u64::from(a.device_id);
@@ -575,7 +581,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         stop: AtomicBool::new(false),
         files,
         exit_when_done: a.exit_when_done,
-        batch: a.batch.max(1),
+        batch: batch.max(1),
         log: log.map(Mutex::new),
         notify,
         fifo_wait: Duration::from_secs_f64(a.pcap_fifo_wait.clamp(0.0, 1e9)),

@@ -1,0 +1,1337 @@
+//! `p4jet model`: predicts a program's packets per second per core and its latency from
+//! its structure and per-operation costs measured on this machine.
+//!
+//! The structure ([`Features`]) comes from the lowered program and the loaded tables:
+//! headers extracted on the parser's longest path (α of the EuroP4 2019 latency model),
+//! headers whose fields actions write (β), the tables applied on the control graph's most
+//! expensive path (γ) with their match kind and entry count, primitives, keyless action
+//! calls and internet checksums. The costs ([`Profile`]) come from micro-benchmarks that
+//! `p4jet model --calibrate` runs through the real engine, on the same replay loop as
+//! `p4jet bench` ([`crate::bench::measure_parallel`]): the null program, parses of 1..8
+//! headers, exact/LPM/ternary lookups at several table sizes, a checksum, keyless calls
+//! and extra primitives, large frames and batch size 1 (the per-batch overhead).
+//!
+//! The prediction ([`Prediction`]) is CPU nanoseconds per packet split into the three
+//! terms of the APSys 2017 model: `io` (receive copy, batch and transmit: the null
+//! program's cost plus a per-byte cost), `memory` (the part of each lookup above what the
+//! same lookup costs on a table small enough to stay in cache: stalls on the table's
+//! memory) and `cpu` (parsing, actions, checksums, lookups in cache). One thread does all
+//! three in turn, so they add up (`1 / (c + m + d)`, not `min`); the binding term is the
+//! largest. The time is also split by stage (parse, ingress, egress, deparse, io).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use p4jet_ir::{ControlNode, MatchKind, ParserOp, Prim, Program, TableNext};
+use p4jet_switch::{Switch, SwitchConfig};
+use serde::{Deserialize, Serialize};
+
+use crate::bench::{Measure, NULL_PROGRAM, Setup, measure_parallel};
+use crate::run::Mode;
+
+/// Version of the profile's format (a profile of another version is recalibrated).
+pub const PROFILE_VERSION: u32 = 1;
+
+/// `p4jet model` options.
+#[derive(Args, Debug)]
+pub struct ModelArgs {
+    /// The bmv2 JSON program to predict (optional with --calibrate).
+    pub program: Option<PathBuf>,
+    /// Table commands (simple_switch_CLI syntax): the entry counts the lookups cost.
+    #[arg(long = "commands")]
+    pub commands: Vec<PathBuf>,
+    /// A trace (pcap) of the traffic: its average frame size (else 64 bytes).
+    #[arg(long = "trace")]
+    pub trace: Option<PathBuf>,
+    /// Run the micro-benchmarks and store the profile (then predict PROGRAM if given).
+    #[arg(long = "calibrate")]
+    pub calibrate: bool,
+    /// The profile to read or write (default: $P4JET_PROFILE, else
+    /// $XDG_CACHE_HOME/p4jet/profile-ENGINE.json, else ~/.cache/p4jet/profile-ENGINE.json).
+    #[arg(long = "profile")]
+    pub profile: Option<PathBuf>,
+    /// Seconds per calibration point.
+    #[arg(long = "seconds", default_value_t = 0.5)]
+    pub seconds: f64,
+    /// --calibrate: a small calibration (tables of at most 10,000 entries, short traces),
+    /// for tests; its memory term misses large tables.
+    #[arg(long = "quick", requires = "calibrate")]
+    pub quick: bool,
+    /// Packets per batch the prediction is for (`auto`: the model's choice).
+    #[arg(long = "batch", default_value = "auto")]
+    pub batch: BatchArg,
+    /// Packets waiting in front of the worker (the latency's queue; default: one batch).
+    #[arg(long = "queue-size")]
+    pub queue_size: Option<usize>,
+    /// The engine the costs are for.
+    #[arg(long = "engine", default_value_t = crate::engine::default_engine())]
+    pub engine: p4jet_engine::EngineKind,
+    /// Print one JSON object.
+    #[arg(long = "json")]
+    pub json: bool,
+}
+
+/// `--batch N|auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchArg {
+    /// Chosen by the model.
+    Auto,
+    /// This many packets.
+    Fixed(usize),
+}
+
+impl std::str::FromStr for BatchArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "auto" {
+            return Ok(BatchArg::Auto);
+        }
+        match s.parse::<usize>() {
+            Ok(n) if (1..=4096).contains(&n) => Ok(BatchArg::Fixed(n)),
+            _ => Err(format!(
+                "`{s}`: expected `auto` or a number of packets (1..4096)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for BatchArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BatchArg::Auto => f.write_str("auto"),
+            BatchArg::Fixed(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// Cost of one lookup (with its action) against table size, for one match kind.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LookupCurve {
+    /// `exact`, `lpm` or `ternary`.
+    pub kind: String,
+    /// (entries, ns per packet) in increasing entries.
+    pub points: Vec<(usize, f64)>,
+}
+
+impl LookupCurve {
+    /// ns at `n` entries: linear in log(n) between the measured points, flat beyond.
+    pub fn at(&self, n: usize) -> f64 {
+        let p = &self.points;
+        let Some(first) = p.first() else { return 0.0 };
+        let x = (n.max(1) as f64).ln();
+        if n <= first.0 {
+            return first.1;
+        }
+        for w in p.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            if n <= b.0 {
+                let (xa, xb) = ((a.0.max(1) as f64).ln(), (b.0.max(1) as f64).ln());
+                let t = if xb > xa { (x - xa) / (xb - xa) } else { 1.0 };
+                return a.1 + t * (b.1 - a.1);
+            }
+        }
+        p.last().map_or(0.0, |l| l.1)
+    }
+
+    /// The cost on the smallest table measured (in cache).
+    pub fn in_cache(&self) -> f64 {
+        self.points.first().map_or(0.0, |p| p.1)
+    }
+}
+
+/// Per-operation costs on this machine (CPU ns of one forwarding thread).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Profile {
+    /// Format version ([`PROFILE_VERSION`]).
+    pub version: u32,
+    /// Engine measured.
+    pub engine: String,
+    /// CPU model (from /proc/cpuinfo).
+    pub cpu: String,
+    /// Seconds since the epoch.
+    pub created: u64,
+    /// Load average at the start and end of the calibration.
+    pub load_average: [f64; 6],
+    /// Batch of the calibration runs.
+    pub batch: usize,
+    /// Null program, 64-byte frames: rx copy, batching, tx (ns/packet).
+    pub null_ns: f64,
+    /// Per frame byte past 64 (ns).
+    pub byte_ns: f64,
+    /// Per batch, whatever its size (ns): from the null program at batch 1.
+    pub batch_ns: f64,
+    /// Per header extracted and emitted (ns).
+    pub header_ns: f64,
+    /// Per internet checksum over a 20-byte header, verify or update (ns).
+    pub checksum_ns: f64,
+    /// Per keyless table (an action call of one primitive) (ns).
+    pub call_ns: f64,
+    /// Per primitive past the first of an action (ns).
+    pub prim_ns: f64,
+    /// Lookup (and a one-primitive action) by kind against size.
+    pub lookups: Vec<LookupCurve>,
+    /// Mean latency / (queue × ns per packet), null program.
+    pub latency_factor: f64,
+    /// p99 / mean latency, null program.
+    pub p99_factor: f64,
+    /// Each calibration point: (name, ns per packet).
+    pub points: Vec<(String, f64)>,
+}
+
+impl Profile {
+    /// The lookup curve of a match kind (range and valid tables as ternary: both are
+    /// tuple-space searches).
+    pub fn lookup(&self, kind: MatchKind) -> Option<&LookupCurve> {
+        let k = match kind {
+            MatchKind::Exact => "exact",
+            MatchKind::Lpm => "lpm",
+            _ => "ternary",
+        };
+        self.lookups.iter().find(|c| c.kind == k)
+    }
+}
+
+/// Where the profile lives: `--profile`, $P4JET_PROFILE, the XDG cache, ~/.cache.
+pub fn profile_path(arg: Option<&Path>, engine: p4jet_engine::EngineKind) -> PathBuf {
+    if let Some(p) = arg {
+        return p.to_path_buf();
+    }
+    if let Some(p) = std::env::var_os("P4JET_PROFILE") {
+        return PathBuf::from(p);
+    }
+    let dir = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    dir.join("p4jet")
+        .join(format!("profile-{}.json", engine.name()))
+}
+
+/// Reads a profile.
+pub fn load_profile(path: &Path) -> Result<Profile, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "{}: {e} (run `p4jet model --calibrate` to measure this machine)",
+            path.display()
+        )
+    })?;
+    let p: Profile = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if p.version != PROFILE_VERSION {
+        return Err(format!(
+            "{}: profile version {} (this p4jet writes {PROFILE_VERSION}); run `p4jet model --calibrate`",
+            path.display(),
+            p.version
+        ));
+    }
+    Ok(p)
+}
+
+fn save_profile(path: &Path, p: &Profile) -> Result<(), String> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    let text = serde_json::to_string_pretty(p).map_err(|e| e.to_string())?;
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+// ---------------------------------------------------------------------------------
+// Program structure
+
+/// A table on the modelled path.
+#[derive(Debug, Clone, Serialize)]
+pub struct TableFeature {
+    /// Table name.
+    pub name: String,
+    /// `ingress` or `egress`.
+    pub control: &'static str,
+    /// Match kind (`exact`, `lpm`, `ternary`, `range`), or `keyless`.
+    pub kind: String,
+    /// Entries loaded.
+    pub entries: usize,
+    /// Primitives of its most expensive action.
+    pub prims: usize,
+}
+
+/// What the model counts in a program.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Features {
+    /// Headers extracted on the parser's longest path (α).
+    pub parsed_headers: usize,
+    /// Headers whose fields the actions on the path write (β).
+    pub modified_headers: usize,
+    /// Tables with a key on the path (γ).
+    pub keyed_tables: usize,
+    /// Every table and keyless call on the path, in order.
+    pub tables: Vec<TableFeature>,
+    /// Checksums verified after parsing.
+    pub checksums_verified: usize,
+    /// Checksums updated before deparsing.
+    pub checksums_updated: usize,
+    /// Average frame bytes of the traffic (64 without a trace).
+    pub frame_bytes: f64,
+}
+
+fn parser_longest(prog: &Program) -> usize {
+    fn walk(prog: &Program, s: u32, depth: usize, seen: &mut Vec<u32>) -> usize {
+        let Some(st) = prog.parser.states.get(s as usize) else {
+            return 0;
+        };
+        if depth > 64 || seen.contains(&s) {
+            return 0;
+        }
+        seen.push(s);
+        let here = st
+            .ops
+            .iter()
+            .filter(|o| {
+                matches!(
+                    o,
+                    ParserOp::Extract(_)
+                        | ParserOp::ExtractNext(_)
+                        | ParserOp::ExtractVarbit { .. }
+                )
+            })
+            .count();
+        let next = st
+            .transitions
+            .iter()
+            .filter_map(|t| t.next)
+            .map(|n| walk(prog, n, depth + 1, seen))
+            .max()
+            .unwrap_or(0);
+        seen.pop();
+        here + next
+    }
+    prog.parser
+        .init
+        .map_or(0, |s| walk(prog, s, 0, &mut vec![]))
+}
+
+/// The header a primitive writes, when it writes a static field or adds/removes a
+/// fixed header.
+fn header_of_prim(prog: &Program, p: &Prim) -> Option<u32> {
+    let field = |f: u32| prog.fields.get(f as usize).map(|i| i.header);
+    match p {
+        Prim::Assign {
+            dst: p4jet_ir::FieldRef::Static(f),
+            ..
+        } => field(*f),
+        Prim::AssignConst { dst, .. }
+        | Prim::AssignParam { dst, .. }
+        | Prim::CopyField { dst, .. } => field(*dst),
+        Prim::AddHeader(p4jet_ir::HeaderRef::Static(h))
+        | Prim::AddHeaderFast(p4jet_ir::HeaderRef::Static(h))
+        | Prim::RemoveHeader(p4jet_ir::HeaderRef::Static(h)) => Some(*h),
+        _ => None,
+    }
+}
+
+/// Cost of one action: primitives (a `Call` counts its callee's).
+fn action_prims(prog: &Program, a: u32, depth: usize) -> usize {
+    let Some(act) = prog.actions.get(a as usize) else {
+        return 0;
+    };
+    act.body
+        .iter()
+        .map(|p| match p {
+            Prim::Call(b) if depth < 8 => action_prims(prog, *b, depth + 1),
+            Prim::Jump(_) | Prim::JumpIfZero(..) => 0,
+            _ => 1,
+        })
+        .sum()
+}
+
+impl Features {
+    /// The features of a loaded switch (entries as loaded) for frames of `frame_bytes`.
+    pub fn of(sw: &Switch, profile: Option<&Profile>, frame_bytes: f64) -> Features {
+        let entries: Vec<usize> = sw
+            .with_state(|s| s.tables.iter().map(|t| t.entries.len()).collect())
+            .unwrap_or_default();
+        Features::of_program(&sw.engine.prog, &entries, profile, frame_bytes)
+    }
+
+    /// The features of a program whose table `i` holds `entries[i]` entries.
+    pub fn of_program(
+        prog: &Program,
+        entries: &[usize],
+        profile: Option<&Profile>,
+        frame_bytes: f64,
+    ) -> Features {
+        let mut f = Features {
+            parsed_headers: parser_longest(prog),
+            checksums_verified: prog.checksums.iter().filter(|c| c.verify).count(),
+            checksums_updated: prog.checksums.iter().filter(|c| c.update).count(),
+            frame_bytes,
+            ..Features::default()
+        };
+        let mut modified = std::collections::BTreeSet::new();
+        for (control, name) in [(&prog.ingress, "ingress"), (&prog.egress, "egress")] {
+            let path = costliest_path(prog, control, entries, profile);
+            for node in path {
+                match &control.nodes[node as usize] {
+                    ControlNode::Table(t) => {
+                        let Some(ti) = prog.tables.get(*t as usize) else {
+                            continue;
+                        };
+                        let prims = ti
+                            .actions
+                            .iter()
+                            .map(|a| action_prims(prog, *a, 0))
+                            .max()
+                            .unwrap_or(0);
+                        for a in &ti.actions {
+                            if let Some(act) = prog.actions.get(*a as usize) {
+                                modified.extend(
+                                    act.body.iter().filter_map(|p| header_of_prim(prog, p)),
+                                );
+                            }
+                        }
+                        let kind = if ti.keys.is_empty() {
+                            "keyless".to_string()
+                        } else {
+                            f.keyed_tables += 1;
+                            format!("{:?}", ti.match_type).to_lowercase()
+                        };
+                        f.tables.push(TableFeature {
+                            name: ti.name.clone(),
+                            control: name,
+                            kind,
+                            entries: entries.get(*t as usize).copied().unwrap_or(0),
+                            prims,
+                        });
+                    }
+                    ControlNode::Call {
+                        name: n, action, ..
+                    } => {
+                        f.tables.push(TableFeature {
+                            name: n.clone(),
+                            control: name,
+                            kind: "keyless".into(),
+                            entries: 0,
+                            prims: action_prims(prog, *action, 0),
+                        });
+                    }
+                    ControlNode::Cond { .. } => {}
+                }
+            }
+        }
+        // metadata (egress_spec, user metadata) is not a packet header
+        let meta: std::collections::BTreeSet<u32> = prog
+            .headers
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.metadata)
+            .map(|(i, _)| i as u32)
+            .collect();
+        f.modified_headers = modified.difference(&meta).count();
+        f
+    }
+}
+
+/// Cost of one control node alone (ns; a unit cost without a profile).
+fn node_cost(prog: &Program, node: &ControlNode, entries: &[usize], p: Option<&Profile>) -> f64 {
+    match node {
+        ControlNode::Table(t) => {
+            let Some(ti) = prog.tables.get(*t as usize) else {
+                return 0.0;
+            };
+            let prims = ti
+                .actions
+                .iter()
+                .map(|a| action_prims(prog, *a, 0))
+                .max()
+                .unwrap_or(0);
+            let Some(p) = p else {
+                return 1.0 + prims as f64;
+            };
+            let extra = prims.saturating_sub(1) as f64 * p.prim_ns;
+            if ti.keys.is_empty() {
+                p.call_ns + extra
+            } else {
+                let n = entries.get(*t as usize).copied().unwrap_or(0);
+                p.lookup(ti.match_type).map_or(p.call_ns, |c| c.at(n)) + extra
+            }
+        }
+        ControlNode::Call { action, .. } => p.map_or(1.0, |p| {
+            p.call_ns + action_prims(prog, *action, 0).saturating_sub(1) as f64 * p.prim_ns
+        }),
+        ControlNode::Cond { .. } => 0.0,
+    }
+}
+
+/// The nodes of a control's most expensive path from its first node (a packet applies at
+/// most these; at a branch the dearer side is taken).
+fn costliest_path(
+    prog: &Program,
+    control: &p4jet_ir::Control,
+    entries: &[usize],
+    p: Option<&Profile>,
+) -> Vec<u32> {
+    let n = control.nodes.len();
+    let mut memo: Vec<Option<(f64, Option<u32>)>> = vec![None; n];
+    fn succ(node: &ControlNode) -> Vec<Option<u32>> {
+        match node {
+            ControlNode::Table(_) => vec![],
+            ControlNode::Cond { t, f, .. } => vec![*t, *f],
+            ControlNode::Call { next, .. } => vec![*next],
+        }
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn best(
+        i: u32,
+        prog: &Program,
+        control: &p4jet_ir::Control,
+        entries: &[usize],
+        p: Option<&Profile>,
+        memo: &mut Vec<Option<(f64, Option<u32>)>>,
+        depth: usize,
+    ) -> f64 {
+        if let Some(Some((c, _))) = memo.get(i as usize) {
+            return *c;
+        }
+        let Some(node) = control.nodes.get(i as usize) else {
+            return 0.0;
+        };
+        if depth > 4096 {
+            return 0.0;
+        }
+        let mut next: Vec<Option<u32>> = succ(node);
+        if let ControlNode::Table(t) = node
+            && let Some(ti) = prog.tables.get(*t as usize)
+        {
+            next = match &ti.next {
+                TableNext::ByAction(v) => v.clone(),
+                TableNext::HitMiss { hit, miss } => vec![*hit, *miss],
+            };
+            next.push(ti.base_default_next);
+        }
+        let mut choice = (0.0, None);
+        for s in next.into_iter().flatten() {
+            let c = best(s, prog, control, entries, p, memo, depth + 1);
+            if choice.1.is_none() || c > choice.0 {
+                choice = (c, Some(s));
+            }
+        }
+        let c = node_cost(prog, node, entries, p) + choice.0;
+        memo[i as usize] = Some((c, choice.1));
+        c
+    }
+    let mut path = vec![];
+    let Some(init) = control.init else {
+        return path;
+    };
+    best(init, prog, control, entries, p, &mut memo, 0);
+    let mut at = Some(init);
+    while let Some(i) = at {
+        if path.len() > n {
+            break;
+        }
+        path.push(i);
+        at = memo.get(i as usize).and_then(|m| m.and_then(|(_, nx)| nx));
+    }
+    path
+}
+
+// ---------------------------------------------------------------------------------
+// Prediction
+
+/// The model's answer for one program.
+#[derive(Debug, Clone, Serialize)]
+pub struct Prediction {
+    /// CPU ns per packet.
+    pub ns_per_packet: f64,
+    /// Mpps one core forwards (1000 / ns).
+    pub mpps_per_core: f64,
+    /// The three terms (ns): cpu, memory, io.
+    pub cpu_ns: f64,
+    /// Memory stalls: lookups above their in-cache cost.
+    pub memory_ns: f64,
+    /// Receive, batch and transmit.
+    pub io_ns: f64,
+    /// `cpu`, `memory` or `io`: the largest term.
+    pub binding: &'static str,
+    /// ns by stage: parse, ingress, egress, deparse, io.
+    pub stages: Vec<(String, f64)>,
+    /// The stage with the most time.
+    pub dominant_stage: String,
+    /// Batch the prediction is for.
+    pub batch: usize,
+    /// Keys per stage of a batched lookup (prefetch distance).
+    pub sub_batch: usize,
+    /// Queue ahead of the worker (packets).
+    pub queue: usize,
+    /// Mean latency (µs) with `queue` packets waiting.
+    pub latency_mean_us: f64,
+    /// p99 latency (µs).
+    pub latency_p99_us: f64,
+    /// Average frame bytes the prediction is for.
+    pub frame_bytes: f64,
+}
+
+/// Predicts `f` with `p` at batch `batch` (auto: [`auto_batch`]).
+pub fn predict(f: &Features, p: &Profile, batch: BatchArg, queue: Option<usize>) -> Prediction {
+    let (b, sub) = match batch {
+        BatchArg::Auto => auto_batch(f, p),
+        BatchArg::Fixed(b) => (b, p4jet_engine::DEFAULT_SUB_BATCH.min(b.max(1))),
+    };
+    let parse =
+        p.header_ns * f.parsed_headers as f64 / 2.0 + p.checksum_ns * f.checksums_verified as f64;
+    let deparse =
+        p.header_ns * f.parsed_headers as f64 / 2.0 + p.checksum_ns * f.checksums_updated as f64;
+    let (mut ingress, mut egress, mut memory) = (0.0, 0.0, 0.0);
+    for t in &f.tables {
+        let extra = t.prims.saturating_sub(1) as f64 * p.prim_ns;
+        let (c, stall) = match t.kind.as_str() {
+            "keyless" => (p.call_ns + extra, 0.0),
+            k => {
+                let kind = match k {
+                    "exact" => MatchKind::Exact,
+                    "lpm" => MatchKind::Lpm,
+                    _ => MatchKind::Ternary,
+                };
+                p.lookup(kind).map_or((p.call_ns + extra, 0.0), |c| {
+                    let at = c.at(t.entries);
+                    (at + extra, (at - c.in_cache()).max(0.0))
+                })
+            }
+        };
+        memory += stall;
+        if t.control == "egress" {
+            egress += c;
+        } else {
+            ingress += c;
+        }
+    }
+    // the null program was measured at the calibration batch: move its batch share
+    let io = p.null_ns
+        + p.byte_ns * (f.frame_bytes - 64.0).max(0.0)
+        + p.batch_ns * (1.0 / b as f64 - 1.0 / p.batch.max(1) as f64);
+    let io = io.max(1.0);
+    let total = parse + ingress + egress + deparse + io;
+    let cpu = total - io - memory;
+    let binding = if memory >= cpu && memory >= io {
+        "memory"
+    } else if io >= cpu {
+        "io"
+    } else {
+        "cpu"
+    };
+    let stages = vec![
+        ("parse".to_string(), parse),
+        ("ingress".to_string(), ingress),
+        ("egress".to_string(), egress),
+        ("deparse".to_string(), deparse),
+        ("io".to_string(), io),
+    ];
+    let dominant_stage = stages
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|s| s.0.clone())
+        .unwrap_or_default();
+    let q = queue.unwrap_or(b).max(1);
+    let lat = p.latency_factor * q as f64 * total / 1000.0;
+    Prediction {
+        ns_per_packet: total,
+        mpps_per_core: 1000.0 / total,
+        cpu_ns: cpu,
+        memory_ns: memory,
+        io_ns: io,
+        binding,
+        stages,
+        dominant_stage,
+        batch: b,
+        sub_batch: sub,
+        queue: q,
+        latency_mean_us: lat,
+        latency_p99_us: lat * p.p99_factor,
+        frame_bytes: f.frame_bytes,
+    }
+}
+
+/// The batch and sub-batch the model chooses (APSys 2017: B large enough that the
+/// per-batch cost is amortised, b large enough that a lookup's prefetches cover its
+/// memory stall, neither larger than needed: a larger batch only adds latency and cache
+/// pressure).
+///
+/// B: the smallest power of two (8..256) at which the per-batch cost is at most 2% of the
+/// packet's cost. b: with memory stalls, the keys whose hashing covers one stall (the
+/// stall over the in-cache cost of a lookup), never below the engine's default (a
+/// first version went down to 4 and measured up to 15% slower), at most 64 and at most
+/// B; without stalls the engine's default.
+pub fn auto_batch(f: &Features, p: &Profile) -> (usize, usize) {
+    let probe = predict_fixed(f, p, 1 << 20);
+    let per_pkt = probe.ns_per_packet.max(1.0);
+    let mut b = 8usize;
+    while b < 256 && p.batch_ns / b as f64 > 0.02 * per_pkt {
+        b *= 2;
+    }
+    let sub = if probe.memory_ns > 0.05 * per_pkt {
+        let hit = f
+            .tables
+            .iter()
+            .filter(|t| t.kind != "keyless")
+            .filter_map(|t| {
+                let kind = match t.kind.as_str() {
+                    "exact" => MatchKind::Exact,
+                    "lpm" => MatchKind::Lpm,
+                    _ => MatchKind::Ternary,
+                };
+                p.lookup(kind)
+                    .map(|c| (c.at(t.entries) - c.in_cache(), c.in_cache()))
+            })
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        match hit {
+            Some((stall, base)) if base > 0.0 => ((stall / base).ceil() as usize)
+                .next_power_of_two()
+                .clamp(p4jet_engine::DEFAULT_SUB_BATCH, 64),
+            _ => p4jet_engine::DEFAULT_SUB_BATCH,
+        }
+    } else {
+        p4jet_engine::DEFAULT_SUB_BATCH
+    };
+    // a batch smaller than the prefetch window wastes it
+    let b = b.max(sub);
+    (b, sub.min(b))
+}
+
+fn predict_fixed(f: &Features, p: &Profile, b: usize) -> Prediction {
+    predict(f, p, BatchArg::Fixed(b), None)
+}
+
+/// The model's batch for a program loaded in `sw` (for `--batch auto`): reads the
+/// profile (`profile` or the default place); without one, the defaults and a note.
+pub fn auto_for(
+    sw: &Switch,
+    profile: Option<&Path>,
+    frame_bytes: f64,
+) -> Result<(usize, usize, Prediction), String> {
+    let path = profile_path(profile, sw.engine.cfg.engine);
+    let p = load_profile(&path)?;
+    let f = Features::of(sw, Some(&p), frame_bytes);
+    let pred = predict(&f, &p, BatchArg::Auto, None);
+    Ok((pred.batch, pred.sub_batch, pred))
+}
+
+/// `--batch` and `--sub-batch` of `run`: fixed values pass through; `auto` is the
+/// model's choice for `json` with every table at its declared size (the entries a
+/// controller will add are not known at load time), from the profile in its default
+/// place. Without a profile, `auto` falls back to the defaults (32, the engine's
+/// sub-batch) with a note on stderr.
+pub fn resolve_at_load(
+    json: Option<&str>,
+    batch: BatchArg,
+    sub_batch: BatchArg,
+    engine: p4jet_engine::EngineKind,
+) -> Result<(usize, usize), String> {
+    if let BatchArg::Fixed(s) = sub_batch
+        && !(1..=64).contains(&s)
+    {
+        return Err(format!("--sub-batch {s}: expected 1..64 or auto"));
+    }
+    let fixed = |a: BatchArg, d: usize| match a {
+        BatchArg::Fixed(n) => n,
+        BatchArg::Auto => d,
+    };
+    if batch != BatchArg::Auto && sub_batch != BatchArg::Auto {
+        return Ok((fixed(batch, 32), fixed(sub_batch, 16)));
+    }
+    let chosen = json.and_then(|j| {
+        let path = profile_path(None, engine);
+        let p = match load_profile(&path) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("p4jet: --batch/--sub-batch auto: {e}; using the defaults");
+                return None;
+            }
+        };
+        let e = p4jet_engine::load(j, p4jet_engine::EngineConfig::default()).ok()?;
+        let sizes: Vec<usize> = e.prog.tables.iter().map(|t| t.max_size as usize).collect();
+        let f = Features::of_program(&e.prog, &sizes, Some(&p), 64.0);
+        Some(auto_batch(&f, &p))
+    });
+    let by_model = chosen.is_some();
+    let (ab, asb) = chosen.unwrap_or((32, p4jet_engine::DEFAULT_SUB_BATCH));
+    let b = fixed(batch, ab);
+    let sb = fixed(sub_batch, asb);
+    if by_model {
+        eprintln!("p4jet: batch {b}, sub-batch {sb} (auto: chosen by the performance model)");
+    } else {
+        eprintln!("p4jet: batch {b}, sub-batch {sb} (auto without a profile: the defaults)");
+    }
+    Ok((b, sb))
+}
+
+// ---------------------------------------------------------------------------------
+// Calibration: micro-programs
+
+/// A micro-benchmark program: Ethernet plus `headers - 1` 20-byte headers, optionally
+/// a table on the first one's first field, keyless calls, extra primitives, a checksum.
+#[derive(Debug, Clone, Default)]
+pub struct Micro {
+    /// Headers extracted and emitted (Ethernet counts; at least 1).
+    pub headers: usize,
+    /// A table keyed on `h0.a` (32 bits) of this kind, its action setting the port.
+    pub table: Option<&'static str>,
+    /// Keyless tables, each running one primitive.
+    pub calls: usize,
+    /// Extra primitives in the first keyless call.
+    pub prims: usize,
+    /// An internet checksum over `h0` updated before deparsing.
+    pub checksum: bool,
+}
+
+fn field(h: &str, f: &str) -> serde_json::Value {
+    serde_json::json!({"type": "field", "value": [h, f]})
+}
+
+impl Micro {
+    /// The bmv2 JSON.
+    pub fn json(&self) -> String {
+        use serde_json::json;
+        let n = self.headers.max(1);
+        let mut headers = vec![
+            json!({"name": "standard_metadata", "id": 0, "header_type": "standard_metadata", "metadata": true}),
+            json!({"name": "ethernet", "id": 1, "header_type": "ethernet_t", "metadata": false}),
+        ];
+        for i in 0..n - 1 {
+            headers.push(json!({"name": format!("h{i}"), "id": 2 + i, "header_type": "h_t", "metadata": false}));
+        }
+        let mut states = vec![];
+        states.push(json!({"name": "start", "id": 0,
+            "parser_ops": [{"op": "extract", "parameters": [{"type": "regular", "value": "ethernet"}]}],
+            "transition_key": [],
+            "transitions": [{"type": "default", "value": null, "mask": null,
+                "next_state": if n > 1 { json!("s0") } else { json!(null) }}]}));
+        for i in 0..n - 1 {
+            states.push(json!({"name": format!("s{i}"), "id": 1 + i,
+                "parser_ops": [{"op": "extract", "parameters": [{"type": "regular", "value": format!("h{i}")}]}],
+                "transition_key": [],
+                "transitions": [{"type": "default", "value": null, "mask": null,
+                    "next_state": if i + 2 < n { json!(format!("s{}", i + 1)) } else { json!(null) }}]}));
+        }
+        let order: Vec<String> = std::iter::once("ethernet".to_string())
+            .chain((0..n - 1).map(|i| format!("h{i}")))
+            .collect();
+        let hf = if n > 1 { "h0" } else { "ethernet" };
+        let (kf1, kf2) = if n > 1 {
+            ("b", "c")
+        } else {
+            ("ether_type", "ether_type")
+        };
+        let mut actions = vec![
+            json!({"name": "fwd", "id": 0, "runtime_data": [{"name": "port", "bitwidth": 9}],
+                "primitives": [{"op": "assign", "parameters": [field("standard_metadata", "egress_spec"), {"type": "runtime_data", "value": 0}]}]}),
+        ];
+        let mut tables = vec![];
+        let mut next_id = 0usize;
+        let mut chain: Vec<String> = vec![];
+        if let Some(kind) = self.table {
+            let mt = if kind == "ternary" { "ternary" } else { kind };
+            tables.push(json!({"name": "t", "id": next_id, "key": [{"match_type": mt, "name": "a", "target": [hf, if n > 1 { "a" } else { "dst" }], "mask": null}],
+                "match_type": mt, "type": "simple", "max_size": 2_000_000, "with_counters": false,
+                "support_timeout": false, "direct_meters": null, "action_ids": [0], "actions": ["fwd"],
+                "base_default_next": null, "next_tables": {"fwd": null},
+                "default_entry": {"action_id": 0, "action_const": false, "action_data": ["0x0"], "action_entry_const": false}}));
+            chain.push("t".into());
+            next_id += 1;
+        }
+        for c in 0..self.calls {
+            let aid = 1 + c;
+            let mut prims =
+                vec![json!({"op": "assign", "parameters": [field(hf, kf1), field(hf, kf2)]})];
+            if c == 0 {
+                for _ in 0..self.prims {
+                    prims.push(json!({"op": "assign", "parameters": [field(hf, kf1), {"type": "expression", "value": {"type": "expression", "value": {"op": "+", "left": field(hf, kf1), "right": {"type": "hexstr", "value": "0x0001"}}}}]}));
+                }
+            }
+            actions.push(json!({"name": format!("call{c}"), "id": aid, "runtime_data": [], "primitives": prims}));
+            tables.push(json!({"name": format!("tbl_call{c}"), "id": next_id, "key": [],
+                "match_type": "exact", "type": "simple", "max_size": 1024, "with_counters": false,
+                "support_timeout": false, "direct_meters": null, "action_ids": [aid], "actions": [format!("call{c}")],
+                "base_default_next": null, "next_tables": {format!("call{c}"): null},
+                "default_entry": {"action_id": aid, "action_const": true, "action_data": [], "action_entry_const": true}}));
+            chain.push(format!("tbl_call{c}"));
+            next_id += 1;
+        }
+        // link the tables in order
+        for (i, t) in tables.iter_mut().enumerate() {
+            let nx = chain.get(i + 1).map_or(json!(null), |s| json!(s));
+            if let Some(o) = t.as_object_mut() {
+                o.insert("base_default_next".into(), nx.clone());
+                let acts: Vec<String> = o
+                    .get("actions")
+                    .and_then(|a| a.as_array())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x.as_str().map(String::from))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let m: serde_json::Map<String, serde_json::Value> =
+                    acts.into_iter().map(|a| (a, nx.clone())).collect();
+                o.insert("next_tables".into(), serde_json::Value::Object(m));
+            }
+        }
+        let (calcs, checksums) = if self.checksum && n > 1 {
+            (
+                json!([{"name": "calc", "id": 0, "algo": "csum16",
+                    "input": [field("h0", "a"), field("h0", "b"), field("h0", "c"), field("h0", "d")]}]),
+                json!([{"name": "cksum", "id": 0, "target": ["h0", "e"], "type": "generic",
+                    "calculation": "calc", "verify": false, "update": true,
+                    "if_cond": {"type": "expression", "value": {"op": "d2b", "left": null, "right": field("h0", "$valid$")}}}]),
+            )
+        } else {
+            (json!([]), json!([]))
+        };
+        let mut doc: serde_json::Value = serde_json::from_str(NULL_PROGRAM).unwrap_or(json!({}));
+        let Some(o) = doc.as_object_mut() else {
+            return String::new();
+        };
+        if let Some(ht) = o.get_mut("header_types").and_then(|v| v.as_array_mut()) {
+            ht.push(json!({"name": "ethernet_t", "id": 1, "fields": [["dst", 48, false], ["src", 48, false], ["ether_type", 16, false]]}));
+            ht.push(json!({"name": "h_t", "id": 2, "fields": [["a", 32, false], ["b", 32, false], ["c", 32, false], ["d", 32, false], ["e", 16, false], ["f", 16, false]]}));
+        }
+        o.insert("headers".into(), json!(headers));
+        o.insert(
+            "parsers".into(),
+            json!([{"name": "parser", "id": 0, "init_state": "start", "parse_states": states}]),
+        );
+        o.insert(
+            "deparsers".into(),
+            json!([{"name": "deparser", "id": 0, "order": order}]),
+        );
+        o.insert("actions".into(), json!(actions));
+        o.insert("calculations".into(), calcs);
+        o.insert("checksums".into(), checksums);
+        o.insert(
+            "pipelines".into(),
+            json!([
+                {"name": "ingress", "id": 0, "init_table": chain.first(), "tables": tables, "conditionals": [], "action_profiles": []},
+                {"name": "egress", "id": 1, "init_table": null, "tables": [], "conditionals": [], "action_profiles": []}]),
+        );
+        doc.to_string()
+    }
+
+    /// Table commands for `entries` entries and a trace of `frames` frames of `size`
+    /// bytes, each hitting a uniformly drawn entry (no locality).
+    pub fn workload(&self, entries: usize, frames: usize, size: usize) -> (String, Vec<Vec<u8>>) {
+        let mut rng = SplitMix(0x5eed ^ entries as u64);
+        let mut cmds = String::new();
+        let mut keys: Vec<u32> = Vec::with_capacity(entries);
+        if let Some(kind) = self.table {
+            for i in 0..entries {
+                // distinct keys: a bijection of i scattered over the 32-bit space
+                let k = match kind {
+                    "lpm" => ((i as u32) << 8).wrapping_mul(0x9E37_79B1) & 0xffff_ff00,
+                    _ => (i as u32).wrapping_mul(0x9E37_79B1),
+                };
+                keys.push(k);
+            }
+            if kind == "lpm" {
+                // distinct /24s (scattered top 24 bits)
+                keys = (0..entries as u32)
+                    .map(|i| (i.wrapping_mul(0x9E37_79B1) >> 8) << 8)
+                    .collect();
+                keys.sort_unstable();
+                keys.dedup();
+            }
+            for (i, k) in keys.iter().enumerate() {
+                let port = 1 + (i % 3);
+                match kind {
+                    "exact" => cmds.push_str(&format!("table_add t fwd 0x{k:08x} => {port}\n")),
+                    "lpm" => cmds.push_str(&format!(
+                        "table_add t fwd {}.{}.{}.{}/24 => {port}\n",
+                        k >> 24,
+                        (k >> 16) & 255,
+                        (k >> 8) & 255,
+                        k & 255
+                    )),
+                    _ => {
+                        // four masks, as a tuple-space search sees in practice
+                        let mask: u32 = [0xffff_ffff, 0xffff_ff00, 0xffff_0000, 0xff00_ff00][i % 4];
+                        cmds.push_str(&format!(
+                            "table_add t fwd 0x{:08x}&&&0x{mask:08x} => {port} {}\n",
+                            k & mask,
+                            i + 1
+                        ))
+                    }
+                }
+            }
+        }
+        let n = self.headers.max(1);
+        let mut out = Vec::with_capacity(frames);
+        for _ in 0..frames {
+            let mut f = vec![0u8; size.max(14 + 20 * (n - 1))];
+            let r = rng.next();
+            f[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 1]);
+            f[6..12].copy_from_slice(&[0x02, 0, (r >> 16) as u8, (r >> 8) as u8, r as u8, 2]);
+            f[12..14].copy_from_slice(&[0x12, 0x34]);
+            if n > 1 {
+                let key = if keys.is_empty() {
+                    r as u32
+                } else {
+                    let k = keys[(r >> 32) as usize % keys.len()];
+                    if self.table == Some("lpm") {
+                        k | (r as u32 & 0xff)
+                    } else {
+                        k
+                    }
+                };
+                f[14..18].copy_from_slice(&key.to_be_bytes());
+            }
+            out.push(f);
+        }
+        (cmds, out)
+    }
+}
+
+/// A small deterministic generator (the calibration's traffic is the same every run).
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// Loads `json` with `commands` applied.
+pub fn load_switch(json: &str, cfg: SwitchConfig, commands: &str) -> Result<Switch, String> {
+    let mut sw = Switch::new(json, cfg)?;
+    if !commands.is_empty() {
+        let mut cli = p4jet_control::cli::Cli::new(&sw.json).map_err(|e| e.to_string())?;
+        let out = cli.run_script_quiet(&mut sw, commands);
+        if let Some(e) = out.errors.first() {
+            return Err(format!(
+                "{} command errors, the first: {e}",
+                out.errors.len()
+            ));
+        }
+    }
+    Ok(sw)
+}
+
+/// One measurement on one worker, run to completion: (CPU ns per packet, measure).
+pub fn run_point(sw: &Switch, frames: &[Vec<u8>], batch: usize, secs: f64) -> (f64, Measure) {
+    let setup = Setup {
+        port: 0,
+        batch: batch.max(1),
+        secs,
+        queue: batch.max(1),
+        progress: false,
+        stages: false,
+    };
+    let m = measure_parallel(sw, frames, &setup, 1, Mode::Rtc, false);
+    (m.cpu_per_packet(), m)
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// Table sizes the calibration measures lookups at, by kind.
+pub const CALIBRATION_SIZES: [(&str, &[usize]); 3] = [
+    ("exact", &[100, 10_000, 1_000_000]),
+    ("lpm", &[100, 10_000, 1_000_000]),
+    ("ternary", &[100, 10_000, 100_000]),
+];
+
+/// Runs the micro-benchmarks. `progress` prints each point to stderr.
+pub fn calibrate(
+    engine: p4jet_engine::EngineKind,
+    secs: f64,
+    quick: bool,
+    progress: bool,
+) -> Result<Profile, String> {
+    let batch = 32;
+    let cfg = SwitchConfig {
+        batch,
+        engine,
+        ..SwitchConfig::default()
+    };
+    let frames_n = if quick { 2048 } else { 16384 };
+    let load0 = crate::bench::load_average();
+    let mut points: Vec<(String, f64)> = vec![];
+    let mut point = |name: String, m: &Micro, entries: usize, size: usize, b: usize| {
+        let (cmds, frames) = m.workload(entries, frames_n, size);
+        let sw = load_switch(
+            &m.json(),
+            SwitchConfig {
+                batch: b,
+                ..cfg.clone()
+            },
+            &cmds,
+        )
+        .map_err(|e| format!("calibration program {name}: {e}"))?;
+        let (ns, meas) = run_point(&sw, &frames, b, secs);
+        if progress {
+            eprintln!("  {name:<22} {ns:>8.1} ns/packet");
+        }
+        points.push((name, ns));
+        Ok::<(f64, Measure), String>((ns, meas))
+    };
+    let m1 = Micro {
+        headers: 1,
+        ..Micro::default()
+    };
+    let (null_ns, null_m) = point("null".into(), &m1, 0, 64, batch)?;
+    // null program at batch 1: the per-batch cost
+    let (null1, _) = point("null batch 1".into(), &m1, 0, 64, 1)?;
+    let batch_ns = ((null1 - null_ns) * batch as f64 / (batch as f64 - 1.0)).max(0.0);
+    let (big, _) = point("null 1518 B".into(), &m1, 0, 1518, batch)?;
+    let byte_ns = ((big - null_ns) / (1518.0 - 64.0)).max(0.0);
+    let mut parse = vec![];
+    for h in [1usize, 2, 4, 8] {
+        let m = Micro {
+            headers: h,
+            ..Micro::default()
+        };
+        parse.push((h, point(format!("parse {h}"), &m, 0, 64 + 20 * 8, batch)?.0));
+    }
+    // least squares slope of ns against headers
+    let nh = parse.len() as f64;
+    let (sx, sy) = parse
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (h, ns)| (a + *h as f64, b + ns));
+    let (mx, my) = (sx / nh, sy / nh);
+    let (sxy, sxx) = parse.iter().fold((0.0, 0.0), |(a, b), (h, ns)| {
+        (
+            a + (*h as f64 - mx) * (ns - my),
+            b + (*h as f64 - mx).powi(2),
+        )
+    });
+    let header_ns = (sxy / sxx.max(1e-9)).max(0.0);
+    let base2 = parse.iter().find(|p| p.0 == 2).map_or(null_ns, |p| p.1);
+    let ck = Micro {
+        headers: 2,
+        checksum: true,
+        ..Micro::default()
+    };
+    let checksum_ns = (point("checksum".into(), &ck, 0, 64, batch)?.0 - base2).max(0.0);
+    let calls = Micro {
+        headers: 2,
+        calls: 4,
+        ..Micro::default()
+    };
+    let call_ns =
+        ((point("4 keyless calls".into(), &calls, 0, 64, batch)?.0 - base2) / 4.0).max(0.0);
+    let prims = Micro {
+        headers: 2,
+        calls: 4,
+        prims: 8,
+        ..Micro::default()
+    };
+    let with_prims = point("4 calls + 8 primitives".into(), &prims, 0, 64, batch)?.0;
+    let prim_ns = ((with_prims - base2 - 4.0 * call_ns) / 8.0).max(0.0);
+    let mut lookups = vec![];
+    for (kind, sizes) in CALIBRATION_SIZES {
+        let mut pts = vec![];
+        for &n in sizes {
+            let n = if quick { n.min(10_000) } else { n };
+            if pts.iter().any(|(e, _): &(usize, f64)| *e == n) {
+                continue;
+            }
+            let m = Micro {
+                headers: 2,
+                table: Some(kind),
+                ..Micro::default()
+            };
+            let ns = point(format!("{kind} {n}"), &m, n, 64, batch)?.0;
+            pts.push((n, (ns - base2).max(0.0)));
+        }
+        // a bigger table never costs less: keep the curve monotone against noise
+        for i in 1..pts.len() {
+            if pts[i].1 < pts[i - 1].1 {
+                pts[i].1 = pts[i - 1].1;
+            }
+        }
+        lookups.push(LookupCurve {
+            kind: kind.into(),
+            points: pts,
+        });
+    }
+    let load1 = crate::bench::load_average();
+    let lat_mean = null_m.latency.mean_ns();
+    let latency_factor = lat_mean / (batch as f64 * null_ns.max(1.0));
+    let p99_factor = null_m.latency.quantile_ns(0.99) as f64 / lat_mean.max(1.0);
+    Ok(Profile {
+        version: PROFILE_VERSION,
+        engine: engine.name().to_string(),
+        cpu: cpu_model(),
+        created: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        load_average: [load0[0], load0[1], load0[2], load1[0], load1[1], load1[2]],
+        batch,
+        null_ns,
+        byte_ns,
+        batch_ns,
+        header_ns,
+        checksum_ns,
+        call_ns,
+        prim_ns,
+        lookups,
+        latency_factor,
+        p99_factor,
+        points,
+    })
+}
+
+/// Average frame size of a pcap file.
+pub fn trace_frame_bytes(path: &Path) -> Result<f64, String> {
+    let frames = crate::bench::read_trace(&path.to_path_buf())?;
+    Ok(frames.iter().map(|f| f.len()).sum::<usize>() as f64 / frames.len().max(1) as f64)
+}
+
+/// Loads a program with its commands for the model.
+fn load_program(a: &ModelArgs, path: &Path) -> Result<Switch, String> {
+    let json = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let cfg = SwitchConfig {
+        engine: a.engine,
+        ..SwitchConfig::default()
+    };
+    let mut sw = Switch::new(&json, cfg).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !crate::run::apply_commands_quiet(&mut sw, &a.commands)? {
+        return Err("some commands failed".into());
+    }
+    Ok(sw)
+}
+
+/// `p4jet model`.
+pub fn main(a: ModelArgs) -> Result<ExitCode, String> {
+    let path = profile_path(a.profile.as_deref(), a.engine);
+    let profile = if a.calibrate {
+        if !a.json {
+            eprintln!(
+                "p4jet model: calibrating the {} engine ({} s per point) ...",
+                a.engine.name(),
+                a.seconds
+            );
+        }
+        let p = calibrate(a.engine, a.seconds, a.quick, !a.json)?;
+        save_profile(&path, &p)?;
+        if !a.json {
+            eprintln!("p4jet model: profile written to {}", path.display());
+        }
+        p
+    } else {
+        load_profile(&path)?
+    };
+    let Some(prog) = &a.program else {
+        if a.json {
+            println!(
+                "{}",
+                serde_json::to_string(&profile).map_err(|e| e.to_string())?
+            );
+        } else {
+            print_profile(&profile);
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let sw = load_program(&a, prog)?;
+    let bytes = match &a.trace {
+        Some(t) => trace_frame_bytes(t)?,
+        None => 64.0,
+    };
+    let f = Features::of(&sw, Some(&profile), bytes);
+    let pred = predict(&f, &profile, a.batch, a.queue_size);
+    if a.json {
+        let o = serde_json::json!({
+            "program": prog.display().to_string(),
+            "profile": path.display().to_string(),
+            "features": f,
+            "prediction": pred,
+        });
+        println!("{o}");
+    } else {
+        print_prediction(prog, &f, &pred, &path);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_profile(p: &Profile) {
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "engine {} on {}", p.engine, p.cpu);
+    let _ = writeln!(
+        o,
+        "null program {:.1} ns/packet (batch {}), +{:.3} ns/byte, {:.1} ns per batch",
+        p.null_ns, p.batch, p.byte_ns, p.batch_ns
+    );
+    let _ = writeln!(
+        o,
+        "header {:.1} ns, checksum {:.1} ns, keyless call {:.1} ns, primitive {:.1} ns",
+        p.header_ns, p.checksum_ns, p.call_ns, p.prim_ns
+    );
+    for c in &p.lookups {
+        let pts: Vec<String> = c
+            .points
+            .iter()
+            .map(|(n, ns)| format!("{n}: {ns:.1}"))
+            .collect();
+        let _ = writeln!(o, "{:<8} lookup ns by entries  {}", c.kind, pts.join(", "));
+    }
+}
+
+fn print_prediction(prog: &Path, f: &Features, p: &Prediction, profile: &Path) {
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "program          {}", prog.display());
+    let _ = writeln!(o, "profile          {}", profile.display());
+    let _ = writeln!(
+        o,
+        "structure        {} headers parsed, {} modified, {} keyed tables, {} checksums verified, {} updated, {:.0}-byte frames",
+        f.parsed_headers,
+        f.modified_headers,
+        f.keyed_tables,
+        f.checksums_verified,
+        f.checksums_updated,
+        f.frame_bytes
+    );
+    for t in &f.tables {
+        if t.kind != "keyless" {
+            let _ = writeln!(
+                o,
+                "  {:<8} {:<24} {:<8} {} entries",
+                t.control, t.name, t.kind, t.entries
+            );
+        }
+    }
+    let _ = writeln!(
+        o,
+        "predicted        {:.2} Mpps per core, {:.1} ns/packet (batch {}, sub-batch {})",
+        p.mpps_per_core, p.ns_per_packet, p.batch, p.sub_batch
+    );
+    let _ = writeln!(
+        o,
+        "terms            cpu {:.1} ns, memory {:.1} ns, io {:.1} ns: {} binds",
+        p.cpu_ns, p.memory_ns, p.io_ns, p.binding
+    );
+    let st: Vec<String> = p
+        .stages
+        .iter()
+        .map(|(k, v)| format!("{k} {v:.1}"))
+        .collect();
+    let _ = writeln!(
+        o,
+        "stages (ns)      {}; {} dominates",
+        st.join(", "),
+        p.dominant_stage
+    );
+    let _ = writeln!(
+        o,
+        "latency          mean {:.2} us, p99 {:.2} us with {} packets queued",
+        p.latency_mean_us, p.latency_p99_us, p.queue
+    );
+}

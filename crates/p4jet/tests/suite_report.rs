@@ -1,0 +1,190 @@
+//! `p4jet model` and `p4jet bench --suite --quick` end to end: a quick calibration
+//! writes a profile, the model predicts a corpus program from it, `bench --batch auto`
+//! reports the batch the model chose, and the suite's report is a page whose every SVG
+//! plot is well-formed XML with data points.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+mod common;
+
+use std::process::Command;
+
+use common::{corpus_json, p4jet, tmpdir};
+
+fn ok(out: &std::process::Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn model_calibrates_predicts_and_chooses_the_batch() {
+    let dir = tmpdir("model");
+    let prof = dir.join("profile.json");
+    let out = Command::new(p4jet())
+        .args([
+            "model",
+            "--calibrate",
+            "--quick",
+            "--seconds",
+            "0.05",
+            "--json",
+        ])
+        .arg("--profile")
+        .arg(&prof)
+        .output()
+        .unwrap();
+    ok(&out, "calibrate");
+    let p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&prof).unwrap()).unwrap();
+    for k in ["null_ns", "header_ns", "call_ns", "checksum_ns"] {
+        let v = p[k].as_f64().unwrap();
+        assert!(v.is_finite() && v >= 0.0, "{k}: {p}");
+    }
+    assert!(p["null_ns"].as_f64().unwrap() > 0.0);
+    assert_eq!(p["lookups"].as_array().unwrap().len(), 3);
+
+    // a prediction for the router with the generator's tables
+    let g = dir.join("v4");
+    let out = Command::new(p4jet())
+        .args([
+            "gen",
+            "ipv4",
+            "--entries",
+            "1000",
+            "--packets",
+            "2000",
+            "--out",
+        ])
+        .arg(&g)
+        .output()
+        .unwrap();
+    ok(&out, "gen");
+    let out = Command::new(p4jet())
+        .arg("model")
+        .arg(corpus_json("simple_router"))
+        .arg("--commands")
+        .arg(g.join("commands.txt"))
+        .arg("--trace")
+        .arg(g.join("trace.pcap"))
+        .arg("--profile")
+        .arg(&prof)
+        .arg("--json")
+        .output()
+        .unwrap();
+    ok(&out, "model");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = &v["features"];
+    assert_eq!(f["parsed_headers"], 2, "{v}");
+    assert_eq!(f["keyed_tables"], 3, "ipv4_lpm, neighbor, smac: {v}");
+    assert_eq!(f["checksums_updated"], 1, "{v}");
+    let pr = &v["prediction"];
+    let ns = pr["ns_per_packet"].as_f64().unwrap();
+    assert!(ns > p["null_ns"].as_f64().unwrap(), "{v}");
+    assert!(["cpu", "memory", "io"].contains(&pr["binding"].as_str().unwrap()));
+    let stages: f64 = pr["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s[1].as_f64().unwrap())
+        .sum();
+    assert!((stages - ns).abs() < 1e-6 * ns, "stages add up: {v}");
+
+    // bench --batch auto takes the model's batch and says so
+    let out = Command::new(p4jet())
+        .arg("bench")
+        .arg(corpus_json("simple_router"))
+        .arg("--commands")
+        .arg(g.join("commands.txt"))
+        .arg("--trace")
+        .arg(g.join("trace.pcap"))
+        .args([
+            "--seconds",
+            "0.1",
+            "--json",
+            "--batch",
+            "auto",
+            "--sub-batch",
+            "auto",
+        ])
+        .arg("--profile")
+        .arg(&prof)
+        .output()
+        .unwrap();
+    ok(&out, "bench --batch auto");
+    let b: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(b["batch_auto"], true);
+    assert_eq!(b["batch"], pr["batch"], "{b}");
+    assert_eq!(b["sub_batch"], pr["sub_batch"], "{b}");
+    assert!(b["forwarded_fraction"].as_f64().unwrap() > 0.99, "{b}");
+
+    // without a profile, auto is an error naming the fix
+    let out = Command::new(p4jet())
+        .arg("bench")
+        .arg(corpus_json("simple_router"))
+        .arg("--trace")
+        .arg(g.join("trace.pcap"))
+        .args(["--seconds", "0.1", "--batch", "auto", "--profile"])
+        .arg(dir.join("missing.json"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--calibrate"));
+}
+
+#[test]
+fn quick_suite_renders_a_report_with_data_in_every_plot() {
+    let dir = tmpdir("suite");
+    let out = Command::new(p4jet())
+        .args(["bench", "--suite", "--quick", "--seconds", "0.05", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    ok(&out, "bench --suite --quick");
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("suite.json")).unwrap()).unwrap();
+    let ucs = d["usecases"].as_array().unwrap();
+    let names: Vec<&str> = ucs.iter().map(|u| u["usecase"].as_str().unwrap()).collect();
+    assert_eq!(names, ["l2", "ipv4", "ipv6", "vxlan", "bng"]);
+    for u in ucs {
+        for r in u["table_sizes"].as_array().unwrap() {
+            let m = r["measured_cpu_ns_per_packet"].as_f64().unwrap();
+            let p = r["predicted"]["ns_per_packet"].as_f64().unwrap();
+            assert!(m > 0.0 && p > 0.0, "{r}");
+        }
+        assert!(
+            u["auto_vs_best"]["auto_throughput_over_best"]
+                .as_f64()
+                .unwrap()
+                > 0.0
+        );
+    }
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    let mut plots = 0;
+    let mut rest = html.as_str();
+    while let Some(at) = rest.find("<svg") {
+        let end = rest[at..].find("</svg>").unwrap() + at + "</svg>".len();
+        let svg = &rest[at..end];
+        let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("{e}: {svg}"));
+        let root = doc.root_element();
+        assert_eq!(root.tag_name().name(), "svg");
+        let title = root
+            .descendants()
+            .find(|n| n.has_tag_name("text"))
+            .and_then(|n| n.text())
+            .unwrap_or("")
+            .to_string();
+        // data points carry a <title> tooltip; legend dots do not
+        let points = root
+            .descendants()
+            .filter(|n| n.has_tag_name("circle") && n.children().any(|c| c.has_tag_name("title")))
+            .count();
+        assert!(points > 0, "plot `{title}` has no data");
+        plots += 1;
+        rest = &rest[end..];
+    }
+    assert!(plots >= 8, "{plots} plots");
+}

@@ -294,6 +294,9 @@ pub struct ThreadBooks {
     pub busy_polls: u64,
     /// Loop turns that found nothing to do.
     pub idle_polls: u64,
+    /// Injection-to-transmission latency of the packets the thread transmitted, since
+    /// it started (empty for a thread that transmits nothing).
+    pub latency: crate::LatencyHist,
 }
 
 /// The latest books of every forwarding thread of a running switch, published by the
@@ -338,6 +341,15 @@ impl Board {
             b.add(&x.balance);
         }
         Some(b)
+    }
+
+    /// The latency histograms of every thread merged.
+    pub fn latency(&self) -> crate::LatencyHist {
+        let mut h = crate::LatencyHist::default();
+        for x in self.lock().iter() {
+            h.merge(&x.latency);
+        }
+        h
     }
 }
 

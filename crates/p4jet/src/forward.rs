@@ -29,8 +29,8 @@ use p4jet_io::Port;
 use p4jet_io::pcap::Peek;
 use p4jet_switch::runtime::PortEvent;
 use p4jet_switch::{
-    Balance, Board, Core, DropReason, EgressStage, IngressStage, PortCounters, Switch, ThreadBooks,
-    Worker,
+    Balance, Board, Core, DropReason, EgressStage, IngressStage, PortCounters, Stamps, Switch,
+    ThreadBooks, Worker,
 };
 
 use crate::run::{Mode, PortEntry, PortIo};
@@ -181,6 +181,7 @@ impl Reporter {
                 balance: b,
                 busy_polls: self.busy,
                 idle_polls: self.idle,
+                latency: core.latency.clone(),
             },
         );
     }
@@ -660,6 +661,7 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
         while !c.stop.load(Ordering::Relaxed) {
             lane.port_cmds();
             lane.update_moving(&mut w.core);
+            w.core.mark_rx();
             let got = if c.files {
                 read_pcaps(&lane.ports, c.batch, c.fifo_wait, &mut |n, f| {
                     w.inject(n, f)
@@ -708,6 +710,7 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
     let r = (|| -> Result<(), String> {
         while !c.stop.load(Ordering::Relaxed) {
             lane.port_cmds();
+            st.core_mut().mark_rx();
             let got = if c.files {
                 read_pcaps(&lane.ports, c.batch, c.fifo_wait, &mut |n, f| {
                     st.inject(n, f)
@@ -882,7 +885,8 @@ pub(crate) fn run(
         };
         match plan.mode {
             Mode::Rtc => {
-                let w = lock(sw).new_worker();
+                let mut w = lock(sw).new_worker();
+                w.core.enable_latency(Stamps::new());
                 let (s, l) = lane(format!("worker {k}"), k);
                 let c = common.clone();
                 let name = l.name.clone();
@@ -893,7 +897,10 @@ pub(crate) fn run(
                 senders.push(vec![s]);
             }
             Mode::Pipeline => {
-                let (ing, egr) = lock(sw).new_pipeline(plan.queue_size);
+                let (mut ing, mut egr) = lock(sw).new_pipeline(plan.queue_size);
+                let stamps = Stamps::new();
+                ing.enable_latency(stamps.clone());
+                egr.enable_latency(stamps);
                 let (s1, l1) = lane(format!("worker {k} ingress"), 2 * k);
                 let (s2, l2) = lane(format!("worker {k} egress"), 2 * k + 1);
                 let (c1, c2) = (common.clone(), common.clone());

@@ -32,7 +32,7 @@ fn parse_exposition(text: &str) -> Vec<(String, f64)> {
             let mut p = rest.split(' ');
             let name = p.next().unwrap();
             let kind = p.next().unwrap();
-            assert!(["counter", "gauge"].contains(&kind), "{l}");
+            assert!(["counter", "gauge", "histogram"].contains(&kind), "{l}");
             assert!(typed.insert(name.to_string()), "TYPE twice: {l}");
             continue;
         }
@@ -42,12 +42,17 @@ fn parse_exposition(text: &str) -> Vec<(String, f64)> {
         let (series, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("{l}"));
         let v: f64 = value.parse().unwrap_or_else(|_| panic!("value of {l}"));
         let name = series.split('{').next().unwrap();
+        // a histogram's samples: NAME_bucket{le=..}, NAME_sum, NAME_count
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s).filter(|f| typed.contains(*f)))
+            .unwrap_or(name);
         assert!(
             name.chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
             "{l}"
         );
-        assert!(typed.contains(name), "no TYPE before {l}");
+        assert!(typed.contains(family), "no TYPE before {l}");
         let labels = &series[name.len()..];
         if !labels.is_empty() {
             let inner = labels
@@ -156,6 +161,23 @@ fn metrics_and_packet_books_of_a_running_switch() {
         miss
     );
     assert_eq!(sample(&samples, "p4jet_books_balanced"), 1.0);
+    // every packet that left the pipeline for a port has a latency (also those for
+    // port 7, dropped when sent), and the buckets are cumulative
+    assert_eq!(
+        sample(&samples, "p4jet_latency_seconds_count") as u64,
+        fwd1 + to7
+    );
+    assert_eq!(
+        sample(&samples, "p4jet_latency_seconds_bucket{le=\"+Inf\"}") as u64,
+        fwd1 + to7
+    );
+    let buckets: Vec<f64> = samples
+        .iter()
+        .filter(|(k, _)| k.starts_with("p4jet_latency_seconds_bucket{"))
+        .map(|x| x.1)
+        .collect();
+    assert!(buckets.len() > 10 && buckets.windows(2).all(|w| w[0] <= w[1]));
+    assert!(sample(&samples, "p4jet_latency_seconds_sum") > 0.0);
     assert!(
         sample(
             &samples,
@@ -173,6 +195,9 @@ fn metrics_and_packet_books_of_a_running_switch() {
     assert_eq!(t["balanced"], true);
     assert_eq!(t["drops"]["no_such_port"], to7);
     assert_eq!(j["threads"][0]["name"], "worker 0");
+    assert_eq!(j["latency"]["packets"], fwd1 + to7);
+    let p99 = j["latency"]["p99_us"].as_f64().unwrap();
+    assert!(p99 > 0.0 && p99 <= j["latency"]["max_us"].as_f64().unwrap());
 
     assert!(sw.stop().success(), "{}", sw.stderr());
     let err = sw.stderr();

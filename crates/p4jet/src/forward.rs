@@ -389,13 +389,18 @@ impl Lane {
         })
     }
 
-    /// Flushes every port; a port that fails is reported in `errors`.
-    fn flush_all(&self, errors: &mut Vec<String>) {
+    /// Flushes every port; a port that fails is reported in `errors`, and the frames
+    /// it could not hand on are counted as lost in `core`'s books.
+    fn flush_all(&self, core: &mut Core, errors: &mut Vec<String>) {
         for ph in &self.ports {
             let num = ph.num;
-            if let Err(e) = ph.lock().port().flush() {
+            let mut pe = ph.lock();
+            if let Err(e) = pe.port().flush() {
                 errors.push(format!("port {num}: flush: {e}"));
             }
+            let unsent = pe.port().take_unsent();
+            drop(pe);
+            core.uncount_tx(num, DropReason::PortError, unsent);
         }
     }
 }
@@ -536,6 +541,8 @@ impl TxBuf {
             if let Err(e) = port.flush() {
                 errors.push(format!("port {num}: flush: {e}"));
             }
+            // frames the port took but could not hand on (its interface went away)
+            failed += port.take_unsent();
             core.uncount_tx(num, DropReason::TxRingFull, dropped);
             core.uncount_tx(num, DropReason::PortError, failed);
         }
@@ -677,7 +684,7 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
             flush_trace(&mut w.core, &c);
             rep.tick(&mut w.core, &mut errors, false);
             if c.files {
-                lane.flush_all(&mut errors);
+                lane.flush_all(&mut w.core, &mut errors);
                 if lane.exhausted() && w.pending() == 0 {
                     if c.exit_when_done {
                         return Ok(());
@@ -693,7 +700,7 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
         }
         Ok(())
     })();
-    lane.flush_all(&mut errors);
+    lane.flush_all(&mut w.core, &mut errors);
     rep.tick(&mut w.core, &mut errors, true);
     lane.report_ports();
     r?;
@@ -775,7 +782,7 @@ fn egress_thread(mut st: EgressStage, mut lane: Lane, c: Arc<Common>) -> Result<
             break;
         }
     }
-    lane.flush_all(&mut errors);
+    lane.flush_all(st.core_mut(), &mut errors);
     rep.tick(st.core_mut(), &mut errors, true);
     lane.report_ports();
     Ok(Done::Egress(Box::new(st)))

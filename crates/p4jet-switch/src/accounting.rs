@@ -297,6 +297,8 @@ pub struct ThreadBooks {
     /// Injection-to-transmission latency of the packets the thread transmitted, since
     /// it started (empty for a thread that transmits nothing).
     pub latency: crate::LatencyHist,
+    /// Per table, the lookups and hits of the thread (see [`crate::Core::table_stats`]).
+    pub tables: Vec<(String, p4jet_engine::TableStats)>,
 }
 
 /// The latest books of every forwarding thread of a running switch, published by the
@@ -341,6 +343,20 @@ impl Board {
             b.add(&x.balance);
         }
         Some(b)
+    }
+
+    /// Per table (by name, sorted), the lookups and hits of every thread summed.
+    pub fn tables(&self) -> Vec<(String, p4jet_engine::TableStats)> {
+        let mut m: std::collections::BTreeMap<String, p4jet_engine::TableStats> =
+            std::collections::BTreeMap::new();
+        for x in self.lock().iter() {
+            for (name, s) in &x.tables {
+                let e = m.entry(name.clone()).or_default();
+                e.lookups += s.lookups;
+                e.hits += s.hits;
+            }
+        }
+        m.into_iter().collect()
     }
 
     /// The latency histograms of every thread merged.

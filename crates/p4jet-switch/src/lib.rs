@@ -293,9 +293,21 @@ impl Switch {
                 })
             })
             .collect();
+        let tables: serde_json::Map<String, serde_json::Value> = self
+            .board
+            .tables()
+            .into_iter()
+            .map(|(name, s)| {
+                (
+                    name,
+                    serde_json::json!({"lookups": s.lookups, "hits": s.hits}),
+                )
+            })
+            .collect();
         serde_json::json!({
             "total": self.balance().to_json(),
             "latency": lat(&self.board.latency()),
+            "tables": tables,
             "threads": threads,
         })
     }

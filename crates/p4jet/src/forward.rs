@@ -182,6 +182,7 @@ impl Reporter {
                 busy_polls: self.busy,
                 idle_polls: self.idle,
                 latency: core.latency.clone(),
+                tables: core.table_stats(),
             },
         );
     }

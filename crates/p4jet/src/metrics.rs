@@ -269,6 +269,35 @@ pub(crate) fn render(board: &Board) -> String {
             t.idle_polls
         );
     }
+    let tables = board.tables();
+    family(
+        &mut o,
+        "p4jet_table_lookups_total",
+        "counter",
+        "Applies of the table to a packet since the program was loaded.",
+    );
+    for (name, s) in &tables {
+        let _ = writeln!(
+            o,
+            "p4jet_table_lookups_total{{table=\"{}\"}} {}",
+            esc(name),
+            s.lookups
+        );
+    }
+    family(
+        &mut o,
+        "p4jet_table_hits_total",
+        "counter",
+        "Applies of the table that found an entry.",
+    );
+    for (name, s) in &tables {
+        let _ = writeln!(
+            o,
+            "p4jet_table_hits_total{{table=\"{}\"}} {}",
+            esc(name),
+            s.hits
+        );
+    }
     family(
         &mut o,
         "p4jet_latency_seconds",
@@ -351,6 +380,13 @@ mod tests {
                     h.record(40_000_000);
                     h
                 },
+                tables: vec![(
+                    "ingress.acl".into(),
+                    p4jet_engine::TableStats {
+                        lookups: 7,
+                        hits: 3,
+                    },
+                )],
             },
         );
         let t = render(&b);
@@ -385,6 +421,8 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("p4jet_latency_seconds_count 3\n"), "{t}");
+        assert!(t.contains("p4jet_table_lookups_total{table=\"ingress.acl\"} 7\n"));
+        assert!(t.contains("p4jet_table_hits_total{table=\"ingress.acl\"} 3\n"));
         assert!(t.contains("p4jet_latency_seconds_sum 0.040006\n"), "{t}");
         assert!(
             !t.contains("port=\"0\""),

@@ -79,14 +79,24 @@ fn sample(s: &[(String, f64)], series: &str) -> f64 {
 
 #[test]
 fn metrics_and_packet_books_of_a_running_switch() {
-    let dir = tmpdir("books-live");
+    books_of_a_running_switch("jit");
+}
+
+/// The same with the interpreter: its table applies are counted too.
+#[test]
+fn metrics_and_packet_books_with_the_interpreter() {
+    books_of_a_running_switch("interp");
+}
+
+fn books_of_a_running_switch(engine: &str) {
+    let dir = tmpdir(&format!("books-live-{engine}"));
     let metrics = free_port();
     let maddr = format!("127.0.0.1:{metrics}");
     let mut sw = Running::start(
         &dir,
         &corpus_json("basic_l2"),
         &[0, 1],
-        &["--metrics-addr", &maddr],
+        &["--metrics-addr", &maddr, "--engine", engine],
     );
     let mut c = p4jet_thrift::ThriftClient::connect(("127.0.0.1", sw.thrift_port)).unwrap();
     let key = |mac: u8| {
@@ -178,6 +188,21 @@ fn metrics_and_packet_books_of_a_running_switch() {
         .collect();
     assert!(buckets.len() > 10 && buckets.windows(2).all(|w| w[0] <= w[1]));
     assert!(sample(&samples, "p4jet_latency_seconds_sum") > 0.0);
+    // basic_l2's one table: every frame looked up, the ones with an entry hit
+    assert_eq!(
+        sample(
+            &samples,
+            "p4jet_table_lookups_total{table=\"IngressImpl.dmac\"}"
+        ) as u64,
+        total
+    );
+    assert_eq!(
+        sample(
+            &samples,
+            "p4jet_table_hits_total{table=\"IngressImpl.dmac\"}"
+        ) as u64,
+        fwd1 + to7
+    );
     assert!(
         sample(
             &samples,
@@ -196,6 +221,8 @@ fn metrics_and_packet_books_of_a_running_switch() {
     assert_eq!(t["drops"]["no_such_port"], to7);
     assert_eq!(j["threads"][0]["name"], "worker 0");
     assert_eq!(j["latency"]["packets"], fwd1 + to7);
+    assert_eq!(j["tables"]["IngressImpl.dmac"]["lookups"], total);
+    assert_eq!(j["tables"]["IngressImpl.dmac"]["hits"], fwd1 + to7);
     let p99 = j["latency"]["p99_us"].as_f64().unwrap();
     assert!(p99 > 0.0 && p99 <= j["latency"]["max_us"].as_f64().unwrap());
 

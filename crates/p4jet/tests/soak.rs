@@ -158,6 +158,13 @@ fn interval_quantile(a: &[(f64, u64)], b: &[(f64, u64)], q: f64) -> Option<f64> 
         .map(|((le, _), _)| *le)
 }
 
+/// Packets between two scrapes whose latency was over `secs` (at a bucket bound).
+fn slower_than(a: &[(f64, u64)], b: &[(f64, u64)], secs: f64) -> u64 {
+    let total = |h: &[(f64, u64)]| h.last().map_or(0, |x| x.1);
+    let upto = |h: &[(f64, u64)]| h.iter().find(|x| x.0 >= secs).map_or(0, |x| x.1);
+    (total(b) - upto(b)).saturating_sub(total(a) - upto(a))
+}
+
 fn key(mac: [u8; 6]) -> Vec<BmMatchParam> {
     vec![BmMatchParam::Exact { key: mac.to_vec() }]
 }
@@ -325,8 +332,9 @@ fn soak_traffic_churn_and_swaps() {
         .spawn()
         .unwrap();
 
-    // samples: (time s, RSS kB, interval p50 and p99 in s, writes so far)
-    let mut samples: Vec<(f64, u64, Option<f64>, Option<f64>, u64)> = vec![];
+    // samples: (time s, RSS kB, interval p50 and p99 in s, writes so far, packets of
+    // the interval slower than 1 ms)
+    let mut samples: Vec<(f64, u64, Option<f64>, Option<f64>, u64, u64)> = vec![];
     let t0 = Instant::now();
     let mut last_swap = Instant::now();
     let mut swaps = 0;
@@ -359,6 +367,7 @@ fn soak_traffic_churn_and_swaps() {
                 interval_quantile(&prev, &now, 0.5),
                 interval_quantile(&prev, &now, 0.99),
                 done_writes.load(Ordering::Relaxed),
+                slower_than(&prev, &now, 0.001),
             ));
             prev = now;
         }
@@ -385,11 +394,11 @@ fn soak_traffic_churn_and_swaps() {
         "soak: {secs} s, {sent} frames offered ({:.0}/s), {n_writes} table writes ({rate_writes:.0}/s, {write_failures} refused), {swaps} swaps",
         sent as f64 / secs as f64
     );
-    eprintln!("soak:   time s   RSS kB   p50 us   p99 us   writes");
-    for (t, rss, p50, p99, w) in &samples {
+    eprintln!("soak:   time s   RSS kB   p50 us   p99 us   writes  >1 ms");
+    for (t, rss, p50, p99, w, slow) in &samples {
         let us = |x: &Option<f64>| x.map_or("-".to_string(), |v| format!("{:.0}", v * 1e6));
         eprintln!(
-            "soak: {t:>8.0} {rss:>8} {:>8} {:>8} {w:>8}",
+            "soak: {t:>8.0} {rss:>8} {:>8} {:>8} {w:>8} {slow:>6}",
             us(p50),
             us(p99)
         );

@@ -934,7 +934,7 @@ impl<'a> Ctx<'a> {
                 let member = self.union_stack_member(sid, m, path)?;
                 let header = HeaderRef::UnionMember {
                     union: Box::new(UnionRef::StackLast(sid)),
-                    member: member as u32,
+                    member,
                 };
                 let any = header.any_header(&self.p);
                 let index = self.field_index_in_type(any, f, path)?;

@@ -158,6 +158,10 @@ fn interval_quantile(a: &[(f64, u64)], b: &[(f64, u64)], q: f64) -> Option<f64> 
         .map(|((le, _), _)| *le)
 }
 
+/// One sample: time (s), RSS (kB), the interval's p50 and p99 (s), table writes so
+/// far, packets of the interval slower than 1 ms.
+type Sample = (f64, u64, Option<f64>, Option<f64>, u64, u64);
+
 /// Packets between two scrapes whose latency was over `secs` (at a bucket bound).
 fn slower_than(a: &[(f64, u64)], b: &[(f64, u64)], secs: f64) -> u64 {
     let total = |h: &[(f64, u64)]| h.last().map_or(0, |x| x.1);
@@ -332,9 +336,7 @@ fn soak_traffic_churn_and_swaps() {
         .spawn()
         .unwrap();
 
-    // samples: (time s, RSS kB, interval p50 and p99 in s, writes so far, packets of
-    // the interval slower than 1 ms)
-    let mut samples: Vec<(f64, u64, Option<f64>, Option<f64>, u64, u64)> = vec![];
+    let mut samples: Vec<Sample> = vec![];
     let t0 = Instant::now();
     let mut last_swap = Instant::now();
     let mut swaps = 0;

@@ -102,7 +102,7 @@ fn every_corpus_stf_parses_and_its_commands_run() {
             statements += parsed.len();
         }
     }
-    assert_eq!(files, 103, "the corpus has 103 STF tests");
+    assert_eq!(files, 106, "the corpus has 106 STF tests");
     assert!(statements > 1000);
 }
 

@@ -205,6 +205,22 @@ fn header_eq(p: &Program, c: &EvalCtx, a: &HeaderRef, b: &HeaderRef) -> bool {
         })
 }
 
+/// The value of a varbit field: the bits of its current length, as a number (0 when
+/// the reference does not resolve).
+fn varbit_value(p: &Program, c: &EvalCtx, f: &FieldRef) -> BigUint {
+    let Some(fid) = resolve_field(p, c, f) else {
+        return BigUint::default();
+    };
+    let fi = &p.fields[fid as usize];
+    let h = &p.headers[fi.header as usize];
+    let len = h
+        .varbit_slot
+        .map_or(0, |s| c.phv.varbit_bits[s as usize])
+        .min(fi.loc.width);
+    // the field is stored left-aligned in its full width
+    c.phv.read_big(fi.loc) >> (fi.loc.width - len) as usize
+}
+
 /// The 128-bit evaluator (only for nodes of roots not marked wide).
 pub fn eval(p: &Program, c: &EvalCtx, id: ExprId) -> u128 {
     let n = &p.exprs.nodes[id as usize];
@@ -223,6 +239,7 @@ pub fn eval(p: &Program, c: &EvalCtx, id: ExprId) -> u128 {
                 .any(|h| c.phv.valid[*h as usize])
         }) as u128,
         Expr::HeaderEq(a, b) => header_eq(p, c, a, b) as u128,
+        Expr::VarbitEq(a, b) => (varbit_value(p, c, a) == varbit_value(p, c, b)) as u128,
         Expr::LastStackIndex(s) => (c.phv.stack_next[*s as usize] as i128 - 1) as u128,
         Expr::SizeStack(s) => c.phv.stack_next[*s as usize] as u128,
         Expr::Un(op, a) => {
@@ -373,7 +390,11 @@ pub fn eval_big(p: &Program, c: &EvalCtx, id: ExprId) -> BigInt {
             *width,
         )),
         Expr::Valid(h) => b2i(valid(p, c, h)),
-        Expr::ValidUnion(_) | Expr::HeaderEq(..) | Expr::LastStackIndex(_) | Expr::SizeStack(_) => {
+        Expr::ValidUnion(_)
+        | Expr::HeaderEq(..)
+        | Expr::VarbitEq(..)
+        | Expr::LastStackIndex(_)
+        | Expr::SizeStack(_) => {
             let v = eval(p, c, id);
             if matches!(n.expr, Expr::LastStackIndex(_)) {
                 BigInt::from(v as i128)

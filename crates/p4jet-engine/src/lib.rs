@@ -51,7 +51,7 @@ use p4jet_ir::Program;
 
 pub use eval::EvalCtx;
 pub use native::{Native, NativeStats};
-pub use packet::{PacketCtx, Scratch};
+pub use packet::{PacketCtx, Scratch, TableStats};
 pub use phv::{Phv, Window64};
 pub use plan::Plan;
 pub use state::{ControlState, EntryAction, EntryValue, Externs, Op, OpResult};

@@ -138,4 +138,36 @@ pub struct Scratch {
     pub(crate) members: Vec<u32>,
     pub(crate) keys: Vec<u8>,
     pub(crate) calc: Vec<u8>,
+    /// Per table (index of the program's tables), its lookups and hits on this worker.
+    tables: Vec<TableStats>,
+}
+
+/// A table's lookups on one worker: every apply of the table to a packet, and those
+/// that found an entry (a key-less table never does).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TableStats {
+    /// Applies.
+    pub lookups: u64,
+    /// Applies that found an entry.
+    pub hits: u64,
+}
+
+impl Scratch {
+    /// Counts `lookups` applies of table `t`, `hits` of them hits (once per batch).
+    #[inline]
+    pub fn count_table(&mut self, t: u32, lookups: u64, hits: u64) {
+        let t = t as usize;
+        if t >= self.tables.len() {
+            self.tables.resize(t + 1, TableStats::default());
+        }
+        let s = &mut self.tables[t];
+        s.lookups += lookups;
+        s.hits += hits;
+    }
+
+    /// The tables' counts so far, by table index (tables never applied may be
+    /// missing at the end).
+    pub fn table_stats(&self) -> &[TableStats] {
+        &self.tables
+    }
 }

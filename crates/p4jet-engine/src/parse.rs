@@ -468,6 +468,52 @@ impl Engine {
                 ctx.phv.stack_next[*s as usize] += 1;
                 Ok(())
             }
+            ParserOp::ExtractNextVarbit { stack, bits } => {
+                let st = &p.stacks[*stack as usize];
+                let next = ctx.phv.stack_next[*stack as usize] as usize;
+                let Some(h) = st.headers.get(next).copied() else {
+                    return Err(codes.stack_out_of_bounds);
+                };
+                let data = ctx.pkt.data();
+                let ec = EvalCtx {
+                    phv: &ctx.phv,
+                    ahead: &data[(*cursor).min(data.len())..],
+                    action: None,
+                };
+                let Some(n) = eval_index(p, &ec, *bits) else {
+                    return Err(codes.parser_invalid_argument);
+                };
+                if !n.is_multiple_of(8) {
+                    return Err(codes.parser_invalid_argument);
+                }
+                self.extract(ctx, h, cursor, Some(n as u32))?;
+                ctx.phv.stack_next[*stack as usize] += 1;
+                Ok(())
+            }
+            ParserOp::ExtractUnionNext { stack, member } => {
+                // the element after the last one with a valid member (elements are
+                // extracted in order; `UnionRef::StackLast` reads the same)
+                let s = &p.union_stacks[*stack as usize];
+                let next = s
+                    .unions
+                    .iter()
+                    .rposition(|u| {
+                        p.unions[*u as usize]
+                            .headers
+                            .iter()
+                            .any(|h| ctx.phv.valid[*h as usize])
+                    })
+                    .map_or(0, |i| i + 1);
+                let Some(h) = s
+                    .unions
+                    .get(next)
+                    .and_then(|u| p.unions[*u as usize].headers.get(*member as usize))
+                    .copied()
+                else {
+                    return Err(codes.stack_out_of_bounds);
+                };
+                self.extract(ctx, h, cursor, None)
+            }
             ParserOp::ExtractVarbit { header, bits } => {
                 let data = ctx.pkt.data();
                 let ec = EvalCtx {
@@ -547,17 +593,19 @@ impl Engine {
         let p = &*self.prog;
         let hi = &p.headers[h as usize];
         let bytes = match varbits {
-            Some(vb) => {
-                if hi.fixed_bits + vb > hi.max_bytes * 8 {
-                    return Err(p.error_codes.header_too_short);
-                }
-                ((hi.fixed_bits + vb) / 8) as usize
-            }
+            Some(vb) => (hi.fixed_bits as usize + vb as usize) / 8,
             None => hi.max_bytes as usize,
         };
         let data = ctx.pkt.data();
+        // bmv2 checks the packet's length before the varbit's maximum: a length over
+        // the maximum that also runs past the end of the packet is PacketTooShort
         if *cursor + bytes > data.len() {
             return Err(p.error_codes.packet_too_short);
+        }
+        if let Some(vb) = varbits
+            && hi.fixed_bits + vb > hi.max_bytes * 8
+        {
+            return Err(p.error_codes.header_too_short);
         }
         let off = hi.offset as usize;
         if varbits.is_some() {

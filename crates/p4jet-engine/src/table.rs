@@ -149,6 +149,8 @@ impl Engine {
             ts.entries.lookup_batch(&keys, &mut hits[..w]);
             sc.keys = keys;
         }
+        let found = hits[..w].iter().filter(|h| h.is_some()).count();
+        sc.count_table(t, w as u64, found as u64);
         // 3. actions (whether the table has direct counters or meters: once per batch)
         let direct = tp.direct;
         // the common case without per-packet tests of what the table cannot have: no

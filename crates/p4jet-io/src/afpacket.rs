@@ -110,6 +110,10 @@ pub struct AfPacketPort {
     mtu: usize,
     tx_next: usize,
     tx_queued: usize,
+    /// Frames taken back from the TX ring after a failed kick (see `reclaim_tx`).
+    unsent: u64,
+    /// The error of a kick that failed inside `send_batch`, for the next `flush`.
+    tx_error: Option<io::Error>,
     vlan_scratch: Vec<u8>,
     stats: PortStats,
     kernel_drops: std::cell::Cell<u64>,
@@ -328,6 +332,8 @@ impl AfPacketPort {
             mtu: mtu as usize,
             tx_next: 0,
             tx_queued: 0,
+            unsent: 0,
+            tx_error: None,
             vlan_scratch: Vec::with_capacity(tx_frame_size as usize + 8),
             stats: PortStats::default(),
             kernel_drops: std::cell::Cell::new(0),
@@ -357,6 +363,33 @@ impl AfPacketPort {
         // mapping (frames never straddle blocks: block = 16 * frame size or a
         // page multiple of it).
         unsafe { self.ring.ptr.add(self.tx_base + i * self.tx_frame_size) }
+    }
+
+    /// After a kick that failed outright, marks every frame still waiting in the TX
+    /// ring (`SEND_REQUEST`) free again and returns how many there were; they are
+    /// taken off the sent counters. No kernel code works on the ring outside our
+    /// `sendto`, so the slots are ours once it has returned.
+    fn reclaim_tx(&mut self) -> u64 {
+        let mut n = 0;
+        for i in 0..self.tx_frame_count {
+            let status = status_word(self.tx_slot(i), H3_STATUS);
+            if status.load(Ordering::Acquire) == libc::TP_STATUS_SEND_REQUEST {
+                let len = self.tx_len(i);
+                status.store(libc::TP_STATUS_AVAILABLE, Ordering::Release);
+                n += 1;
+                self.stats.tx_packets = self.stats.tx_packets.saturating_sub(1);
+                self.stats.tx_bytes = self.stats.tx_bytes.saturating_sub(len as u64);
+                self.stats.tx_errors += 1;
+            }
+        }
+        n
+    }
+
+    /// The frame length written into TX slot `i`.
+    fn tx_len(&self, i: usize) -> u32 {
+        // SAFETY: i < tx_frame_count (callers), so the header is inside the ring's
+        // TX part; the length word was written by `send_batch`.
+        unsafe { self.tx_slot(i).add(H3_LEN).cast::<u32>().read_unaligned() }
     }
 
     /// Delivers frames from ready blocks; returns how many.
@@ -483,7 +516,12 @@ impl Port for AfPacketPort {
                 // Ring full: hand what we queued to the kernel once, then look again.
                 if !kicked {
                     kicked = true;
-                    self.flush()?;
+                    if let Err(e) = self.flush() {
+                        // the ring was taken back (counted in `unsent`): these i
+                        // frames were accepted, the caller sees the error on flush
+                        self.tx_error = Some(e);
+                        return Ok(i);
+                    }
                     st = status.load(Ordering::Acquire);
                 }
                 if st == libc::TP_STATUS_SEND_REQUEST || st == libc::TP_STATUS_SENDING {
@@ -515,6 +553,9 @@ impl Port for AfPacketPort {
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        if let Some(e) = self.tx_error.take() {
+            return Err(e);
+        }
         if self.tx_queued == 0 {
             return Ok(());
         }
@@ -535,8 +576,18 @@ impl Port for AfPacketPort {
                 self.tx_queued = 1;
                 Ok(())
             }
-            Err(e) => Err(ctx(e, format_args!("AF_PACKET tx on {}", self.name))),
+            Err(e) => {
+                // the kernel took none of the queued frames (the interface went
+                // away, ...): they would sit in the ring as sent, so take them back
+                let n = self.reclaim_tx();
+                self.unsent += n;
+                Err(ctx(e, format_args!("AF_PACKET tx on {}", self.name)))
+            }
         }
+    }
+
+    fn take_unsent(&mut self) -> u64 {
+        std::mem::take(&mut self.unsent)
     }
 
     fn name(&self) -> &str {

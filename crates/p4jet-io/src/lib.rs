@@ -203,6 +203,13 @@ pub trait Port: Send {
     /// Hand queued frames to the kernel / write buffered data.
     fn flush(&mut self) -> io::Result<()>;
 
+    /// Frames `send_batch` accepted that the port discarded later without sending
+    /// them (a transmit ring whose interface went away), since the last call; the
+    /// caller counts them as lost. 0 unless overridden.
+    fn take_unsent(&mut self) -> u64 {
+        0
+    }
+
     /// The interface or file base name this port was opened on.
     fn name(&self) -> &str;
 
@@ -278,6 +285,9 @@ impl<P: Port + ?Sized> Port for Box<P> {
     }
     fn flush(&mut self) -> io::Result<()> {
         (**self).flush()
+    }
+    fn take_unsent(&mut self) -> u64 {
+        (**self).take_unsent()
     }
     fn name(&self) -> &str {
         (**self).name()

@@ -229,6 +229,9 @@ pub enum Expr {
     UsatCast(ExprId, u32),
     /// Header equality (all fields and validity).
     HeaderEq(HeaderRef, HeaderRef),
+    /// Equality of two varbit fields: their values (the bits of their current
+    /// lengths, as numbers), as bmv2 compares them.
+    VarbitEq(FieldRef, FieldRef),
     /// Index of the last valid element of a stack (`-1`… as bmv2: next index − 1).
     LastStackIndex(u32),
     /// Number of valid elements (next index) of a stack.
@@ -332,7 +335,11 @@ impl ExprPool {
         let boolr = Some((BigInt::zero(), BigInt::one()));
         match expr {
             Expr::Const(c) => Some((c.clone(), c.clone())),
-            Expr::Bool(_) | Expr::Valid(_) | Expr::ValidUnion(_) | Expr::HeaderEq(..) => boolr,
+            Expr::Bool(_)
+            | Expr::Valid(_)
+            | Expr::ValidUnion(_)
+            | Expr::HeaderEq(..)
+            | Expr::VarbitEq(..) => boolr,
             Expr::Field(_) | Expr::Param(_) | Expr::Lookahead { .. } => None, // set by caller
             Expr::LastStackIndex(_) | Expr::SizeStack(_) => {
                 Some((BigInt::from(-1), BigInt::from(1u64 << 32)))
@@ -469,6 +476,7 @@ impl ExprPool {
             Expr::Valid(h) => self.check_href(h),
             Expr::ValidUnion(u) => self.check_uref(u),
             Expr::HeaderEq(a, b) => self.check_href(a) && self.check_href(b),
+            Expr::VarbitEq(a, b) => self.check_fref(a) && self.check_fref(b),
             Expr::LastStackIndex(_) | Expr::SizeStack(_) => true,
             Expr::Un(op, a) => match op {
                 UnOp::Neg | UnOp::BitNot => self.check(*a, false),

@@ -292,6 +292,22 @@ pub enum ParserOp {
     Extract(HeaderRef),
     /// Extract the next element of a stack.
     ExtractNext(u32),
+    /// Extract the next element of a stack whose header has a varbit field
+    /// (`extract_VL` into `stack.next`), the varbit length (in bits) given.
+    ExtractNextVarbit {
+        /// Stack.
+        stack: u32,
+        /// Varbit length in bits.
+        bits: ExprId,
+    },
+    /// Extract member `member` of the next element of a header union stack (the
+    /// element after the last one with a valid member).
+    ExtractUnionNext {
+        /// Union stack.
+        stack: u32,
+        /// Member index (in the union type's order).
+        member: u32,
+    },
     /// Extract a header with a varbit field whose length (in bits) is given.
     ExtractVarbit {
         /// Header.

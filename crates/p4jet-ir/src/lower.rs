@@ -215,6 +215,10 @@ fn reads(p: &Program) -> Vec<bool> {
     for n in &p.exprs.nodes {
         match &n.expr {
             Expr::Field(f) => mark(&mut r, f),
+            Expr::VarbitEq(a, b) => {
+                mark(&mut r, a);
+                mark(&mut r, b);
+            }
             Expr::HeaderEq(a, b) => {
                 for h in header_candidates(p, a)
                     .into_iter()
@@ -318,9 +322,16 @@ fn writes(p: &Program) -> Vec<bool> {
                         mark_header(&mut w, h);
                     }
                 }
-                ParserOp::ExtractNext(stack) => {
+                ParserOp::ExtractNext(stack) | ParserOp::ExtractNextVarbit { stack, .. } => {
                     for h in &p.stacks[*stack as usize].headers {
                         mark_header(&mut w, *h);
+                    }
+                }
+                ParserOp::ExtractUnionNext { stack, member } => {
+                    for u in &p.union_stacks[*stack as usize].unions {
+                        if let Some(h) = p.unions[*u as usize].headers.get(*member as usize) {
+                            mark_header(&mut w, *h);
+                        }
                     }
                 }
                 ParserOp::Set { dst, .. } => mark(&mut w, dst),
@@ -797,6 +808,51 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// `v` as a varbit field of a regular header (None for anything else).
+    fn varbit_field(&self, v: &Value, path: &str) -> R<Option<FieldRef>> {
+        let v = Self::unwrap_expr(v);
+        if v.get("type").and_then(Value::as_str) != Some("field") {
+            return Ok(None);
+        }
+        let Some(val) = v.get("value") else {
+            return Ok(None);
+        };
+        let (h, f) = Self::str_pair(val, path)?;
+        if f == "$valid$" {
+            return Ok(None);
+        }
+        let hid = self.header_name(&h, path)?;
+        let fid = self.field_in_header(hid, &f, path)?;
+        Ok(self.p.fields[fid as usize]
+            .varbit
+            .then_some(FieldRef::Static(fid)))
+    }
+
+    /// The index of member `m` in the union type of union stack `sid`'s elements.
+    fn union_stack_member(&self, sid: u32, m: &str, path: &str) -> R<u32> {
+        let u0 = self.p.union_stacks[sid as usize]
+            .unions
+            .first()
+            .copied()
+            .unwrap_or(0);
+        let ut = &self
+            .j
+            .header_unions
+            .get(u0 as usize)
+            .map(|u| u.union_type.clone())
+            .unwrap_or_default();
+        let member = self
+            .j
+            .header_union_types
+            .iter()
+            .find(|t| &t.name == ut)
+            .and_then(|t| t.headers.iter().position(|(n, _)| n == m));
+        match member {
+            Some(member) => Ok(member as u32),
+            None => err(path, format!("union has no member `{m}`")),
+        }
+    }
+
     fn lower_uref(&mut self, v: &Value, path: &str) -> R<UnionRef> {
         let v = Self::unwrap_expr(v);
         if let Some(op) = v.get("op").and_then(Value::as_str) {
@@ -875,29 +931,10 @@ impl<'a> Ctx<'a> {
                     return err(path, "union_stack_field needs [stack, member, field]");
                 };
                 let sid = self.union_stack_ref(us, path)?;
-                let u0 = self.p.union_stacks[sid as usize]
-                    .unions
-                    .first()
-                    .copied()
-                    .unwrap_or(0);
-                let ut = &self
-                    .j
-                    .header_unions
-                    .get(u0 as usize)
-                    .map(|u| u.union_type.clone())
-                    .unwrap_or_default();
-                let member = self
-                    .j
-                    .header_union_types
-                    .iter()
-                    .find(|t| &t.name == ut)
-                    .and_then(|t| t.headers.iter().position(|(n, _)| n == m));
-                let Some(member) = member else {
-                    return err(path, format!("union has no member `{m}`"));
-                };
+                let member = self.union_stack_member(sid, m, path)?;
                 let header = HeaderRef::UnionMember {
                     union: Box::new(UnionRef::StackLast(sid)),
-                    member: member as u32,
+                    member,
                 };
                 let any = header.any_header(&self.p);
                 let index = self.field_index_in_type(any, f, path)?;
@@ -1047,6 +1084,15 @@ impl<'a> Ctx<'a> {
             let a = self.lower_href(&l, &lp)?;
             let b = self.lower_href(&r, &rp)?;
             let e = self.p.exprs.push_derived(Expr::HeaderEq(a, b));
+            if op == "!=" {
+                return Ok(self.p.exprs.push_derived(Expr::Un(UnOp::Not, e)));
+            }
+            return Ok(e);
+        }
+        if (op == "==" || op == "!=")
+            && let (Some(a), Some(b)) = (self.varbit_field(&l, &lp)?, self.varbit_field(&r, &rp)?)
+        {
+            let e = self.p.exprs.push_derived(Expr::VarbitEq(a, b));
             if op == "!=" {
                 return Ok(self.p.exprs.push_derived(Expr::Un(UnOp::Not, e)));
             }
@@ -1707,21 +1753,39 @@ impl<'a> Ctx<'a> {
                         ParserOp::ExtractNext(s)
                     }
                     "union_stack" => {
-                        return err(
-                            path,
-                            "extract into a header union stack is not supported yet",
-                        );
+                        let arr = val.as_array().cloned().unwrap_or_default();
+                        let (Some(us), Some(m)) = (
+                            arr.first().and_then(Value::as_str),
+                            arr.get(1).and_then(Value::as_str),
+                        ) else {
+                            return err(path, "a union_stack extract needs [stack, member]");
+                        };
+                        let stack = self.union_stack_ref(us, path)?;
+                        let member = self.union_stack_member(stack, m, path)?;
+                        ParserOp::ExtractUnionNext { stack, member }
                     }
                     other => return err(path, format!("unsupported extract target `{other}`")),
                 }
             }
             "extract_VL" => {
-                let (_, val) = Self::typed(p(0)?, path)?;
-                let h = self.header_name(val.as_str().unwrap_or_default(), path)?;
-                let bits = self.root(p(1)?, path, Use::Exact)?;
-                ParserOp::ExtractVarbit {
-                    header: HeaderRef::Static(h),
-                    bits,
+                let (t, val) = Self::typed(p(0)?, path)?;
+                match t.as_str() {
+                    "regular" => {
+                        let h = self.header_name(val.as_str().unwrap_or_default(), path)?;
+                        let bits = self.root(p(1)?, path, Use::Exact)?;
+                        ParserOp::ExtractVarbit {
+                            header: HeaderRef::Static(h),
+                            bits,
+                        }
+                    }
+                    "stack" => {
+                        let stack = self.stack_ref(p(0)?, path)?;
+                        let bits = self.root(p(1)?, path, Use::Exact)?;
+                        ParserOp::ExtractNextVarbit { stack, bits }
+                    }
+                    other => {
+                        return err(path, format!("unsupported extract_VL target `{other}`"));
+                    }
                 }
             }
             "set" => {

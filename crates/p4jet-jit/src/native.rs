@@ -617,6 +617,8 @@ unsafe fn lookup(
         let keys = unsafe { std::slice::from_raw_parts(keys, w * kb + KEY_SLACK) };
         ts.entries.lookup_batch(keys, &mut found[..w]);
     }
+    let n_found = found[..w].iter().filter(|f| f.is_some()).count();
+    c.sc.count_table(t, w as u64, n_found as u64);
     let default = match &ts.default {
         Some(EntryAction::Direct(call)) => Some(Some(call)),
         None => Some(None),

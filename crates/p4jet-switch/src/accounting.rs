@@ -294,6 +294,11 @@ pub struct ThreadBooks {
     pub busy_polls: u64,
     /// Loop turns that found nothing to do.
     pub idle_polls: u64,
+    /// Injection-to-transmission latency of the packets the thread transmitted, since
+    /// it started (empty for a thread that transmits nothing).
+    pub latency: crate::LatencyHist,
+    /// Per table, the lookups and hits of the thread (see [`crate::Core::table_stats`]).
+    pub tables: Vec<(String, p4jet_engine::TableStats)>,
 }
 
 /// The latest books of every forwarding thread of a running switch, published by the
@@ -338,6 +343,29 @@ impl Board {
             b.add(&x.balance);
         }
         Some(b)
+    }
+
+    /// Per table (by name, sorted), the lookups and hits of every thread summed.
+    pub fn tables(&self) -> Vec<(String, p4jet_engine::TableStats)> {
+        let mut m: std::collections::BTreeMap<String, p4jet_engine::TableStats> =
+            std::collections::BTreeMap::new();
+        for x in self.lock().iter() {
+            for (name, s) in &x.tables {
+                let e = m.entry(name.clone()).or_default();
+                e.lookups += s.lookups;
+                e.hits += s.hits;
+            }
+        }
+        m.into_iter().collect()
+    }
+
+    /// The latency histograms of every thread merged.
+    pub fn latency(&self) -> crate::LatencyHist {
+        let mut h = crate::LatencyHist::default();
+        for x in self.lock().iter() {
+            h.merge(&x.latency);
+        }
+        h
     }
 }
 

@@ -132,6 +132,25 @@ impl LatencyHist {
         self.max
     }
 
+    /// Sum of the values (ns).
+    pub fn sum_ns(&self) -> u128 {
+        self.sum
+    }
+
+    /// Values at most `ns`, counting the buckets that lie wholly at or below it (a
+    /// bucket straddling `ns` is left out: an under-count of at most one bucket,
+    /// 1/32 of the value's power of two).
+    pub fn count_le(&self, ns: u64) -> u64 {
+        let mut n = 0;
+        for (i, c) in self.buckets.iter().enumerate() {
+            if bucket_top(i) > ns {
+                break;
+            }
+            n += c;
+        }
+        n
+    }
+
     /// The `q` quantile (0..=1): the top of the bucket holding it, at most the maximum.
     pub fn quantile_ns(&self, q: f64) -> u64 {
         if self.count == 0 {
@@ -168,6 +187,25 @@ mod tests {
             let top = bucket_top(b);
             assert!(top - v <= v / 16 + 1, "{v} -> {top}");
         }
+    }
+
+    #[test]
+    fn count_le_is_cumulative_and_exact_on_bucket_tops() {
+        let mut h = LatencyHist::default();
+        for v in [10u64, 100, 1_000, 10_000, 100_000, 100_000] {
+            h.record(v);
+        }
+        assert_eq!(h.count_le(9), 0);
+        assert_eq!(h.count_le(10), 1);
+        assert_eq!(h.count_le(bucket_top(bucket_of(1_000))), 3);
+        assert_eq!(h.count_le(u64::MAX), 6);
+        let mut prev = 0;
+        for ns in (0..200_000).step_by(997) {
+            let c = h.count_le(ns);
+            assert!(c >= prev);
+            prev = c;
+        }
+        assert_eq!(h.sum_ns(), 211_110);
     }
 
     #[test]

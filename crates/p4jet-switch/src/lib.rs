@@ -262,9 +262,23 @@ pub struct Switch {
 }
 
 impl Switch {
-    /// The packet books as JSON: `{"total": {..}, "threads": [{"name", "busy_polls",
-    /// "idle_polls", "books": {..}}]}`, each books object as [`Balance::to_json`].
+    /// The packet books as JSON: `{"total": {..}, "latency": {..}, "threads": [{"name",
+    /// "busy_polls", "idle_polls", "books": {..}, "latency": {..}}]}`, each books object
+    /// as [`Balance::to_json`], each latency object `{"packets", "mean_us", "p50_us",
+    /// "p99_us", "p999_us", "max_us"}` (injection to transmission, since the thread
+    /// started).
     pub fn books_json(&self) -> serde_json::Value {
+        let lat = |h: &LatencyHist| {
+            let us = |ns: f64| (ns / 10.0).round() / 100.0;
+            serde_json::json!({
+                "packets": h.count(),
+                "mean_us": us(h.mean_ns()),
+                "p50_us": us(h.quantile_ns(0.5) as f64),
+                "p99_us": us(h.quantile_ns(0.99) as f64),
+                "p999_us": us(h.quantile_ns(0.999) as f64),
+                "max_us": us(h.max_ns() as f64),
+            })
+        };
         let threads: Vec<serde_json::Value> = self
             .board
             .snapshot()
@@ -275,10 +289,27 @@ impl Switch {
                     "busy_polls": t.busy_polls,
                     "idle_polls": t.idle_polls,
                     "books": t.balance.to_json(),
+                    "latency": lat(&t.latency),
                 })
             })
             .collect();
-        serde_json::json!({"total": self.balance().to_json(), "threads": threads})
+        let tables: serde_json::Map<String, serde_json::Value> = self
+            .board
+            .tables()
+            .into_iter()
+            .map(|(name, s)| {
+                (
+                    name,
+                    serde_json::json!({"lookups": s.lookups, "hits": s.hits}),
+                )
+            })
+            .collect();
+        serde_json::json!({
+            "total": self.balance().to_json(),
+            "latency": lat(&self.board.latency()),
+            "tables": tables,
+            "threads": threads,
+        })
     }
 
     /// The switch's packet books: those of the forwarding threads when `p4jet run`

@@ -4,7 +4,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use num_bigint::BigUint;
-use p4jet_engine::{ControlBlock, ControlState, Engine, Externs, PacketBuf, PacketCtx, Scratch};
+use p4jet_engine::{
+    ControlBlock, ControlState, Engine, Externs, PacketBuf, PacketCtx, Scratch, TableStats,
+};
 use p4jet_ir::expr::FieldRef;
 
 use crate::accounting::{Accounts, Balance, DropReason, PortCounters};
@@ -561,6 +563,19 @@ impl Core {
         ctx.arch.rx_ns = self.rx_stamp;
         self.port_mut(port).rx += 1;
         self.input.push_back(ctx);
+    }
+
+    /// Per table of the running program (by name), its lookups and hits on this core
+    /// since the program was loaded; tables never applied are left out.
+    pub fn table_stats(&self) -> Vec<(String, TableStats)> {
+        let tables = &self.engine.prog.tables;
+        self.scratch
+            .table_stats()
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.lookups > 0)
+            .filter_map(|(i, s)| Some((tables.get(i)?.name.clone(), *s)))
+            .collect()
     }
 
     /// Measures the latency of every packet from its injection to its transmission

@@ -29,8 +29,8 @@ use p4jet_io::Port;
 use p4jet_io::pcap::Peek;
 use p4jet_switch::runtime::PortEvent;
 use p4jet_switch::{
-    Balance, Board, Core, DropReason, EgressStage, IngressStage, PortCounters, Switch, ThreadBooks,
-    Worker,
+    Balance, Board, Core, DropReason, EgressStage, IngressStage, PortCounters, Stamps, Switch,
+    ThreadBooks, Worker,
 };
 
 use crate::run::{Mode, PortEntry, PortIo};
@@ -181,6 +181,8 @@ impl Reporter {
                 balance: b,
                 busy_polls: self.busy,
                 idle_polls: self.idle,
+                latency: core.latency.clone(),
+                tables: core.table_stats(),
             },
         );
     }
@@ -388,13 +390,18 @@ impl Lane {
         })
     }
 
-    /// Flushes every port; a port that fails is reported in `errors`.
-    fn flush_all(&self, errors: &mut Vec<String>) {
+    /// Flushes every port; a port that fails is reported in `errors`, and the frames
+    /// it could not hand on are counted as lost in `core`'s books.
+    fn flush_all(&self, core: &mut Core, errors: &mut Vec<String>) {
         for ph in &self.ports {
             let num = ph.num;
-            if let Err(e) = ph.lock().port().flush() {
+            let mut pe = ph.lock();
+            if let Err(e) = pe.port().flush() {
                 errors.push(format!("port {num}: flush: {e}"));
             }
+            let unsent = pe.port().take_unsent();
+            drop(pe);
+            core.uncount_tx(num, DropReason::PortError, unsent);
         }
     }
 }
@@ -535,6 +542,8 @@ impl TxBuf {
             if let Err(e) = port.flush() {
                 errors.push(format!("port {num}: flush: {e}"));
             }
+            // frames the port took but could not hand on (its interface went away)
+            failed += port.take_unsent();
             core.uncount_tx(num, DropReason::TxRingFull, dropped);
             core.uncount_tx(num, DropReason::PortError, failed);
         }
@@ -660,6 +669,7 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
         while !c.stop.load(Ordering::Relaxed) {
             lane.port_cmds();
             lane.update_moving(&mut w.core);
+            w.core.mark_rx();
             let got = if c.files {
                 read_pcaps(&lane.ports, c.batch, c.fifo_wait, &mut |n, f| {
                     w.inject(n, f)
@@ -675,7 +685,7 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
             flush_trace(&mut w.core, &c);
             rep.tick(&mut w.core, &mut errors, false);
             if c.files {
-                lane.flush_all(&mut errors);
+                lane.flush_all(&mut w.core, &mut errors);
                 if lane.exhausted() && w.pending() == 0 {
                     if c.exit_when_done {
                         return Ok(());
@@ -691,7 +701,7 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
         }
         Ok(())
     })();
-    lane.flush_all(&mut errors);
+    lane.flush_all(&mut w.core, &mut errors);
     rep.tick(&mut w.core, &mut errors, true);
     lane.report_ports();
     r?;
@@ -708,6 +718,7 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
     let r = (|| -> Result<(), String> {
         while !c.stop.load(Ordering::Relaxed) {
             lane.port_cmds();
+            st.core_mut().mark_rx();
             let got = if c.files {
                 read_pcaps(&lane.ports, c.batch, c.fifo_wait, &mut |n, f| {
                     st.inject(n, f)
@@ -772,7 +783,7 @@ fn egress_thread(mut st: EgressStage, mut lane: Lane, c: Arc<Common>) -> Result<
             break;
         }
     }
-    lane.flush_all(&mut errors);
+    lane.flush_all(st.core_mut(), &mut errors);
     rep.tick(st.core_mut(), &mut errors, true);
     lane.report_ports();
     Ok(Done::Egress(Box::new(st)))
@@ -882,7 +893,8 @@ pub(crate) fn run(
         };
         match plan.mode {
             Mode::Rtc => {
-                let w = lock(sw).new_worker();
+                let mut w = lock(sw).new_worker();
+                w.core.enable_latency(Stamps::new());
                 let (s, l) = lane(format!("worker {k}"), k);
                 let c = common.clone();
                 let name = l.name.clone();
@@ -893,7 +905,10 @@ pub(crate) fn run(
                 senders.push(vec![s]);
             }
             Mode::Pipeline => {
-                let (ing, egr) = lock(sw).new_pipeline(plan.queue_size);
+                let (mut ing, mut egr) = lock(sw).new_pipeline(plan.queue_size);
+                let stamps = Stamps::new();
+                ing.enable_latency(stamps.clone());
+                egr.enable_latency(stamps);
                 let (s1, l1) = lane(format!("worker {k} ingress"), 2 * k);
                 let (s2, l2) = lane(format!("worker {k} egress"), 2 * k + 1);
                 let (c1, c2) = (common.clone(), common.clone());

@@ -269,8 +269,82 @@ pub(crate) fn render(board: &Board) -> String {
             t.idle_polls
         );
     }
+    let tables = board.tables();
+    family(
+        &mut o,
+        "p4jet_table_lookups_total",
+        "counter",
+        "Applies of the table to a packet since the program was loaded.",
+    );
+    for (name, s) in &tables {
+        let _ = writeln!(
+            o,
+            "p4jet_table_lookups_total{{table=\"{}\"}} {}",
+            esc(name),
+            s.lookups
+        );
+    }
+    family(
+        &mut o,
+        "p4jet_table_hits_total",
+        "counter",
+        "Applies of the table that found an entry.",
+    );
+    for (name, s) in &tables {
+        let _ = writeln!(
+            o,
+            "p4jet_table_hits_total{{table=\"{}\"}} {}",
+            esc(name),
+            s.hits
+        );
+    }
+    family(
+        &mut o,
+        "p4jet_latency_seconds",
+        "histogram",
+        "Packet latency from injection into the pipeline to transmission, since the start.",
+    );
+    let h = board.latency();
+    for le in LATENCY_BOUNDS_NS {
+        let _ = writeln!(
+            o,
+            "p4jet_latency_seconds_bucket{{le=\"{}\"}} {}",
+            *le as f64 / 1e9,
+            h.count_le(*le)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "p4jet_latency_seconds_bucket{{le=\"+Inf\"}} {}",
+        h.count()
+    );
+    let _ = writeln!(o, "p4jet_latency_seconds_sum {}", h.sum_ns() as f64 / 1e9);
+    let _ = writeln!(o, "p4jet_latency_seconds_count {}", h.count());
     o
 }
+
+/// Upper bounds of the latency histogram's buckets (ns): 1-2-5 steps from 1 µs to 1 s.
+const LATENCY_BOUNDS_NS: &[u64] = &[
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    200_000,
+    500_000,
+    1_000_000,
+    2_000_000,
+    5_000_000,
+    10_000_000,
+    20_000_000,
+    50_000_000,
+    100_000_000,
+    200_000_000,
+    500_000_000,
+    1_000_000_000,
+];
 
 /// A label value escaped as the format says (backslash, quote, newline).
 fn esc(s: &str) -> String {
@@ -300,6 +374,19 @@ mod tests {
                 balance: bal,
                 busy_polls: 4,
                 idle_polls: 9,
+                latency: {
+                    let mut h = p4jet_switch::LatencyHist::default();
+                    h.record_n(3_000, 2);
+                    h.record(40_000_000);
+                    h
+                },
+                tables: vec![(
+                    "ingress.acl".into(),
+                    p4jet_engine::TableStats {
+                        lookups: 7,
+                        hits: 3,
+                    },
+                )],
             },
         );
         let t = render(&b);
@@ -313,6 +400,30 @@ mod tests {
         assert!(t.contains("p4jet_dropped_packets_total{reason=\"queue_full\"} 2\n"));
         assert!(t.contains("p4jet_worker_polls_total{thread=\"worker 0\",state=\"idle\"} 9\n"));
         assert!(t.contains("p4jet_books_balanced 1\n"));
+        assert!(
+            t.contains("# TYPE p4jet_latency_seconds histogram\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("p4jet_latency_seconds_bucket{le=\"0.000002\"} 0\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("p4jet_latency_seconds_bucket{le=\"0.000005\"} 2\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("p4jet_latency_seconds_bucket{le=\"0.05\"} 3\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("p4jet_latency_seconds_bucket{le=\"+Inf\"} 3\n"),
+            "{t}"
+        );
+        assert!(t.contains("p4jet_latency_seconds_count 3\n"), "{t}");
+        assert!(t.contains("p4jet_table_lookups_total{table=\"ingress.acl\"} 7\n"));
+        assert!(t.contains("p4jet_table_hits_total{table=\"ingress.acl\"} 3\n"));
+        assert!(t.contains("p4jet_latency_seconds_sum 0.040006\n"), "{t}");
         assert!(
             !t.contains("port=\"0\""),
             "ports without traffic are left out"

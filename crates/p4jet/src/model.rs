@@ -290,6 +290,8 @@ fn parser_longest(prog: &Program) -> usize {
                     o,
                     ParserOp::Extract(_)
                         | ParserOp::ExtractNext(_)
+                        | ParserOp::ExtractNextVarbit { .. }
+                        | ParserOp::ExtractUnionNext { .. }
                         | ParserOp::ExtractVarbit { .. }
                 )
             })

@@ -32,7 +32,7 @@ fn parse_exposition(text: &str) -> Vec<(String, f64)> {
             let mut p = rest.split(' ');
             let name = p.next().unwrap();
             let kind = p.next().unwrap();
-            assert!(["counter", "gauge"].contains(&kind), "{l}");
+            assert!(["counter", "gauge", "histogram"].contains(&kind), "{l}");
             assert!(typed.insert(name.to_string()), "TYPE twice: {l}");
             continue;
         }
@@ -42,12 +42,17 @@ fn parse_exposition(text: &str) -> Vec<(String, f64)> {
         let (series, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("{l}"));
         let v: f64 = value.parse().unwrap_or_else(|_| panic!("value of {l}"));
         let name = series.split('{').next().unwrap();
+        // a histogram's samples: NAME_bucket{le=..}, NAME_sum, NAME_count
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s).filter(|f| typed.contains(*f)))
+            .unwrap_or(name);
         assert!(
             name.chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
             "{l}"
         );
-        assert!(typed.contains(name), "no TYPE before {l}");
+        assert!(typed.contains(family), "no TYPE before {l}");
         let labels = &series[name.len()..];
         if !labels.is_empty() {
             let inner = labels
@@ -74,14 +79,24 @@ fn sample(s: &[(String, f64)], series: &str) -> f64 {
 
 #[test]
 fn metrics_and_packet_books_of_a_running_switch() {
-    let dir = tmpdir("books-live");
+    books_of_a_running_switch("jit");
+}
+
+/// The same with the interpreter: its table applies are counted too.
+#[test]
+fn metrics_and_packet_books_with_the_interpreter() {
+    books_of_a_running_switch("interp");
+}
+
+fn books_of_a_running_switch(engine: &str) {
+    let dir = tmpdir(&format!("books-live-{engine}"));
     let metrics = free_port();
     let maddr = format!("127.0.0.1:{metrics}");
     let mut sw = Running::start(
         &dir,
         &corpus_json("basic_l2"),
         &[0, 1],
-        &["--metrics-addr", &maddr],
+        &["--metrics-addr", &maddr, "--engine", engine],
     );
     let mut c = p4jet_thrift::ThriftClient::connect(("127.0.0.1", sw.thrift_port)).unwrap();
     let key = |mac: u8| {
@@ -156,6 +171,38 @@ fn metrics_and_packet_books_of_a_running_switch() {
         miss
     );
     assert_eq!(sample(&samples, "p4jet_books_balanced"), 1.0);
+    // every packet that left the pipeline for a port has a latency (also those for
+    // port 7, dropped when sent), and the buckets are cumulative
+    assert_eq!(
+        sample(&samples, "p4jet_latency_seconds_count") as u64,
+        fwd1 + to7
+    );
+    assert_eq!(
+        sample(&samples, "p4jet_latency_seconds_bucket{le=\"+Inf\"}") as u64,
+        fwd1 + to7
+    );
+    let buckets: Vec<f64> = samples
+        .iter()
+        .filter(|(k, _)| k.starts_with("p4jet_latency_seconds_bucket{"))
+        .map(|x| x.1)
+        .collect();
+    assert!(buckets.len() > 10 && buckets.windows(2).all(|w| w[0] <= w[1]));
+    assert!(sample(&samples, "p4jet_latency_seconds_sum") > 0.0);
+    // basic_l2's one table: every frame looked up, the ones with an entry hit
+    assert_eq!(
+        sample(
+            &samples,
+            "p4jet_table_lookups_total{table=\"IngressImpl.dmac\"}"
+        ) as u64,
+        total
+    );
+    assert_eq!(
+        sample(
+            &samples,
+            "p4jet_table_hits_total{table=\"IngressImpl.dmac\"}"
+        ) as u64,
+        fwd1 + to7
+    );
     assert!(
         sample(
             &samples,
@@ -173,6 +220,11 @@ fn metrics_and_packet_books_of_a_running_switch() {
     assert_eq!(t["balanced"], true);
     assert_eq!(t["drops"]["no_such_port"], to7);
     assert_eq!(j["threads"][0]["name"], "worker 0");
+    assert_eq!(j["latency"]["packets"], fwd1 + to7);
+    assert_eq!(j["tables"]["IngressImpl.dmac"]["lookups"], total);
+    assert_eq!(j["tables"]["IngressImpl.dmac"]["hits"], fwd1 + to7);
+    let p99 = j["latency"]["p99_us"].as_f64().unwrap();
+    assert!(p99 > 0.0 && p99 <= j["latency"]["max_us"].as_f64().unwrap());
 
     assert!(sw.stop().success(), "{}", sw.stderr());
     let err = sw.stderr();

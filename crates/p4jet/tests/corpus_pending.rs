@@ -37,12 +37,8 @@ fn stf_files(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn pending_corners_fail_cleanly_and_none_passes_unnoticed() {
+    // empty when every corner runs like bmv2
     let programs = pending();
-    assert!(
-        programs.len() >= 2,
-        "tests/corpus-pending has {}",
-        programs.len()
-    );
     let mut now_pass = vec![];
     let mut crashed = vec![];
     for dir in programs {

@@ -83,7 +83,7 @@ fn corpus_passes(mode: &str, engine: &str) {
             ));
         }
     }
-    assert_eq!(total, 103, "the corpus has 103 STF tests, found {total}");
+    assert_eq!(total, 106, "the corpus has 106 STF tests, found {total}");
     assert!(
         failures.is_empty(),
         "{} program(s) failed:\n{}",

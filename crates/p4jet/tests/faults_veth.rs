@@ -167,3 +167,152 @@ fn flood_and_deleted_port_keep_the_switch_running_and_the_books_balanced() {
     assert!(lines < 200, "{lines} lines of stderr:\n{err}");
     eprintln!("faults_veth: sent {flood} + {after}; {books}; {reasons}");
 }
+
+/// A port whose interface is deleted comes back: the interface is made again and the
+/// controller runs `port_remove` and `port_add` (simple_switch_CLI commands, over
+/// Thrift); frames for the port are dropped (counted) while it is gone and forwarded
+/// again after, and the books balance with what the kernel counted on the wire.
+#[test]
+fn a_deleted_port_comes_back_with_port_remove_and_port_add() {
+    let euid = sh(Command::new("id").arg("-u")).unwrap_or_default();
+    if euid.trim() != "0" {
+        eprintln!("faults_veth: skipped: needs root for namespaces and veth pairs");
+        return;
+    }
+    remove_stale_namespaces(NS_PREFIX);
+    let ns = Ns(format!("{NS_PREFIX}-{}-1", std::process::id()));
+    sh(Command::new("ip").args(["netns", "add", &ns.0])).unwrap();
+    // the Thrift server listens on the namespace's loopback
+    sh(Command::new("ip").args(["-n", &ns.0, "link", "set", "lo", "up"])).unwrap();
+    let make = |p: u32| {
+        let (v, peer) = (format!("veth{p}"), format!("peer{p}"));
+        sh(Command::new("ip").args([
+            "-n", &ns.0, "link", "add", &v, "type", "veth", "peer", "name", &peer,
+        ]))
+        .unwrap();
+        for i in [&v, &peer] {
+            // no IPv6 chatter: the wire counters are this test's frames only
+            let _ = sh(Command::new("ip").args([
+                "netns",
+                "exec",
+                &ns.0,
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{i}.disable_ipv6=1"),
+            ]));
+            sh(Command::new("ip").args(["-n", &ns.0, "link", "set", i, "up"])).unwrap();
+        }
+    };
+    make(0);
+    make(1);
+    let wire_rx = |iface: &str| -> u64 {
+        sh(Command::new("ip").args([
+            "netns",
+            "exec",
+            &ns.0,
+            "cat",
+            &format!("/sys/class/net/{iface}/statistics/rx_packets"),
+        ]))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+    };
+    let dir = tmpdir("faults-recover");
+    let cmds = dir.join("recover.commands");
+    std::fs::write(
+        &cmds,
+        "table_add IngressImpl.dmac forward 00:00:00:00:00:11 => 1\n",
+    )
+    .unwrap();
+    let thrift = free_port();
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &ns.0, p4jet(), "run"])
+        .arg(corpus_json("basic_l2"))
+        .arg("--commands")
+        .arg(&cmds)
+        .args(["--port-type", "af_packet"])
+        .args(["--thrift-port", &thrift.to_string()])
+        .args(["-i", "0@veth0", "-i", "1@veth1"])
+        .current_dir(&dir)
+        .stdout(Stdio::from(File::create(dir.join("switch.out")).unwrap()))
+        .stderr(Stdio::from(File::create(dir.join("switch.err")).unwrap()));
+    let mut sw = Proc(Some(cmd.spawn().unwrap()));
+    let stderr = || std::fs::read_to_string(dir.join("switch.err")).unwrap_or_default();
+    let start = Instant::now();
+    while !stderr().contains("forwarding with") {
+        assert!(
+            sw.0.as_mut().unwrap().try_wait().unwrap().is_none(),
+            "p4jet exited:\n{}",
+            stderr()
+        );
+        assert!(start.elapsed() < Duration::from_secs(20), "{}", stderr());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let frame = format!(
+        "{}{}",
+        "000000000011000000000010",
+        "0800".to_string() + &"5a".repeat(50)
+    );
+    let wait_rx = |iface: &str, n: u64| {
+        let start = Instant::now();
+        while wire_rx(iface) < n && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        wire_rx(iface)
+    };
+
+    // 1. up: forwarded
+    let a = send(&ns.0, "peer0", &frame, 500);
+    let got_a = wait_rx("peer1", a);
+    assert_eq!(got_a, a, "before the deletion\n{}", stderr());
+    // 2. gone: dropped and counted, the switch keeps running
+    sh(Command::new("ip").args(["-n", &ns.0, "link", "del", "veth1"])).unwrap();
+    let b = send(&ns.0, "peer0", &frame, 500);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        sw.0.as_mut().unwrap().try_wait().unwrap().is_none(),
+        "{}",
+        stderr()
+    );
+    // 3. back: the interface again, and the port re-opened by the controller
+    make(1);
+    let cli = |commands: &str| {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &ns.0, p4jet(), "cli", "--thrift-port"])
+            .arg(thrift.to_string());
+        run_with_input(&mut c, commands)
+    };
+    let (out, err, st) = cli("port_remove 1\nport_add veth1 1\n");
+    assert!(st.success(), "{out}\n{err}");
+    assert!(!out.contains("Error") && !out.contains("rror:"), "{out}");
+    // the runtime's port requests are taken up within 100 ms
+    std::thread::sleep(Duration::from_millis(500));
+    let c = send(&ns.0, "peer0", &frame, 500);
+    let got_c = wait_rx("peer1", c);
+    assert_eq!(got_c, c, "after port_add\n{}", stderr());
+
+    let mut child = sw.0.take().unwrap();
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let st = child.wait().unwrap();
+    let err = stderr();
+    assert!(st.success(), "p4jet did not exit cleanly ({st}):\n{err}");
+    let books = err
+        .lines()
+        .find(|l| l.starts_with("p4jet: packets: "))
+        .unwrap_or_else(|| panic!("no books:\n{err}"));
+    let nums: Vec<u64> = books["p4jet: packets: ".len()..]
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    let (rx, copies, tx, dropped, queued) = (nums[0], nums[1], nums[2], nums[3], nums[4]);
+    assert_eq!(rx + copies, tx + dropped + queued, "{books}");
+    assert_eq!(rx, a + b + c, "{books}");
+    assert_eq!(tx, got_a + got_c, "{books}\n{err}");
+    assert_eq!(dropped, b, "{books}\n{err}");
+    eprintln!("faults_veth: recovery: {books}");
+}

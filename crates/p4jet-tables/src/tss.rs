@@ -1161,7 +1161,8 @@ impl Tss {
                     for c in 0..usize::from(nc[j]) {
                         if self.filter.test(hs[j][c]) {
                             p |= 1 << c;
-                            let tu = &self.tuples[self.visit[usize::from(cands[j][c])].tuple as usize];
+                            let tu =
+                                &self.tuples[self.visit[usize::from(cands[j][c])].tuple as usize];
                             if let Some(g) = tu.map.first_candidate(hs[j][c]) {
                                 prefetch_index(&tu.grec, g as usize * (3 * w + 2));
                             }

@@ -203,6 +203,47 @@ impl Bound {
         (h & !LEVEL2).max(self.hot2[(b << 8) | (x & 0xff) as usize])
     }
 
+    /// The first `b1 + b2` bits of the field in a key given as words (`k`)
+    /// and bytes: the input of [`Bound::prefetch1`], [`Bound::prefetch2`]
+    /// and [`Bound::bound_of`].
+    #[inline(always)]
+    pub(crate) fn top_of<K: crate::words::Words + ?Sized>(&self, k: &K, key: &[u8]) -> u32 {
+        self.top_w(k, key)
+    }
+
+    /// Prefetch the level-1 slot of `x` (a [`Bound::top_of`]): the first
+    /// step of a staged batch, whose keys are spread over the table.
+    #[inline(always)]
+    pub(crate) fn prefetch1(&self, x: u32) {
+        let s = (x >> self.b2) as usize;
+        crate::prefetch::prefetch_index(&self.hot1, s);
+        crate::prefetch::prefetch_index(&self.blk, s);
+    }
+
+    /// Prefetch the level-2 byte of `x` when its slot has a block (reads
+    /// the level-1 slot: after [`Bound::prefetch1`]).
+    #[inline(always)]
+    pub(crate) fn prefetch2(&self, x: u32) {
+        let s = (x >> self.b2) as usize;
+        if self.hot1.get(s).is_some_and(|h| h & LEVEL2 != 0)
+            && let Some(&b) = self.blk.get(s)
+        {
+            crate::prefetch::prefetch_index(&self.hot2, ((b as usize) << 8) | (x & 0xff) as usize);
+        }
+    }
+
+    /// [`Bound::bound`] of a key whose [`Bound::top_of`] is `x`.
+    #[inline(always)]
+    pub(crate) fn bound_of(&self, x: u32) -> u8 {
+        let s = (x >> self.b2) as usize;
+        let h = self.hot1[s];
+        if h & LEVEL2 == 0 {
+            return h;
+        }
+        let b = self.blk[s] as usize;
+        (h & !LEVEL2).max(self.hot2[(b << 8) | (x & 0xff) as usize])
+    }
+
     /// An upper bound of the longest entry prefix on this field that `key`
     /// matches (see the module docs).
     #[inline(always)]

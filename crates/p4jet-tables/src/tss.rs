@@ -1087,6 +1087,9 @@ impl Tss {
         let mut cands = [[0u16; STAGE_CANDS]; STAGE_MAX];
         let mut hs = [[0u64; STAGE_CANDS]; STAGE_MAX];
         let mut nc = [0u8; STAGE_MAX];
+        let mut tops = [[0u32; MAX_PRUNE]; STAGE_MAX];
+        // per key: bit `c` set when candidate `c` passed the filter
+        let mut pass = [0u8; STAGE_MAX];
         // valid tuples of the last candidate word
         let last = match self.visit.len() % 64 {
             0 => u64::MAX,
@@ -1094,12 +1097,25 @@ impl Tss {
         };
         while i < n {
             let m = (n - i).min(d).min(STAGE_MAX);
+            // the bounds' tables are spread over megabytes (level 2 of address
+            // fields): prefetch level 1 of every key, then level 2, then read
             for j in 0..m {
                 let key = &keys[(i + j) * kb..(i + j + 1) * kb];
                 ks[j] = words::fixed_in::<W>(keys, (i + j) * kb, kb);
+                for (x, &f) in tops[j].iter_mut().zip(&self.active) {
+                    *x = self.bounds[f].top_of(&ks[j], key);
+                    self.bounds[f].prefetch1(*x);
+                }
+            }
+            for top in tops.iter().take(m) {
+                for (x, &f) in top.iter().zip(&self.active) {
+                    self.bounds[f].prefetch2(*x);
+                }
+            }
+            for j in 0..m {
                 let mut rows = [0usize; MAX_PRUNE];
-                for (r, &f) in rows.iter_mut().zip(&self.active) {
-                    *r = self.cand_base[f] + usize::from(self.bounds[f].bound_w(&ks[j], key)) * cw;
+                for ((r, &f), &x) in rows.iter_mut().zip(&self.active).zip(&tops[j]) {
+                    *r = self.cand_base[f] + usize::from(self.bounds[f].bound_of(x)) * cw;
                 }
                 // count the candidates first (cheap) and take the one-key path
                 // when there are many: hashing them here would be wasted
@@ -1137,6 +1153,24 @@ impl Tss {
                 }
                 nc[j] = c as u8;
             }
+            // the filter words and buckets are in cache now: test the filter
+            // and prefetch the first group record of each tuple that passed
+            for j in 0..m {
+                let mut p = 0u8;
+                if nc[j] != u8::MAX {
+                    for c in 0..usize::from(nc[j]) {
+                        if self.filter.test(hs[j][c]) {
+                            p |= 1 << c;
+                            let tu =
+                                &self.tuples[self.visit[usize::from(cands[j][c])].tuple as usize];
+                            if let Some(g) = tu.map.first_candidate(hs[j][c]) {
+                                prefetch_index(&tu.grec, g as usize * (3 * w + 2));
+                            }
+                        }
+                    }
+                }
+                pass[j] = p;
+            }
             for j in 0..m {
                 let key = &keys[(i + j) * kb..(i + j + 1) * kb];
                 if nc[j] == u8::MAX {
@@ -1144,14 +1178,15 @@ impl Tss {
                     continue;
                 }
                 let mut best = NO_RANK;
-                for c in 0..usize::from(nc[j]) {
+                let mut p = pass[j];
+                while p != 0 {
+                    let c = p.trailing_zeros() as usize;
+                    p &= p - 1;
                     let t = usize::from(cands[j][c]);
                     if self.visit[t].best >= best {
                         break;
                     }
-                    if self.filter.test(hs[j][c]) {
-                        self.probe(t, hs[j][c], &ks[j], key, &mut best);
-                    }
+                    self.probe(t, hs[j][c], &ks[j], key, &mut best);
                 }
                 emit(i + j, (best != NO_RANK).then_some(best as u32));
             }

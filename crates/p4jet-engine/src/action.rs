@@ -201,6 +201,9 @@ impl Engine {
             if guard > 1_000_000 {
                 break;
             }
+            if self.cfg.trace {
+                self.trace_primitive(ctx, action, pc);
+            }
             // the planned operations without the general dispatcher's frame
             match op {
                 Op::Const(loc, value) => {
@@ -447,7 +450,7 @@ impl Engine {
                 }
                 out.push_str(rest);
                 if self.cfg.trace {
-                    ctx.log.push(format!("log_msg: {out}"));
+                    crate::packet::trace_line(ctx, crate::packet::level::INFO, || out);
                 }
             }
             Prim::Assert {

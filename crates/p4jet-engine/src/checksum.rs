@@ -133,11 +133,27 @@ impl Engine {
         };
         let fi = &p.fields[fid as usize];
         if !ctx.phv.valid[fi.header as usize] {
+            if self.cfg.trace {
+                trace_line(ctx, level::TRACE, || {
+                    format!(
+                        "Skipping checksum '{}' verification because target field invalid",
+                        ck.name
+                    )
+                });
+            }
             return false;
         }
         if let Some(c) = cond
             && !self.test(&ctx.phv, c)
         {
+            if self.cfg.trace {
+                trace_line(ctx, level::TRACE, || {
+                    format!(
+                        "Skipping checksum '{}' verification because condition not met",
+                        ck.name
+                    )
+                });
+            }
             return false;
         }
         let got = self.calc_value(ctx, ck.calc, sc, None);

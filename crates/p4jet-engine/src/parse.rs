@@ -108,20 +108,27 @@ impl Engine {
             });
             for op in &st.ops {
                 let ec = EvalCtx::of_phv(&ctx.phv);
-                let extracted = match op {
-                    ParserOp::Extract(h) | ParserOp::ExtractVarbit { header: h, .. } => {
-                        resolve_header(p, &ec, h)
+                let msg = match op {
+                    ParserOp::Extract(h) => resolve_header(p, &ec, h)
+                        .map(|h| format!("Extracting header '{}'", p.headers[h as usize].name)),
+                    ParserOp::ExtractVarbit { header, .. } => {
+                        resolve_header(p, &ec, header).map(|h| {
+                            format!(
+                                "Extracting variable-sized header '{}'",
+                                p.headers[h as usize].name
+                            )
+                        })
                     }
-                    ParserOp::ExtractNext(s) => p.stacks[*s as usize]
-                        .headers
-                        .get(ctx.phv.stack_next[*s as usize] as usize)
-                        .copied(),
+                    ParserOp::ExtractNext(s) => Some(format!(
+                        "Extracting to header stack {}, next header is {}",
+                        p.stacks[*s as usize].name, ctx.phv.stack_next[*s as usize]
+                    )),
+                    ParserOp::Advance(bits) => crate::eval::eval_index(p, &ec, *bits)
+                        .map(|n| format!("Advancing by {} bytes", n / 8)),
                     _ => None,
                 };
-                if let Some(h) = extracted {
-                    trace_line(ctx, level::DEBUG, || {
-                        format!("Extracting header '{}'", p.headers[h as usize].name)
-                    });
+                if let Some(m) = msg {
+                    trace_line(ctx, level::DEBUG, || m);
                 }
                 if let Err(e) = self.parser_op(cs, ctx, op, &mut cursor, sc) {
                     error = e;
@@ -181,6 +188,10 @@ impl Engine {
             Some(p4jet_ir::Expr::Const(v)) => {
                 format!("Parser set: setting field '{dname}' to {v}")
             }
+            Some(p4jet_ir::Expr::Lookahead { offset, width }) => format!(
+                "Parser set: setting field '{dname}' from lookahead ({offset}, {width}), \
+                 new value is {value}"
+            ),
             Some(p4jet_ir::Expr::Field(f)) => match resolve_field(p, &ec, f) {
                 Some(s) => format!(
                     "Parser set: setting field '{dname}' from field '{}' ({value})",

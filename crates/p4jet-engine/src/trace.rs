@@ -202,6 +202,13 @@ impl Engine {
                 trace_line(ctx, level::DEBUG, || {
                     format!("Updating checksum '{}'", ck.name)
                 });
+            } else {
+                trace_line(ctx, level::TRACE, || {
+                    format!(
+                        "Skipping checksum '{}' update because condition not met",
+                        ck.name
+                    )
+                });
             }
         }
         for &h in &p.deparser.order {

@@ -95,8 +95,8 @@ pub struct TraceId {
     pub packet: u64,
     /// Copy id.
     pub copy: u64,
-    /// The port simple_switch says the packet was received on: its ingress port, kept
-    /// by a resubmission, 0 after a recirculation.
+    /// The port simple_switch says the packet was received on: the port the original
+    /// arrived on, for its resubmissions and recirculations too.
     pub port: u32,
     /// Copy ids given so far to copies of this packet, shared by all of them.
     pub copies: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,

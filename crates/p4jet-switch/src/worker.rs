@@ -1104,9 +1104,6 @@ impl Core {
             // this pass's lines out before the next pass (a new copy) starts its own
             self.trace_out.append(&mut ctx.log);
             ctx.arch.trace = ctx.arch.trace.new_copy();
-            if !resubmit {
-                ctx.arch.trace.port = 0;
-            }
         }
         self.recirc.push_back(ctx);
     }
@@ -1402,7 +1399,17 @@ impl Core {
     ) -> Option<Pkt> {
         // 1. E2E clone: current headers, metadata reset but the field list
         if let Some((session, fl)) = ctx.req.clone {
+            if self.cfg.trace {
+                trace_line(&mut ctx, level::DEBUG, || "Cloning packet at egress".into());
+            }
             self.clone_e2e(e, cs, &ctx, session, fl, now);
+            if self.cfg.trace
+                && let Some(port) = cs.mirror.get(&(session & 0x7fff)).and_then(|m| m.port)
+            {
+                trace_line(&mut ctx, level::DEBUG, || {
+                    format!("Cloning packet to egress port {port}")
+                });
+            }
         }
         // 2. drop
         if !ctx.deparsed && e.dropped_in_egress(&ctx) {

@@ -463,7 +463,11 @@ impl Engine {
                 if !eval_bool(p, &ec!(), *cond) {
                     let what = if *assume { "assume" } else { "assert" };
                     let msg = format!("{what} failed: {source}");
-                    ctx.log.push(msg);
+                    if self.cfg.trace {
+                        trace_line(ctx, level::ERROR, || msg);
+                    } else {
+                        ctx.log.push(msg);
+                    }
                 }
             }
             Prim::Hash {
@@ -484,6 +488,11 @@ impl Engine {
                     };
                     if let Some(fid) = resolve_field(p, &ecx, dst) {
                         self.write_bits(&mut ctx.phv, fid, v);
+                    }
+                    if self.cfg.trace {
+                        trace_line(ctx, level::TRACE, || {
+                            format!("hash(base={b}, max={m}) = {v}")
+                        });
                     }
                     return false;
                 }

@@ -119,10 +119,12 @@ impl Engine {
                             )
                         })
                     }
-                    ParserOp::ExtractNext(s) => Some(format!(
-                        "Extracting to header stack {}, next header is {}",
-                        p.stacks[*s as usize].name, ctx.phv.stack_next[*s as usize]
-                    )),
+                    // bmv2 numbers stacks and headers as the JSON does, which is
+                    // the order p4jet keeps them in
+                    ParserOp::ExtractNext(s) => p.stacks[*s as usize]
+                        .headers
+                        .get(ctx.phv.stack_next[*s as usize] as usize)
+                        .map(|h| format!("Extracting to header stack {s}, next header is {h}")),
                     ParserOp::Advance(bits) => crate::eval::eval_index(p, &ec, *bits)
                         .map(|n| format!("Advancing by {} bytes", n / 8)),
                     _ => None,

@@ -224,7 +224,7 @@ impl Engine {
                 },
             };
             if self.cfg.trace {
-                self.trace_apply(ctx, t, ts, hit.map(|(h, _)| h), call);
+                self.trace_apply(ctx, t, cs, hit.map(|(h, v)| (h, &v.action)), call);
                 if let Some(call) = call {
                     // the interpreter, primitive by primitive, for their log lines
                     self.trace_action(ctx, call.action);

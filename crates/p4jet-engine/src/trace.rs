@@ -9,7 +9,7 @@ use p4jet_tables::{EntryHandle, FieldMatch};
 use crate::eval::{EvalCtx, eval_bool, resolve_field};
 use crate::packet::{level, trace_line};
 use crate::parse::hex;
-use crate::state::TableState;
+use crate::state::{ControlState, EntryAction};
 use crate::{Engine, PacketCtx};
 
 /// Action data as simple_switch logs it: each parameter in hex without leading zeros,
@@ -76,12 +76,14 @@ impl Engine {
         &self,
         ctx: &mut PacketCtx,
         t: u32,
-        ts: &TableState,
-        hit: Option<EntryHandle>,
+        cs: &ControlState,
+        hit: Option<(EntryHandle, &EntryAction)>,
         call: Option<&ActionCall>,
     ) {
         let p = &*self.prog;
         let ti = &p.tables[t as usize];
+        let ts = &cs.tables[t as usize];
+        let profile = ti.action_profile.and_then(|a| cs.profiles.get(a as usize));
         trace_line(ctx, level::TRACE, || {
             format!("Applying table '{}'", ti.name)
         });
@@ -115,7 +117,14 @@ impl Engine {
         }
         trace_line(ctx, level::DEBUG, || msg);
         match hit {
-            Some(h) => {
+            Some((h, action)) => {
+                if let (EntryAction::Group(g), Some(ps), Some(c)) = (action, profile, call)
+                    && let Some((m, _)) = ps.members.iter().find(|(_, m)| std::ptr::eq(&m.call, c))
+                {
+                    trace_line(ctx, level::DEBUG, || {
+                        format!("Choosing member {m} from group {g}")
+                    });
+                }
                 trace_line(ctx, level::DEBUG, || {
                     format!("Table '{}': hit with handle {h}", ti.name)
                 });
@@ -148,8 +157,31 @@ impl Engine {
                     ) {
                         d.push_str(&format!("Priority: {}\n", key.priority));
                     }
-                    if let Some(c) = call {
-                        d.push_str(&format!("Action entry: {}\n", action_entry(p, c)));
+                    match (action, profile) {
+                        (EntryAction::Member(m), _) => {
+                            d.push_str(&format!("Index: member({m})\n"));
+                            if let Some(c) = call {
+                                d.push_str(&format!("Action entry: {}\n", action_entry(p, c)));
+                            }
+                        }
+                        (EntryAction::Group(g), Some(ps)) => {
+                            d.push_str(&format!("Index: group({g})\nGroup members:\n"));
+                            let mut ms: Vec<u32> = ps.groups.get(g).cloned().unwrap_or_default();
+                            ms.dedup();
+                            for m in ms {
+                                if let Some(mb) = ps.members.get(&m) {
+                                    d.push_str(&format!(
+                                        "  mbr {m}: {}\n",
+                                        action_entry(p, &mb.call)
+                                    ));
+                                }
+                            }
+                        }
+                        _ => {
+                            if let Some(c) = call {
+                                d.push_str(&format!("Action entry: {}\n", action_entry(p, c)));
+                            }
+                        }
                     }
                     trace_line(ctx, level::DEBUG, || d);
                 }

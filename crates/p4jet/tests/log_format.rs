@@ -127,7 +127,8 @@ fn per_packet_lines_match_bmv2() {
     let mut failures = vec![];
     // (program, STF file whose packets are played): parser selects and errors,
     // checksums, lpm/ternary/range lookups, clones, resubmit and recirculate,
-    // multicast, registers, counters and meters, digests
+    // multicast, registers, counters and meters, digests, action selectors, hashes,
+    // header stacks
     for (name, stf) in [
         ("basic_l2", "hit.stf"),
         ("simple_router", "checksum.stf"),
@@ -139,6 +140,9 @@ fn per_packet_lines_match_bmv2() {
         ("l2_learning", "unicast.stf"),
         ("header_union", "basic.stf"),
         ("parser_features", "errors.stf"),
+        ("ecmp", "no_routes.stf"),
+        ("hashes", "algorithms.stf"),
+        ("mpls_stack", "overflow_ttl_miss.stf"),
     ] {
         let dir = corpus().join(name);
         let program = dir.join(format!("{name}.json"));

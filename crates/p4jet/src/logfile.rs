@@ -235,7 +235,7 @@ mod tests {
         assert_eq!(names, ["switch.1.txt", "switch.2.txt", "switch.txt"]);
         for n in &names {
             let len = std::fs::metadata(dir.join(n)).unwrap().len();
-            assert!(len <= 1000 && len % 99 == 0, "{n}: {len}");
+            assert!(len <= 1000 && len.is_multiple_of(99), "{n}: {len}");
         }
         // 100 lines of 99 bytes, 10 per file: the current file holds the last 10
         assert_eq!(

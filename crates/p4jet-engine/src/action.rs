@@ -10,6 +10,7 @@ use crate::copy::copy_short;
 use crate::eval::{
     self, EvalCtx, eval_bits, eval_bool, eval_exact, eval_index, resolve_field, resolve_header,
 };
+use crate::packet::{level, trace_line};
 use crate::phv::{Phv, Window64};
 use crate::plan::action::Op;
 use crate::state::{ControlState, Externs};
@@ -200,6 +201,9 @@ impl Engine {
             guard += 1;
             if guard > 1_000_000 {
                 break;
+            }
+            if self.cfg.trace {
+                self.trace_primitive(ctx, action, pc);
             }
             // the planned operations without the general dispatcher's frame
             match op {
@@ -447,7 +451,8 @@ impl Engine {
                 }
                 out.push_str(rest);
                 if self.cfg.trace {
-                    ctx.log.push(format!("log_msg: {out}"));
+                    // simple_switch logs it without the packet's ids
+                    ctx.log.push(format!("I{out}"));
                 }
             }
             Prim::Assert {
@@ -458,7 +463,11 @@ impl Engine {
                 if !eval_bool(p, &ec!(), *cond) {
                     let what = if *assume { "assume" } else { "assert" };
                     let msg = format!("{what} failed: {source}");
-                    ctx.log.push(msg);
+                    if self.cfg.trace {
+                        trace_line(ctx, level::ERROR, || msg);
+                    } else {
+                        ctx.log.push(msg);
+                    }
                 }
             }
             Prim::Hash {
@@ -479,6 +488,11 @@ impl Engine {
                     };
                     if let Some(fid) = resolve_field(p, &ecx, dst) {
                         self.write_bits(&mut ctx.phv, fid, v);
+                    }
+                    if self.cfg.trace {
+                        trace_line(ctx, level::TRACE, || {
+                            format!("hash(base={b}, max={m}) = {v}")
+                        });
                     }
                     return false;
                 }
@@ -508,17 +522,31 @@ impl Engine {
                         lo + rand::random::<u64>() % (hi - lo + 1).max(1)
                     };
                     self.write_bits(&mut ctx.phv, fid, v as u128);
+                    if self.cfg.trace {
+                        trace_line(ctx, level::TRACE, || {
+                            format!("random(lo={lo}, hi={hi}) = {v}")
+                        });
+                    }
                 }
             }
             Prim::Count { counter, index } => {
                 let i = eval_index(p, &ec!(), *index);
                 if let Some(ex) = ex {
+                    let name = &p.counters[*counter as usize].name;
                     match i.and_then(|i| ex.counters[*counter as usize].get(i as usize)) {
-                        Some(c) => c.count(ctx.ingress_len),
-                        None => ctx.log.push(format!(
-                            "counter {} index out of range",
-                            p.counters[*counter as usize].name
-                        )),
+                        Some(c) => {
+                            c.count(ctx.ingress_len);
+                            if self.cfg.trace {
+                                let i = i.unwrap_or(0);
+                                trace_line(ctx, level::TRACE, || {
+                                    format!("Updated counter '{name}' at index {i}")
+                                });
+                            }
+                        }
+                        None if self.cfg.trace => trace_line(ctx, level::ERROR, || {
+                            format!("counter {name} index out of range")
+                        }),
+                        None => {}
                     }
                 }
             }
@@ -531,8 +559,25 @@ impl Engine {
                     .and_then(|ex| i.and_then(|i| ex.meters[*meter as usize].get(i as usize)))
                     .map(|c| c.lock().map(|mut c| c.execute(units, now_us)).unwrap_or(0));
                 match (color, resolve_field(p, &ecx, dst)) {
-                    (Some(c), Some(fid)) => self.write_bits(&mut ctx.phv, fid, c as u128),
-                    _ => ctx.log.push(format!("meter {} index out of range", m.name)),
+                    (Some(c), Some(fid)) => {
+                        self.write_bits(&mut ctx.phv, fid, c as u128);
+                        if self.cfg.trace {
+                            let (name, i) = (&m.name, i.unwrap_or(0));
+                            trace_line(ctx, level::DEBUG, || {
+                                format!("Executing meter {name}[{i}]")
+                            });
+                            trace_line(ctx, level::TRACE, || {
+                                format!(
+                                    "Updated meter '{name}' at index {i}, assigning dest field \
+                                     the color result {c}"
+                                )
+                            });
+                        }
+                    }
+                    _ if self.cfg.trace => trace_line(ctx, level::ERROR, || {
+                        format!("meter {} index out of range", m.name)
+                    }),
+                    _ => {}
                 }
             }
             Prim::RegisterRead {
@@ -545,12 +590,21 @@ impl Engine {
                 let v = ex.and_then(|ex| {
                     i.and_then(|i| ex.registers[*register as usize].read(i as usize))
                 });
+                let name = &p.registers[*register as usize].name;
                 match (v, resolve_field(p, &ecx, dst)) {
-                    (Some(v), Some(fid)) => self.write_exact(&mut ctx.phv, fid, &BigInt::from(v)),
-                    _ => ctx.log.push(format!(
-                        "register {} index out of range",
-                        p.registers[*register as usize].name
-                    )),
+                    (Some(v), Some(fid)) => {
+                        if self.cfg.trace {
+                            let i = i.unwrap_or(0);
+                            trace_line(ctx, level::TRACE, || {
+                                format!("Read register '{name}' at index {i} read value {v}")
+                            });
+                        }
+                        self.write_exact(&mut ctx.phv, fid, &BigInt::from(v))
+                    }
+                    _ if self.cfg.trace => trace_line(ctx, level::ERROR, || {
+                        format!("register {name} index out of range")
+                    }),
+                    _ => {}
                 }
             }
             Prim::RegisterWrite {
@@ -573,11 +627,16 @@ impl Engine {
                             .write(i as usize, &r.to_biguint().unwrap_or_default())
                     })
                 });
-                if !ok {
-                    ctx.log.push(format!(
-                        "register {} index out of range",
-                        p.registers[*register as usize].name
-                    ));
+                if self.cfg.trace {
+                    let name = &p.registers[*register as usize].name;
+                    match i {
+                        Some(i) if ok => trace_line(ctx, level::TRACE, || {
+                            format!("Wrote register '{name}' at index {i} with value {r}")
+                        }),
+                        _ => trace_line(ctx, level::ERROR, || {
+                            format!("register {name} index out of range")
+                        }),
+                    }
                 }
             }
             Prim::Clone {

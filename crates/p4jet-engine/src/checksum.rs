@@ -2,6 +2,7 @@
 //! plans ([`crate::plan::checksum`]) or the general calculation.
 
 use crate::eval::{EvalCtx, resolve_field};
+use crate::packet::{level, trace_line};
 use crate::phv::Phv;
 use crate::plan::checksum::{Checksum, CsumOp};
 use crate::plan::control::CondTest;
@@ -132,21 +133,48 @@ impl Engine {
         };
         let fi = &p.fields[fid as usize];
         if !ctx.phv.valid[fi.header as usize] {
+            if self.cfg.trace {
+                trace_line(ctx, level::TRACE, || {
+                    format!(
+                        "Skipping checksum '{}' verification because target field invalid",
+                        ck.name
+                    )
+                });
+            }
             return false;
         }
         if let Some(c) = cond
             && !self.test(&ctx.phv, c)
         {
+            if self.cfg.trace {
+                trace_line(ctx, level::TRACE, || {
+                    format!(
+                        "Skipping checksum '{}' verification because condition not met",
+                        ck.name
+                    )
+                });
+            }
             return false;
         }
         let got = self.calc_value(ctx, ck.calc, sc, None);
         let have = ctx.phv.read_raw(fi.loc);
-        if (got as u128) & mask_of(fi.loc.width) != have {
-            let name = ck.name.clone();
-            self.trace(ctx, || format!("checksum {name} failed"));
-            return true;
+        let got = (got as u128) & mask_of(fi.loc.width);
+        if self.cfg.trace {
+            let name = &ck.name;
+            let ok = if got == have { "passed" } else { "failed" };
+            trace_line(ctx, level::DEBUG, || {
+                format!("Checksum '{name}': computed {got:#x} - actual {have:#x}")
+            });
+            trace_line(ctx, level::DEBUG, || {
+                format!("Verified checksum '{name}': {ok}")
+            });
+            if got != have {
+                trace_line(ctx, level::ERROR, || {
+                    format!("Checksum '{name}' is not correct")
+                });
+            }
         }
-        false
+        got != have
     }
 
     /// Runs a calculation over the packet's current headers and payload.

@@ -81,7 +81,17 @@ impl Engine {
         for ctx in pkts.iter_mut() {
             ctx.exit = false;
         }
+        if self.cfg.trace {
+            for ctx in pkts.iter_mut() {
+                self.trace_pipeline(ctx, &ir.name, "start");
+            }
+        }
         let Some(init) = ctl.init else {
+            if self.cfg.trace {
+                for ctx in pkts.iter_mut() {
+                    self.trace_pipeline(ctx, &ir.name, "end");
+                }
+            }
             return;
         };
         for chunk in pkts.chunks_mut(SUB_BATCH) {
@@ -114,7 +124,7 @@ impl Engine {
                             if self.cfg.trace
                                 && let Some(ControlNode::Cond { name, .. }) = ir.nodes.get(ni)
                             {
-                                chunk[i].log.push(format!("condition {name} is {b}"));
+                                self.trace_cond(&mut chunk[i], name, b);
                             }
                             move_to(&mut sc.at, i, if b { *t } else { *f });
                         }
@@ -127,6 +137,9 @@ impl Engine {
                                 action: *action,
                                 data: Box::new([]),
                             };
+                            if self.cfg.trace {
+                                self.trace_action(&mut chunk[i], *action);
+                            }
                             self.run_action(cs, ex, &mut chunk[i], &call, sc, now_us);
                             if !chunk[i].exit {
                                 move_to(&mut sc.at, i, *next);
@@ -137,6 +150,11 @@ impl Engine {
                         self.apply_table(cs, ex, *table, here, chunk, sc, now_us)
                     }
                 }
+            }
+        }
+        if self.cfg.trace {
+            for ctx in pkts.iter_mut() {
+                self.trace_pipeline(ctx, &ir.name, "end");
             }
         }
     }

@@ -23,6 +23,9 @@ impl Engine {
     #[inline(always)]
     pub fn deparse_interp(&self, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState) {
         let p = &*self.prog;
+        if self.cfg.trace {
+            self.trace_deparse(ctx);
+        }
         if self.plan.deparser.has_update {
             if self.plan.checksums.update_planned {
                 self.update_planned(&mut ctx.phv);

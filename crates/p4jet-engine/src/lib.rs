@@ -41,6 +41,7 @@ pub mod plan;
 pub mod state;
 mod step;
 mod table;
+mod trace;
 pub mod v1model;
 
 use std::sync::Arc;
@@ -51,11 +52,11 @@ use p4jet_ir::Program;
 
 pub use eval::EvalCtx;
 pub use native::{Native, NativeStats};
-pub use packet::{PacketCtx, Scratch, TableStats};
+pub use packet::{PacketCtx, Scratch, TableStats, level, trace_line, trace_text};
 pub use phv::{Phv, Window64};
 pub use plan::Plan;
 pub use state::{ControlState, EntryAction, EntryValue, Externs, Op, OpResult};
-pub use v1model::{ArchMeta, StandardMetadata};
+pub use v1model::{ArchMeta, StandardMetadata, TraceId};
 
 /// A packet as the stages pass it around: a boxed context (moves are pointer moves).
 pub type Pkt = Box<PacketCtx>;
@@ -260,9 +261,9 @@ impl Engine {
     }
 
     #[inline(always)]
-    fn trace(&self, ctx: &mut PacketCtx, f: impl FnOnce() -> String) {
+    fn trace(&self, ctx: &mut PacketCtx, lvl: u8, f: impl FnOnce() -> String) {
         if self.cfg.trace {
-            packet::trace_line(ctx, f);
+            packet::trace_line(ctx, lvl, f);
         }
     }
 }

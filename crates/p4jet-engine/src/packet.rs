@@ -112,6 +112,10 @@ impl PacketCtx {
         self.arch.enq_qdepth = other.arch.enq_qdepth;
         self.arch.deq_qdepth = other.arch.deq_qdepth;
         self.arch.qid = other.arch.qid;
+        if other.arch.trace.copies.is_some() {
+            // a copy (clone, replica): the next copy id of its packet
+            self.arch.trace = other.arch.trace.new_copy();
+        }
     }
 
     /// Zeroes every metadata header (simple_switch's reset of a new instance).
@@ -122,12 +126,36 @@ impl PacketCtx {
     }
 }
 
-/// Appends a trace line to the packet's log (out of line: the formatting stays off the
-/// per-packet paths, which only test whether tracing is on).
+/// Levels of the per-packet log lines, as simple_switch's (`-L`): each line in
+/// [`PacketCtx::log`] starts with one of these letters.
+pub mod level {
+    /// `[T]`: every condition, table apply, action and primitive.
+    pub const TRACE: u8 = b'T';
+    /// `[D]`: the packet's way through parser, tables and architecture.
+    pub const DEBUG: u8 = b'D';
+    /// `[I]`: `log_msg`.
+    pub const INFO: u8 = b'I';
+    /// `[W]`
+    pub const WARN: u8 = b'W';
+    /// `[E]`: a failed checksum.
+    pub const ERROR: u8 = b'E';
+}
+
+/// Appends a line to the packet's log: its level letter, then simple_switch's
+/// `[PACKET.COPY] [cxt 0] MESSAGE` (the writer adds time, logger and thread). Out of
+/// line: the formatting stays off the per-packet paths, which only test whether
+/// tracing is on.
 #[cold]
 #[inline(never)]
-pub(crate) fn trace_line(ctx: &mut PacketCtx, f: impl FnOnce() -> String) {
-    ctx.log.push(f());
+pub fn trace_line(ctx: &mut PacketCtx, lvl: u8, f: impl FnOnce() -> String) {
+    let line = trace_text(&ctx.arch.trace, lvl, &f());
+    ctx.log.push(line);
+}
+
+/// A stored log line of packet `id` (see [`trace_line`]).
+#[cold]
+pub fn trace_text(id: &crate::v1model::TraceId, lvl: u8, msg: &str) -> String {
+    format!("{}[{}.{}] [cxt 0] {msg}", lvl as char, id.packet, id.copy)
 }
 
 /// Per-worker scratch space, allocated once.

@@ -7,7 +7,7 @@ use num_bigint::BigUint;
 use p4jet_ir::{FieldLoc, KeyElem, ParserOp, TransitionKind};
 
 use crate::eval::{EvalCtx, eval_bool, eval_index, resolve_field, resolve_header};
-use crate::packet::trace_line;
+use crate::packet::{level, trace_line};
 use crate::phv::Phv;
 use crate::plan::parser::Next;
 use crate::state::ControlState;
@@ -52,6 +52,9 @@ impl Engine {
     // inlined into the batch loop of `parse` (the rare cases are out of line)
     #[inline(always)]
     pub(crate) fn parse_one(&self, cs: &ControlState, ctx: &mut PacketCtx, sc: &mut Scratch) {
+        if self.cfg.trace {
+            return self.parse_traced(cs, ctx, sc);
+        }
         let p = &*self.prog;
         let (cursor, error) = match self.parse_planned(ctx) {
             Ok(done) => done,
@@ -77,7 +80,132 @@ impl Engine {
     #[inline(never)]
     pub(crate) fn trace_parser_error(&self, ctx: &mut PacketCtx, error: u32) {
         let name = self.prog.error_name(error).to_string();
-        self.trace(ctx, || format!("parser error {name}"));
+        self.trace(ctx, level::ERROR, || {
+            format!("Exception while parsing: {name}")
+        });
+    }
+
+    /// [`Engine::parse_one`] when tracing: the general code, state by state and
+    /// operation by operation, with simple_switch's log lines.
+    #[cold]
+    #[inline(never)]
+    fn parse_traced(&self, cs: &ControlState, ctx: &mut PacketCtx, sc: &mut Scratch) {
+        let p = &*self.prog;
+        trace_line(ctx, level::DEBUG, || "Parser 'parser': start".into());
+        let mut state = p.parser.init;
+        let mut cursor = 0usize;
+        let mut steps = 0u32;
+        let mut error = p.error_codes.no_error;
+        'states: while let Some(si) = state {
+            steps += 1;
+            if steps > 100_000 {
+                error = p.error_codes.parser_timeout;
+                break;
+            }
+            let st = &p.parser.states[si as usize];
+            trace_line(ctx, level::DEBUG, || {
+                format!("Parser 'parser' entering state '{}'", st.name)
+            });
+            for op in &st.ops {
+                let ec = EvalCtx::of_phv(&ctx.phv);
+                let msg = match op {
+                    ParserOp::Extract(h) => resolve_header(p, &ec, h)
+                        .map(|h| format!("Extracting header '{}'", p.headers[h as usize].name)),
+                    ParserOp::ExtractVarbit { header, .. } => {
+                        resolve_header(p, &ec, header).map(|h| {
+                            format!(
+                                "Extracting variable-sized header '{}'",
+                                p.headers[h as usize].name
+                            )
+                        })
+                    }
+                    // bmv2 numbers stacks and headers as the JSON does, which is
+                    // the order p4jet keeps them in
+                    ParserOp::ExtractNext(s) => p.stacks[*s as usize]
+                        .headers
+                        .get(ctx.phv.stack_next[*s as usize] as usize)
+                        .map(|h| format!("Extracting to header stack {s}, next header is {h}")),
+                    ParserOp::Advance(bits) => crate::eval::eval_index(p, &ec, *bits)
+                        .map(|n| format!("Advancing by {} bytes", n / 8)),
+                    _ => None,
+                };
+                if let Some(m) = msg {
+                    trace_line(ctx, level::DEBUG, || m);
+                }
+                if let Err(e) = self.parser_op(cs, ctx, op, &mut cursor, sc) {
+                    error = e;
+                    break 'states;
+                }
+                if let ParserOp::Set { dst, src } = op {
+                    self.trace_parser_set(ctx, dst, *src);
+                }
+            }
+            if st.key.is_empty() {
+                trace_line(ctx, level::DEBUG, || {
+                    format!(
+                        "Parser state '{}' has no switch, going to default next state",
+                        st.name
+                    )
+                });
+            } else {
+                let mut key = vec![0u8; st.key_bytes as usize];
+                if let Err(e) = self.select_key(ctx, st, cursor, &mut key) {
+                    error = e;
+                    break;
+                }
+                trace_line(ctx, level::DEBUG, || {
+                    format!("Parser state '{}': key is {}", st.name, hex(&key))
+                });
+            }
+            match self.select_general(cs, ctx, st, cursor) {
+                Ok(next) => state = next,
+                Err(e) => {
+                    error = e;
+                    break;
+                }
+            }
+            trace_line(ctx, level::TRACE, || format!("Bytes parsed: {cursor}"));
+        }
+        ctx.payload_off = cursor;
+        self.std_set(&mut ctx.phv, self.std_meta.parser_error, error as u128);
+        if error != p.error_codes.no_error {
+            self.trace_parser_error(ctx, error);
+        }
+        if !self.plan.checksums.verify.is_empty() {
+            self.verify_checksums(ctx, sc);
+        }
+        trace_line(ctx, level::DEBUG, || "Parser 'parser': end".into());
+    }
+
+    /// The log line of a parser `set`, after it.
+    fn trace_parser_set(&self, ctx: &mut PacketCtx, dst: &p4jet_ir::FieldRef, src: u32) {
+        let p = &*self.prog;
+        let ec = EvalCtx::of_phv(&ctx.phv);
+        let Some(d) = resolve_field(p, &ec, dst) else {
+            return;
+        };
+        let value = ctx.phv.read_big(p.fields[d as usize].loc);
+        let dname = p.field_name(d);
+        let msg = match p.exprs.nodes.get(src as usize).map(|n| &n.expr) {
+            Some(p4jet_ir::Expr::Const(v)) => {
+                format!("Parser set: setting field '{dname}' to {v}")
+            }
+            Some(p4jet_ir::Expr::Lookahead { offset, width }) => format!(
+                "Parser set: setting field '{dname}' from lookahead ({offset}, {width}), \
+                 new value is {value}"
+            ),
+            Some(p4jet_ir::Expr::Field(f)) => match resolve_field(p, &ec, f) {
+                Some(s) => format!(
+                    "Parser set: setting field '{dname}' from field '{}' ({value})",
+                    p.field_name(s)
+                ),
+                None => return,
+            },
+            _ => {
+                format!("Parser set: setting field '{dname}' from expression, new value is {value}")
+            }
+        };
+        trace_line(ctx, level::DEBUG, || msg);
     }
 
     /// The parser's planned path: runs states that only extract fixed headers (outside
@@ -201,10 +329,6 @@ impl Engine {
                 break;
             }
             let plan = &self.plan.parser.states[si as usize];
-            if self.cfg.trace {
-                let name = &p.parser.states[si as usize].name;
-                self.trace(ctx, || format!("parser state {name}"));
-            }
             for op in &plan.ops {
                 if let Err(e) = self.parse_op(cs, ctx, si, *op, &mut cursor, sc) {
                     error = e;
@@ -336,7 +460,6 @@ impl Engine {
         st: &p4jet_ir::ParseState,
         cursor: usize,
     ) -> Result<Option<u32>, u32> {
-        let p = &*self.prog;
         let mut keybuf = [0u8; 64];
         // build the select key
         let kb = st.key_bytes as usize;
@@ -347,6 +470,40 @@ impl Engine {
             big_key = vec![0u8; kb];
             &mut big_key[..]
         };
+        self.select_key(ctx, st, cursor, key)?;
+        // the first transition that matches; none matching and no default: bmv2 accepts
+        let chosen = st.transitions.iter().find(|t| match &t.kind {
+            TransitionKind::Default => true,
+            TransitionKind::Value { value, mask } => key
+                .iter()
+                .zip(value)
+                .zip(mask)
+                .all(|((k, v), m)| (k & m) == *v),
+            TransitionKind::ValueSet { vset, mask } => {
+                cs.value_sets.get(*vset as usize).is_some_and(|vs| {
+                    vs.iter().any(|v| {
+                        // value-set values are right-aligned to the key
+                        let pad = key.len().saturating_sub(v.len());
+                        key.iter().enumerate().all(|(i, k)| {
+                            let vb = if i < pad { 0 } else { v[i - pad] };
+                            (k & mask[i]) == (vb & mask[i])
+                        })
+                    })
+                })
+            }
+        });
+        Ok(chosen.and_then(|t| t.next))
+    }
+
+    /// The select key of parser state `st` at `cursor` into `key` (`st.key_bytes` long).
+    pub(crate) fn select_key(
+        &self,
+        ctx: &PacketCtx,
+        st: &p4jet_ir::ParseState,
+        cursor: usize,
+        key: &mut [u8],
+    ) -> Result<(), u32> {
+        let p = &*self.prog;
         let mut off = 0usize;
         for k in &st.key {
             let w = k.width(p);
@@ -381,29 +538,13 @@ impl Engine {
             }
             off += nb;
         }
-        // the first transition that matches; none matching and no default: bmv2 accepts
-        let chosen = st.transitions.iter().find(|t| match &t.kind {
-            TransitionKind::Default => true,
-            TransitionKind::Value { value, mask } => key
-                .iter()
-                .zip(value)
-                .zip(mask)
-                .all(|((k, v), m)| (k & m) == *v),
-            TransitionKind::ValueSet { vset, mask } => {
-                cs.value_sets.get(*vset as usize).is_some_and(|vs| {
-                    vs.iter().any(|v| {
-                        // value-set values are right-aligned to the key
-                        let pad = key.len().saturating_sub(v.len());
-                        key.iter().enumerate().all(|(i, k)| {
-                            let vb = if i < pad { 0 } else { v[i - pad] };
-                            (k & mask[i]) == (vb & mask[i])
-                        })
-                    })
-                })
-            }
-        });
-        Ok(chosen.and_then(|t| t.next))
+        Ok(())
     }
+}
+
+/// Lower-case hex of bytes, as simple_switch logs keys.
+pub(crate) fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 impl Engine {
@@ -430,12 +571,6 @@ impl Engine {
             ctx.phv.valid[h as usize] = true;
         }
         *cursor += len;
-        if self.cfg.trace {
-            trace_line(ctx, || {
-                let name = &self.prog.headers[h as usize].name;
-                format!("extracted {name} ({len} bytes)")
-            });
-        }
         Ok(())
     }
 
@@ -618,10 +753,6 @@ impl Engine {
         }
         self.set_valid(&mut ctx.phv, h);
         *cursor += bytes;
-        if self.cfg.trace {
-            let name = hi.name.clone();
-            ctx.log.push(format!("extracted {name} ({bytes} bytes)"));
-        }
         Ok(())
     }
 

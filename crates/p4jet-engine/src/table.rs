@@ -202,17 +202,9 @@ impl Engine {
                     if direct {
                         self.count_and_meter(ex, t, *h, ctx, now_us);
                     }
-                    if self.cfg.trace {
-                        ctx.log.push(format!("table {}: hit entry {h}", ti.name));
-                    }
                     (Some(&v.action), true)
                 }
-                None => {
-                    if self.cfg.trace {
-                        ctx.log.push(format!("table {}: miss", ti.name));
-                    }
-                    (ts.default.as_ref(), false)
-                }
+                None => (ts.default.as_ref(), false),
             };
             let call = match action {
                 Some(EntryAction::Direct(c)) => Some(c),
@@ -233,11 +225,14 @@ impl Engine {
                     None => *default,
                 },
             };
-            if let Some(call) = call {
-                if self.cfg.trace {
-                    ctx.log
-                        .push(format!("action {}", p.actions[call.action as usize].name));
+            if self.cfg.trace {
+                self.trace_apply(ctx, t, cs, hit.map(|(h, v)| (h, &v.action)), call);
+                if let Some(call) = call {
+                    // the interpreter, primitive by primitive, for their log lines
+                    self.trace_action(ctx, call.action);
+                    self.run_action(cs, ex, ctx, call, sc, now_us);
                 }
+            } else if let Some(call) = call {
                 self.run_table_action(cs, ex, ctx, call, sc, now_us);
             }
             if !ctx.exit {

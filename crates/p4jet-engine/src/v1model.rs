@@ -82,6 +82,49 @@ pub struct ArchMeta {
     /// Injection time on the worker's latency clock (ns; 0 when latency is not
     /// measured); clones and recirculated packets keep their original's.
     pub rx_ns: u64,
+    /// The per-packet log's `[PACKET.COPY]` (only kept when tracing): simple_switch's
+    /// packet id (arrival order) and copy id (0 for the packet received, then 1, 2 ...
+    /// for each clone, replica, resubmission or recirculation made from it).
+    pub trace: TraceId,
+}
+
+/// A packet's id in the per-packet log (see [`ArchMeta::trace`]).
+#[derive(Debug, Clone, Default)]
+pub struct TraceId {
+    /// Packet id: the number of the received packet this one comes from.
+    pub packet: u64,
+    /// Copy id.
+    pub copy: u64,
+    /// The port simple_switch says the packet was received on: the port the original
+    /// arrived on, for its resubmissions and recirculations too.
+    pub port: u32,
+    /// Copy ids given so far to copies of this packet, shared by all of them.
+    pub copies: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+}
+
+impl TraceId {
+    /// The id of a packet received: copy 0 of packet `packet`.
+    pub fn received(packet: u64, port: u32) -> TraceId {
+        TraceId {
+            packet,
+            copy: 0,
+            port,
+            copies: Some(std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0))),
+        }
+    }
+
+    /// The id of a new copy of this packet (the next copy id of its packet).
+    pub fn new_copy(&self) -> TraceId {
+        let copy = self.copies.as_ref().map_or(0, |c| {
+            c.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
+        });
+        TraceId {
+            packet: self.packet,
+            copy,
+            port: self.port,
+            copies: self.copies.clone(),
+        }
+    }
 }
 
 /// Locations of the standard metadata fields the switch reads and writes, resolved once.
@@ -241,6 +284,12 @@ impl Engine {
         }
         if !ctx.arch.preserved.is_empty() {
             self.restore_preserved(ctx);
+        }
+        if self.cfg.trace {
+            let port = ctx.arch.trace.port;
+            crate::packet::trace_line(ctx, crate::packet::level::DEBUG, || {
+                format!("Processing packet received on port {port}")
+            });
         }
     }
 

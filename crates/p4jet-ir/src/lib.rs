@@ -809,6 +809,20 @@ pub struct Program {
     pub writes: Vec<bool>,
     /// Largest parser key in bytes.
     pub max_parser_key_bytes: u32,
+    /// The P4 source text of conditions and primitives, for the per-packet log.
+    pub log_text: LogText,
+}
+
+/// The P4 source text the per-packet log quotes, as simple_switch does, from the JSON's
+/// `source_info`: `FILE(LINE) Condition "FRAGMENT"` and `FILE(LINE) Primitive FRAGMENT`.
+#[derive(Debug, Clone, Default)]
+pub struct LogText {
+    /// Per conditional node name: `FILE(LINE) Condition "FRAGMENT"`, or
+    /// `Condition "NAME"` without source information.
+    pub conds: std::collections::HashMap<String, String>,
+    /// Per action, per primitive: `FILE(LINE) Primitive FRAGMENT`, or
+    /// `Primitive (no source info)`.
+    pub prims: Vec<Vec<String>>,
 }
 
 impl Program {

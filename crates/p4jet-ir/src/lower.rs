@@ -133,6 +133,7 @@ pub fn lower(j: &p4jet_json::Program) -> Result<Program, LoadError> {
             custom_crc_slots: 0,
             max_key_bytes: 0,
             max_parser_key_bytes: 0,
+            log_text: LogText::default(),
             reads: vec![],
             writes: vec![],
         },
@@ -1333,6 +1334,17 @@ impl<'a> Ctx<'a> {
                 off += r.bitwidth.div_ceil(8);
             }
             let mut body = vec![];
+            self.p.log_text.prims.push(
+                a.primitives
+                    .iter()
+                    .map(|p| match &p.source_info {
+                        Some(s) => {
+                            format!("{}({}) Primitive {}", s.filename, s.line, s.source_fragment)
+                        }
+                        None => "Primitive (no source info)".to_string(),
+                    })
+                    .collect(),
+            );
             for (k, p) in a.primitives.iter().enumerate() {
                 let pp = format!("{path}.primitives[{k}]");
                 body.push(self.lower_prim(&p.op, &p.parameters, &pp, p.source_info.as_ref())?);
@@ -2031,6 +2043,14 @@ impl<'a> Ctx<'a> {
                         &format!("{ppath}.conditionals[{i}].expression"),
                         Use::Exact,
                     )?;
+                    let text = match &c.source_info {
+                        Some(s) => format!(
+                            "{}({}) Condition \"{}\"",
+                            s.filename, s.line, s.source_fragment
+                        ),
+                        None => format!("Condition \"{}\"", c.name),
+                    };
+                    self.p.log_text.conds.insert(c.name.clone(), text);
                     ControlNode::Cond {
                         name: c.name.clone(),
                         expr,

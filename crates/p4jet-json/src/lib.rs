@@ -693,6 +693,9 @@ pub struct Conditional {
     /// Next node when false.
     #[serde(default)]
     pub false_next: Option<String>,
+    /// Source position (logging).
+    #[serde(default)]
+    pub source_info: Option<SourceInfo>,
 }
 
 /// An action call node.

@@ -1,11 +1,13 @@
 //! A forwarding worker: runs batches through ingress, the traffic manager and egress.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use num_bigint::BigUint;
 use p4jet_engine::{
     ControlBlock, ControlState, Engine, Externs, PacketBuf, PacketCtx, Scratch, TableStats,
+    TraceId, level, trace_line, trace_text,
 };
 use p4jet_ir::expr::FieldRef;
 
@@ -13,6 +15,10 @@ use crate::accounting::{Accounts, Balance, DropReason, PortCounters};
 use crate::latency::{LatencyHist, Stamps};
 use crate::tm::{Pkt, QueueConfig, SharedQueues, Tm};
 use crate::{Active, Clock, Dataplane, Digest, DigestQueue, SwitchConfig};
+
+/// Packets received so far by every worker of the process, when tracing: the packet
+/// ids of the per-packet log, in arrival order as simple_switch numbers them.
+static TRACE_PACKETS: AtomicU64 = AtomicU64::new(0);
 
 /// instance_type values (v1model).
 pub use p4jet_engine::v1model::instance;
@@ -317,6 +323,7 @@ impl Worker {
             ctx.arch.passes = 0;
             ctx.arch.preserved.clear();
             ctx.arch.rx_ns = old.arch.rx_ns;
+            ctx.arch.trace = old.arch.trace.clone();
             self.core.input.push_back(ctx);
         }
         self.active = next;
@@ -556,6 +563,10 @@ impl Core {
     // inlined: a call here costs ~20 instructions per packet (callgrind)
     #[inline(always)]
     fn queue_received(&mut self, mut ctx: Pkt, port: u32) {
+        if self.cfg.trace {
+            let id = TRACE_PACKETS.fetch_add(1, Ordering::Relaxed);
+            ctx.arch.trace = TraceId::received(id, port);
+        }
         ctx.arch.port = port;
         ctx.arch.instance_type = instance::NORMAL;
         ctx.arch.passes = 0;
@@ -913,15 +924,27 @@ impl Core {
             // the copies are REPLICATION instances (clones sent to a session's group keep
             // their own instance_type: replicate gives each copy the packet's)
             ctx.arch.instance_type = instance::REPLICATION;
+            if self.cfg.trace {
+                trace_line(&mut ctx, level::DEBUG, || {
+                    "Multicast requested for packet".into()
+                });
+                // the original's lines first: the replication lines follow them
+                self.trace_out.append(&mut ctx.log);
+            }
             let n = self.replicate(e, cs, &ctx, mgid, now, None);
             self.fanout(ctx.arch.port, n);
             return self.free(ctx);
         }
         // 5. drop / 6. unicast
         let spec = e.std_read(&ctx.phv, std.egress_spec) as u32;
+        if self.cfg.trace {
+            trace_line(&mut ctx, level::DEBUG, || format!("Egress port is {spec}"));
+        }
         if spec == self.cfg.drop_port {
             if self.cfg.trace {
-                ctx.log.push("dropped in ingress".into());
+                trace_line(&mut ctx, level::DEBUG, || {
+                    "Dropping packet at the end of ingress".into()
+                });
             }
             let (port, why) = (ctx.arch.port, Self::ingress_drop_reason(e, &ctx));
             self.count_drop(port, why);
@@ -943,11 +966,23 @@ impl Core {
         &mut self,
         e: &Engine,
         cs: &ControlState,
-        ctx: Pkt,
+        mut ctx: Pkt,
         now: u64,
     ) -> Option<Pkt> {
         if let Some((session, fl)) = ctx.req.clone {
+            if self.cfg.trace {
+                trace_line(&mut ctx, level::DEBUG, || {
+                    "Cloning packet at ingress".into()
+                });
+            }
             self.clone_i2e(e, cs, &ctx, session, fl, now);
+            if self.cfg.trace
+                && let Some(port) = cs.mirror.get(&(session & 0x7fff)).and_then(|m| m.port)
+            {
+                trace_line(&mut ctx, level::DEBUG, || {
+                    format!("Cloning packet to egress port {port}")
+                });
+            }
         }
         if let Some(id) = ctx.req.digest {
             self.learn(e, &ctx, id);
@@ -1074,11 +1109,14 @@ impl Core {
         ctx.arch.port = 0;
         if self.cfg.trace {
             let what = if resubmit {
-                "resubmitted"
+                "Resubmitting packet"
             } else {
-                "recirculated"
+                "Recirculating packet"
             };
-            ctx.log.push(what.into());
+            trace_line(&mut ctx, level::DEBUG, || what.into());
+            // this pass's lines out before the next pass (a new copy) starts its own
+            self.trace_out.append(&mut ctx.log);
+            ctx.arch.trace = ctx.arch.trace.new_copy();
         }
         self.recirc.push_back(ctx);
     }
@@ -1152,8 +1190,11 @@ impl Core {
         let mut made = 0;
         let Some(nodes) = cs.pre.groups.get(&mgid) else {
             if self.cfg.trace {
-                self.trace_out
-                    .push(format!("multicast group {mgid} does not exist: no copies"));
+                self.trace_out.push(trace_text(
+                    &ctx.arch.trace,
+                    level::DEBUG,
+                    &format!("Multicast group {mgid} does not exist: no copies"),
+                ));
             }
             return 0;
         };
@@ -1172,6 +1213,13 @@ impl Core {
             });
             let ports = node.ports.iter().copied().chain(lag_members);
             for port in ports {
+                if self.cfg.trace {
+                    self.trace_out.push(trace_text(
+                        &ctx.arch.trace,
+                        level::DEBUG,
+                        &format!("Replicating packet on port {port}"),
+                    ));
+                }
                 let mut c = self.alloc();
                 c.copy_from(ctx);
                 // a new packet (simple_switch: clone_with_phv + clear_all): not truncated
@@ -1202,9 +1250,9 @@ impl Core {
             format!("priority {prio} out of range ({n} queues): packet dropped")
         });
         if self.cfg.trace {
-            ctx.log.push(format!(
-                "Priority out of range, dropping packet (priority {prio})"
-            ));
+            trace_line(&mut ctx, level::ERROR, || {
+                format!("Priority out of range, dropping packet (priority {prio})")
+            });
         }
         self.free(ctx)
     }
@@ -1312,8 +1360,9 @@ impl Core {
                 None => data.len(),
             };
             if self.cfg.trace {
-                ctx.log
-                    .push(format!("transmitted on port {port} ({n} bytes)"));
+                trace_line(&mut ctx, level::DEBUG, || {
+                    format!("Transmitting packet of size {n} out of port {port}")
+                });
             }
             if !plain
                 && self.moving.get(port as usize) == Some(&true)
@@ -1363,12 +1412,24 @@ impl Core {
     ) -> Option<Pkt> {
         // 1. E2E clone: current headers, metadata reset but the field list
         if let Some((session, fl)) = ctx.req.clone {
+            if self.cfg.trace {
+                trace_line(&mut ctx, level::DEBUG, || "Cloning packet at egress".into());
+            }
             self.clone_e2e(e, cs, &ctx, session, fl, now);
+            if self.cfg.trace
+                && let Some(port) = cs.mirror.get(&(session & 0x7fff)).and_then(|m| m.port)
+            {
+                trace_line(&mut ctx, level::DEBUG, || {
+                    format!("Cloning packet to egress port {port}")
+                });
+            }
         }
         // 2. drop
         if !ctx.deparsed && e.dropped_in_egress(&ctx) {
             if self.cfg.trace {
-                ctx.log.push("dropped in egress".into());
+                trace_line(&mut ctx, level::DEBUG, || {
+                    "Dropping packet at the end of egress".into()
+                });
             }
             self.count_drop(ctx.arch.port, DropReason::Egress);
             self.free(ctx);

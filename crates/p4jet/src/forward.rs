@@ -16,7 +16,6 @@
 //! of the inputs with `--exit-when-done`. Per-port counters live in each thread's core
 //! and are summed when the threads end.
 
-use std::io::Write;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
@@ -75,7 +74,8 @@ pub(crate) struct Common {
     pub files: bool,
     pub exit_when_done: bool,
     pub batch: usize,
-    pub log: Option<Mutex<Box<dyn Write + Send>>>,
+    /// The per-packet log (`--log-console`, `--log-file`).
+    pub log: Option<Mutex<crate::logfile::LogSink>>,
     /// The notification socket (`--notifications-addr`): learning and port messages.
     pub notify: Option<p4jet_nanomsg::Publisher>,
     /// How long an empty open pcap FIFO holds the other inputs back.
@@ -646,10 +646,7 @@ fn flush_trace(core: &mut Core, c: &Common) {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
-        for l in lines {
-            let _ = writeln!(out, "{l}");
-        }
-        let _ = out.flush();
+        out.write_lines(lines);
     }
 }
 

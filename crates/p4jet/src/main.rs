@@ -9,6 +9,7 @@ mod engine;
 mod forward;
 mod fuzz;
 mod grpc;
+mod logfile;
 mod metrics;
 mod model;
 mod report;

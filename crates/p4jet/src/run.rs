@@ -1,6 +1,6 @@
 //! `p4jet run`: simple_switch's command line.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Args;
+
+use crate::logfile::{self, LogSink};
 use p4jet_control::cli::Cli;
 use p4jet_io::{PcapFilePort, PcapRecorder, Port};
 use p4jet_switch::{PortCounters, Switch, SwitchConfig};
@@ -52,7 +54,7 @@ pub struct RunArgs {
     /// Write the per-packet trace to FILE.txt (simple_switch appends .txt).
     #[arg(long = "log-file", value_name = "FILE")]
     pub log_file: Option<PathBuf>,
-    /// Log level (trace, debug, info, warn, error, off): accepted for compatibility.
+    /// Per-packet log level: trace (default), debug, info, warn, error or off.
     #[arg(short = 'L', long = "log-level", value_name = "LEVEL")]
     pub log_level: Option<String>,
     /// Flush the log after every line (accepted; p4jet always flushes per batch).
@@ -93,11 +95,12 @@ pub struct RunArgs {
     /// State file to restore (accepted, not supported: ignored with a warning).
     #[arg(long = "restore-state", value_name = "FILE", hide = true)]
     pub restore_state: Option<PathBuf>,
-    /// Log rotation size (accepted, ignored with a warning).
-    #[arg(long = "log-file-max-size", value_name = "BYTES", hide = true)]
+    /// Size of the log file (bytes) at which it is rotated (default 5242880, as
+    /// simple_switch).
+    #[arg(long = "log-file-max-size", value_name = "BYTES")]
     pub log_file_max_size: Option<u64>,
-    /// Log rotation count (accepted, ignored with a warning).
-    #[arg(long = "log-file-max-files", value_name = "N", hide = true)]
+    /// Rotated log files kept: FILE.1.txt ... FILE.N.txt (default 3, as simple_switch).
+    #[arg(long = "log-file-max-files", value_name = "N")]
     pub log_file_max_files: Option<u64>,
     /// Largest port number + 1 (accepted, ignored with a warning).
     #[arg(long = "max-port-count", value_name = "N", hide = true)]
@@ -368,13 +371,11 @@ fn warn_ignored(a: &RunArgs, target: &TargetOptions) {
     for u in &target.ignored {
         eprintln!("p4jet: {u} is not supported; ignored");
     }
-    let ignored: [(&str, bool); 7] = [
+    let ignored: [(&str, bool); 5] = [
         ("--nanolog (no nanomsg event logger)", a.nanolog.is_some()),
         ("--debugger", a.debugger),
         ("--debugger-addr", a.debugger_addr.is_some()),
         ("--restore-state", a.restore_state.is_some()),
-        ("--log-file-max-size", a.log_file_max_size.is_some()),
-        ("--log-file-max-files", a.log_file_max_files.is_some()),
         ("--max-port-count", a.max_port_count.is_some()),
     ];
     for (what, given) in ignored {
@@ -393,6 +394,10 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     if a.log_console && a.log_file.is_some() {
         return Err("--log-console and --log-file are exclusive".into());
     }
+    let log_level = match &a.log_level {
+        Some(l) => logfile::parse_level(l)?,
+        None => Some(0),
+    };
     let program = match (&a.program, a.no_p4) {
         (Some(p), _) => Some(p.clone()),
         (None, true) => None,
@@ -421,7 +426,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     let cfg = SwitchConfig {
         drop_port: target.drop_port.unwrap_or(511),
         priority_queues: target.priority_queues.unwrap_or(1),
-        trace: a.log_console || a.log_file.is_some(),
+        trace: (a.log_console || a.log_file.is_some()) && log_level.is_some(),
         batch: batch.max(1),
         sub_batch,
         enable_swap: target.enable_swap,
@@ -440,16 +445,15 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     sw.rt.thrift_port = a.thrift_port;
     sw.rt.notifications_socket = Some(sw_notifications_addr(&a));
     sw.rt.elogger_socket = a.nanolog.clone();
-    let log: Option<Box<dyn Write + Send>> = if a.log_console {
-        Some(Box::new(std::io::stdout()))
-    } else if let Some(f) = &a.log_file {
-        let mut p = f.as_os_str().to_owned();
-        p.push(".txt");
-        Some(Box::new(
-            std::fs::File::create(&p).map_err(|e| format!("creating log file: {e}"))?,
-        ))
-    } else {
-        None
+    let log = match (log_level, a.log_console, &a.log_file) {
+        (Some(min), true, _) => Some(LogSink::console(min)),
+        (Some(min), false, Some(f)) => Some(LogSink::file(
+            f,
+            min,
+            a.log_file_max_size.unwrap_or(logfile::DEFAULT_MAX_SIZE),
+            a.log_file_max_files.unwrap_or(logfile::DEFAULT_MAX_FILES),
+        )?),
+        _ => None,
     };
     if !apply_commands(&mut sw, &a.commands)? {
         eprintln!("p4jet: some commands failed (see above); continuing with the rest applied");

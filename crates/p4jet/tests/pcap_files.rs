@@ -25,7 +25,7 @@ const PORTS: u32 = 4;
 /// timestamp, then the lower port) is the trace order.
 fn place(i: usize) -> (u32, u64) {
     let pair = i / 2;
-    let base = if pair % 2 == 0 { 0 } else { 2 };
+    let base = if pair.is_multiple_of(2) { 0 } else { 2 };
     (base + (i % 2) as u32, 1_000_000 + pair as u64)
 }
 
@@ -182,8 +182,9 @@ fn fifo_outputs_are_written_while_the_switch_runs() {
     let third = g.frames.len() / 3;
     let mut sent = BTreeMap::<u32, usize>::new();
     for burst in 0..3 {
-        for i in burst * third..(burst + 1) * third {
-            sw.send(ports[i], &g.frames[i]);
+        let range = burst * third..(burst + 1) * third;
+        for (p, f) in ports[range.clone()].iter().zip(&g.frames[range]) {
+            sw.send(*p, f);
         }
         // the reference's outputs of the frames sent so far
         let upto = (burst + 1) * third;

@@ -12,9 +12,14 @@
 //! * Malformed input (bad magic, truncated header or record, absurd record
 //!   length) gives an `InvalidData` error carrying a [`PcapFormatError`] with
 //!   the file name and byte offset; the error repeats on later calls.
+//! * Inputs are read in chunks of 256 KiB (or what a FIFO has); [`PcapFilePort::peek`]
+//!   and [`PcapFilePort::take`] hand out the frames in place, without a copy.
 //! * Outputs: Ethernet linktype, microsecond timestamps, native byte order,
-//!   snaplen 65535; each `send_batch` is one `write(2)`, so a reader sees frames
-//!   as they leave. The global header is written when the port is opened.
+//!   snaplen 65535. [`PcapFilePort`] buffers transmitted frames and writes them
+//!   with one `write(2)` once [`OUT_BUFFER`] bytes wait, on [`Port::flush`] and
+//!   when dropped: a caller that wants a reader to see frames as they leave
+//!   flushes when it goes idle (`p4jet run` does). [`PcapRecorder`] writes each
+//!   batch at once. The global header is written when the port is opened.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -35,7 +40,13 @@ pub const OUT_SNAPLEN: u32 = 65535;
 /// Records longer than this are taken as garbage rather than waited for.
 const MAX_RECORD: u32 = 256 * 1024;
 
-const READ_CHUNK: usize = 64 * 1024;
+/// Bytes asked of the input per `read(2)` (at least; the buffer grows for records
+/// longer than half of it).
+const READ_CHUNK: usize = 256 * 1024;
+
+/// Output bytes a [`PcapFilePort`] buffers before it writes them (a
+/// [`Port::flush`] writes them at once).
+pub const OUT_BUFFER: usize = 256 * 1024;
 
 /// A malformed pcap input: which file, at which byte offset, and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,9 +103,21 @@ struct PcapInput {
     end: usize,
     /// File offset of `buf[0]`.
     buf_off: u64,
-    parser: Option<PcapParser>,
+    /// The global header's settings, once read.
+    header: Option<InputHeader>,
     eof: bool,
     failed: Option<PcapFormatError>,
+}
+
+/// What the global header of an input says about its records.
+#[derive(Clone, Copy)]
+struct InputHeader {
+    /// Big-endian fields.
+    big: bool,
+    /// Nanosecond timestamps (else microseconds).
+    nanos: bool,
+    /// Longest record taken as real.
+    limit: u32,
 }
 
 enum Step {
@@ -121,7 +144,7 @@ impl PcapInput {
             start: 0,
             end: 0,
             buf_off: 0,
-            parser: None,
+            header: None,
             eof: false,
             failed: None,
         })
@@ -137,6 +160,7 @@ impl PcapInput {
         io::Error::new(io::ErrorKind::InvalidData, e)
     }
 
+    #[inline]
     fn check_failed(&self) -> io::Result<()> {
         match &self.failed {
             Some(e) => Err(io::Error::new(io::ErrorKind::InvalidData, e.clone())),
@@ -144,79 +168,102 @@ impl PcapInput {
         }
     }
 
-    /// Parses the next record from the buffer, if complete.
+    /// Parses the next record from the buffer, if complete. Inlined into `peek`, so
+    /// the record is not returned through memory (a store-forwarding stall per frame).
+    #[inline(always)]
     fn step(&mut self) -> io::Result<Step> {
         self.check_failed()?;
+        let Some(h) = self.header else {
+            return self.step_header();
+        };
+        let avail = &self.buf[self.start..self.end];
+        if avail.len() < 16 {
+            return self.incomplete();
+        }
+        let rd = |o: usize| {
+            let raw = [avail[o], avail[o + 1], avail[o + 2], avail[o + 3]];
+            if h.big {
+                u32::from_be_bytes(raw)
+            } else {
+                u32::from_le_bytes(raw)
+            }
+        };
+        // the length is checked before waiting for the body: garbage must fail now,
+        // not after trying to read 4 GiB
+        let incl = rd(8);
+        if incl > h.limit {
+            let here = self.buf_off + self.start as u64;
+            return Err(self.format_error(
+                here,
+                format!(
+                    "record length {incl} exceeds {} (garbage or corrupt file)",
+                    h.limit
+                ),
+            ));
+        }
+        let next = self.start + 16 + incl as usize;
+        if next > self.end {
+            return self.incomplete();
+        }
+        let frac = u64::from(rd(4));
+        let nsec = if h.nanos { frac } else { frac * 1000 };
+        let ts = Duration::from_secs(u64::from(rd(0))) + Duration::from_nanos(nsec);
+        Ok(Step::Record(Record {
+            data_start: self.start + 16,
+            data_len: incl as usize,
+            next,
+            ts,
+        }))
+    }
+
+    /// The buffer ends inside a record: more to come, the end of the input, or a
+    /// truncated record.
+    #[cold]
+    fn incomplete(&mut self) -> io::Result<Step> {
+        let avail_len = self.end - self.start;
+        if !self.eof {
+            return Ok(Step::NeedMore);
+        }
+        if avail_len == 0 {
+            return Ok(Step::Exhausted);
+        }
+        let reason = if avail_len < 16 {
+            format!("truncated record header ({avail_len} of 16 bytes)")
+        } else {
+            format!(
+                "truncated record: file ends {} bytes into its data",
+                avail_len - 16
+            )
+        };
+        let here = self.buf_off + self.start as u64;
+        Err(self.format_error(here, reason))
+    }
+
+    /// Parses the global header, then the first record.
+    #[cold]
+    fn step_header(&mut self) -> io::Result<Step> {
         let here = self.buf_off + self.start as u64;
         let avail_len = self.end - self.start;
-        let Some(parser) = self.parser.as_ref() else {
-            return match PcapParser::new(&self.buf[self.start..self.end]) {
-                Ok((rem, parser)) => {
-                    self.start = self.end - rem.len();
-                    self.parser = Some(parser);
-                    self.step()
-                }
-                Err(PcapError::IncompleteBuffer) if !self.eof => Ok(Step::NeedMore),
-                Err(PcapError::IncompleteBuffer) if avail_len == 0 => {
-                    Err(self.format_error(here, "empty file: no pcap global header"))
-                }
-                Err(PcapError::IncompleteBuffer) => Err(self.format_error(
-                    here,
-                    format!("truncated pcap global header ({avail_len} of 24 bytes)"),
-                )),
-                Err(e) => Err(self.format_error(here, format!("bad pcap global header: {e}"))),
-            };
-        };
-        let header = parser.header();
-        let avail = &self.buf[self.start..self.end];
-        if avail.len() >= 16 {
-            // Check the length before waiting for the body: garbage must fail
-            // now, not after trying to read 4 GiB.
-            let raw = [avail[8], avail[9], avail[10], avail[11]];
-            let incl = match header.endianness {
-                Endianness::Big => u32::from_be_bytes(raw),
-                Endianness::Little => u32::from_le_bytes(raw),
-            };
-            let limit = MAX_RECORD.max(header.snaplen);
-            if incl > limit {
-                return Err(self.format_error(
-                    here,
-                    format!("record length {incl} exceeds {limit} (garbage or corrupt file)"),
-                ));
-            }
-        }
-        let parsed = parser.next_raw_packet(avail).map(|(rem, raw)| {
-            let nsec = match header.ts_resolution {
-                TsResolution::MicroSecond => u64::from(raw.ts_frac) * 1000,
-                TsResolution::NanoSecond => u64::from(raw.ts_frac),
-            };
-            let ts = Duration::from_secs(u64::from(raw.ts_sec)) + Duration::from_nanos(nsec);
-            (rem.len(), raw.data.len(), ts)
-        });
-        match parsed {
-            Ok((rem_len, data_len, ts)) => {
-                let next = self.end - rem_len;
-                Ok(Step::Record(Record {
-                    data_start: next - data_len,
-                    data_len,
-                    next,
-                    ts,
-                }))
+        match PcapParser::new(&self.buf[self.start..self.end]) {
+            Ok((rem, parser)) => {
+                self.start = self.end - rem.len();
+                let header = parser.header();
+                self.header = Some(InputHeader {
+                    big: header.endianness == Endianness::Big,
+                    nanos: header.ts_resolution == TsResolution::NanoSecond,
+                    limit: MAX_RECORD.max(header.snaplen),
+                });
+                self.step()
             }
             Err(PcapError::IncompleteBuffer) if !self.eof => Ok(Step::NeedMore),
-            Err(PcapError::IncompleteBuffer) if avail_len == 0 => Ok(Step::Exhausted),
-            Err(PcapError::IncompleteBuffer) => {
-                let reason = if avail_len < 16 {
-                    format!("truncated record header ({avail_len} of 16 bytes)")
-                } else {
-                    format!(
-                        "truncated record: file ends {} bytes into its data",
-                        avail_len - 16
-                    )
-                };
-                Err(self.format_error(here, reason))
+            Err(PcapError::IncompleteBuffer) if avail_len == 0 => {
+                Err(self.format_error(here, "empty file: no pcap global header"))
             }
-            Err(e) => Err(self.format_error(here, format!("bad record: {e}"))),
+            Err(PcapError::IncompleteBuffer) => Err(self.format_error(
+                here,
+                format!("truncated pcap global header ({avail_len} of 24 bytes)"),
+            )),
+            Err(e) => Err(self.format_error(here, format!("bad pcap global header: {e}"))),
         }
     }
 
@@ -271,6 +318,24 @@ fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Appends one pcap record as the outputs hold them to `buf`: the 16-byte record header
+/// (native byte order, microsecond timestamp `ts`), then the frame cut to
+/// [`OUT_SNAPLEN`] bytes. [`PcapFilePort::send_records`] takes such records.
+#[inline]
+pub fn push_record(buf: &mut Vec<u8>, frame: &[u8], ts: Duration) {
+    let incl = frame.len().min(OUT_SNAPLEN as usize);
+    let secs = u32::try_from(ts.as_secs()).unwrap_or(u32::MAX);
+    let orig = u32::try_from(frame.len()).unwrap_or(u32::MAX);
+    let mut h = [0u8; 16];
+    h[0..4].copy_from_slice(&secs.to_ne_bytes());
+    h[4..8].copy_from_slice(&ts.subsec_micros().to_ne_bytes());
+    h[8..12].copy_from_slice(&(incl as u32).to_ne_bytes());
+    h[12..16].copy_from_slice(&orig.to_ne_bytes());
+    buf.reserve(16 + incl);
+    buf.extend_from_slice(&h);
+    buf.extend_from_slice(&frame[..incl]);
+}
+
 /// Writer of one pcap file (Ethernet, microseconds), one `write` per batch.
 pub struct PcapSink {
     path: PathBuf,
@@ -307,18 +372,9 @@ impl PcapSink {
     }
 
     /// Appends one record to the pending batch.
+    #[inline]
     pub fn push(&mut self, frame: &[u8], ts: Duration) {
-        let incl = frame.len().min(OUT_SNAPLEN as usize);
-        let secs = u32::try_from(ts.as_secs()).unwrap_or(u32::MAX);
-        for v in [
-            secs,
-            ts.subsec_micros(),
-            incl as u32,
-            u32::try_from(frame.len()).unwrap_or(u32::MAX),
-        ] {
-            self.scratch.extend_from_slice(&v.to_ne_bytes());
-        }
-        self.scratch.extend_from_slice(&frame[..incl]);
+        push_record(&mut self.scratch, frame, ts);
     }
 
     /// Writes the pending batch with one `write_all`.
@@ -402,7 +458,9 @@ impl PcapFilePort {
         let Some(input) = self.input.as_mut() else {
             return Ok(Peek::Exhausted);
         };
-        let deadline = Instant::now() + timeout.unwrap_or_default();
+        let timeout = timeout.unwrap_or_default();
+        // the clock is read only when a FIFO is actually waited for
+        let mut since: Option<Instant> = None;
         loop {
             match input.step()? {
                 Step::Record(r) => {
@@ -411,12 +469,63 @@ impl PcapFilePort {
                 }
                 Step::Exhausted => return Ok(Peek::Exhausted),
                 Step::NeedMore => {
-                    let left = deadline.saturating_duration_since(Instant::now());
+                    let left = if timeout.is_zero() {
+                        Duration::ZERO
+                    } else {
+                        timeout.saturating_sub(since.get_or_insert_with(Instant::now).elapsed())
+                    };
                     if !input.fill(left)? {
                         return Ok(Peek::Pending);
                     }
                 }
             }
+        }
+    }
+
+    /// Takes the frame [`PcapFilePort::peek`] reported ready and gives it to `f`;
+    /// false (and `f` not called) when no frame was peeked.
+    #[inline]
+    pub fn take(&mut self, f: impl FnOnce(&[u8])) -> bool {
+        let (Some(r), Some(input)) = (self.pending.take(), self.input.as_mut()) else {
+            return false;
+        };
+        f(&input.buf[r.data_start..r.data_start + r.data_len]);
+        input.start = r.next;
+        self.stats.rx_packets += 1;
+        self.stats.rx_bytes += r.data_len as u64;
+        true
+    }
+
+    /// Sends `frames` frames already encoded as pcap records by [`push_record`]
+    /// (`bytes`: their frame lengths summed, for the port's counters); buffered as
+    /// [`Port::send_batch`] buffers. Without an output they are dropped (counted in
+    /// `tx_dropped`).
+    pub fn send_records(&mut self, records: &[u8], frames: u64, bytes: u64) -> io::Result<()> {
+        let Some(out) = self.output.as_mut() else {
+            self.stats.tx_dropped += frames;
+            return Ok(());
+        };
+        self.stats.tx_packets += frames;
+        self.stats.tx_bytes += bytes;
+        out.scratch.extend_from_slice(records);
+        if out.scratch.len() >= OUT_BUFFER {
+            out.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Bytes transmitted and not yet written to the output file (see
+    /// [`Port::flush`]).
+    pub fn unwritten(&self) -> usize {
+        self.output.as_ref().map_or(0, |o| o.scratch.len())
+    }
+}
+
+impl Drop for PcapFilePort {
+    fn drop(&mut self) {
+        // what was sent and not flushed yet still reaches the file
+        if let Some(out) = self.output.as_mut() {
+            let _ = out.commit();
         }
     }
 }
@@ -437,18 +546,16 @@ impl Port for PcapFilePort {
             }
             // After the first frame, never wait again.
             wait = None;
-            let (Some(r), Some(input)) = (self.pending.take(), self.input.as_mut()) else {
+            if !self.take(&mut *f) {
                 break;
-            };
-            f(&input.buf[r.data_start..r.data_start + r.data_len]);
-            input.start = r.next;
-            self.stats.rx_packets += 1;
-            self.stats.rx_bytes += r.data_len as u64;
+            }
             n += 1;
         }
         Ok(n)
     }
 
+    /// Buffers the frames; they are written once [`OUT_BUFFER`] bytes are waiting, by
+    /// [`Port::flush`], or when the port is dropped.
     fn send_batch(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
         let Some(out) = self.output.as_mut() else {
             self.stats.tx_dropped += frames.len() as u64;
@@ -460,12 +567,18 @@ impl Port for PcapFilePort {
             self.stats.tx_packets += 1;
             self.stats.tx_bytes += fr.len() as u64;
         }
-        out.commit()?;
+        if out.scratch.len() >= OUT_BUFFER {
+            out.commit()?;
+        }
         Ok(frames.len())
     }
 
+    /// Writes the buffered output frames (one `write(2)`).
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        match self.output.as_mut() {
+            Some(out) => out.commit(),
+            None => Ok(()),
+        }
     }
 
     fn name(&self) -> &str {
@@ -689,7 +802,11 @@ mod tests {
         let big = vec![0xab; 70_000];
         let mut p = PcapFilePort::open("o", None, Some(&d.0.join("o.pcap"))).unwrap();
         p.send_batch(&[&[1, 2, 3], &big]).unwrap();
-        // Visible without flush or close.
+        // Buffered until flushed; visible after a flush, without closing.
+        assert_eq!(std::fs::metadata(d.0.join("o.pcap")).unwrap().len(), 24);
+        assert!(p.unwritten() > OUT_SNAPLEN as usize);
+        p.flush().unwrap();
+        assert_eq!(p.unwritten(), 0);
         let mut r =
             pcap_file::pcap::PcapReader::new(File::open(d.0.join("o.pcap")).unwrap()).unwrap();
         assert_eq!(r.header().datalink, DataLink::ETHERNET);
@@ -922,6 +1039,8 @@ mod tests {
         }
         assert_eq!(got, frames);
         p.send_batch(&[&frames[1], &frames[2]]).unwrap();
+        // the recording is written at once; the wrapped file port on flush
+        p.flush().unwrap();
         let read = |name: &str| {
             let mut q = PcapFilePort::open("x", Some(&rec_dir.join(name)), None).unwrap();
             drain(&mut q).unwrap()

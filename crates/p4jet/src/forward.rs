@@ -16,6 +16,8 @@
 //! of the inputs with `--exit-when-done`. Per-port counters live in each thread's core
 //! and are summed when the threads end.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
@@ -206,6 +208,10 @@ struct Lane {
     moving: Vec<u32>,
     /// `moving` changed since the thread last told its core.
     moving_changed: bool,
+    /// pcap-file ports (`--use-files`): their output takes pcap records.
+    pcap_out: Vec<u32>,
+    /// `pcap_out` changed since the thread last told its [`TxBuf`].
+    pcap_changed: bool,
 }
 
 /// Where a forwarding thread puts what it receives.
@@ -248,6 +254,7 @@ impl Lane {
     fn refresh_fds(&mut self) {
         self.fds.clear();
         self.moving.clear();
+        self.pcap_out.clear();
         self.all_pollable = true;
         self.busy = false;
         for ph in &self.ports {
@@ -261,8 +268,20 @@ impl Lane {
             if port.moves_buffers() {
                 self.moving.push(ph.num);
             }
+            if matches!(pe.io, PortIo::Pcap(_)) {
+                self.pcap_out.push(ph.num);
+            }
         }
         self.moving_changed = true;
+        self.pcap_changed = true;
+    }
+
+    /// Tells `tx` which ports are pcap files, if that changed.
+    fn update_pcap(&mut self, tx: &mut TxBuf) {
+        if self.pcap_changed {
+            tx.set_pcap_ports(&self.pcap_out);
+            self.pcap_changed = false;
+        }
     }
 
     /// Tells `core` which ports take buffers, if that changed.
@@ -382,14 +401,6 @@ impl Lane {
         }
     }
 
-    /// Every pcap input has ended (live ports, such as the CPU port, never end).
-    fn exhausted(&self) -> bool {
-        self.ports.iter().all(|p| {
-            let pe = p.lock();
-            pe.exhausted || !matches!(pe.io, PortIo::Pcap(_))
-        })
-    }
-
     /// Flushes every port; a port that fails is reported in `errors`, and the frames
     /// it could not hand on are counted as lost in `core`'s books.
     fn flush_all(&self, core: &mut Core, errors: &mut Vec<String>) {
@@ -406,64 +417,108 @@ impl Lane {
     }
 }
 
-/// Reads the next frames of the pcap inputs in timestamp order, as bmv2's pcap reader
-/// does: the earliest record among the heads of all open inputs, so a FIFO that has not
-/// delivered its next record yet (and is not closed) holds the others back, and frames
-/// enter in one order whatever the timing of the writers. bmv2 waits for such a FIFO
-/// for ever; p4jet waits `fifo_wait` (`--pcap-fifo-wait`, 1 s by default), then goes
-/// on without it until it delivers again (a FIFO its writer never uses, such as an
+/// Reads up to `max` frames of the pcap inputs in timestamp order, as bmv2's pcap
+/// reader does: the earliest record among the heads of all open inputs, so a FIFO that
+/// has not delivered its next record yet (and is not closed) holds the others back, and
+/// frames enter in one order whatever the timing of the writers. bmv2 waits for such a
+/// FIFO for ever; p4jet waits `fifo_wait` (`--pcap-fifo-wait`, 1 s by default), then
+/// goes on without it until it delivers again (a FIFO its writer never uses, such as an
 /// output-only port of a test driver, would otherwise stop the switch). Ordering by
-/// timestamp makes runs repeatable.
+/// timestamp makes runs repeatable (equal timestamps: the lower port first).
+///
+/// Each input is locked once per call and the heads are merged with a heap; frames
+/// are handed to `inject` where they lie in the input's read buffer. Returns the
+/// frames read and whether every pcap input has ended.
 fn read_pcaps(
     ports: &[PortHandle],
-    batch: usize,
+    max: usize,
     fifo_wait: Duration,
     inject: &mut dyn FnMut(u32, &[u8]),
-) -> Result<usize, String> {
-    let mut n = 0;
-    while n < batch {
-        let mut best: Option<(usize, Duration)> = None;
-        let mut pending = false;
-        for (i, ph) in ports.iter().enumerate() {
-            let mut pe = ph.lock();
-            if pe.exhausted {
-                continue;
-            }
-            let PortIo::Pcap(pc) = &mut pe.io else {
-                continue;
-            };
-            match pc
-                .peek(Some(Duration::from_millis(0)))
-                .map_err(|e| e.to_string())?
-            {
-                Peek::Ready(ts) => {
-                    pe.pending_since = None;
-                    if best.is_none_or(|(_, b)| ts < b) {
-                        best = Some((i, ts));
-                    }
-                }
-                Peek::Exhausted => pe.exhausted = true,
-                Peek::Pending => {
-                    let since = *pe.pending_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() < fifo_wait {
-                        pending = true;
-                    }
-                }
-            }
+) -> Result<(usize, bool), String> {
+    let mut inputs: Vec<MutexGuard<'_, PortEntry>> = ports
+        .iter()
+        .map(PortHandle::lock)
+        .filter(|pe| !pe.exhausted && matches!(pe.io, PortIo::Pcap(_)))
+        .collect();
+    let mut heads = BinaryHeap::with_capacity(inputs.len());
+    let mut waiting = false;
+    for (i, pe) in inputs.iter_mut().enumerate() {
+        match head(pe, fifo_wait)? {
+            Head::Ready(ts) => heads.push(Reverse((ts, i))),
+            Head::Wait => waiting = true,
+            Head::None => {}
         }
-        // wait for inputs that may still deliver an earlier frame
-        if pending {
-            break;
-        }
-        let Some((i, _)) = best else { break };
-        let num = ports[i].num;
-        n += ports[i]
-            .lock()
-            .port()
-            .recv_batch(1, None, &mut |f| inject(num, f))
-            .map_err(|e| e.to_string())?;
     }
-    Ok(n)
+    let mut n = 0;
+    // an input that may still deliver an earlier frame holds the others back
+    while n < max && !waiting {
+        let Some(Reverse((_, i))) = heads.pop() else {
+            break;
+        };
+        let pe = &mut *inputs[i];
+        let num = pe.num;
+        let PortIo::Pcap(pc) = &mut pe.io else {
+            continue;
+        };
+        // the same input again while its next frame is still the earliest: no heap
+        let next = heads.peek().map(|Reverse(h)| *h);
+        loop {
+            if !pc.take(|f| inject(num, f)) {
+                break;
+            }
+            n += 1;
+            if n >= max {
+                break;
+            }
+            match pc.peek(None).map_err(|e| e.to_string())? {
+                Peek::Ready(ts) if next.is_none_or(|h| (ts, i) < h) => {}
+                _ => break,
+            }
+        }
+        match head(pe, fifo_wait)? {
+            Head::Ready(ts) => heads.push(Reverse((ts, i))),
+            Head::Wait => waiting = true,
+            Head::None => {}
+        }
+    }
+    let done = inputs.iter().all(|pe| pe.exhausted);
+    Ok((n, done))
+}
+
+/// The head of one pcap input for [`read_pcaps`].
+enum Head {
+    /// A frame with this timestamp is ready.
+    Ready(Duration),
+    /// Nothing yet, and the input is waited for (a FIFO within `--pcap-fifo-wait`).
+    Wait,
+    /// Ended, or a FIFO waited for too long: not merged for now.
+    None,
+}
+
+/// Peeks at the next frame of one pcap input (without waiting) and keeps its books:
+/// when it ended, since when it has had nothing.
+fn head(pe: &mut PortEntry, fifo_wait: Duration) -> Result<Head, String> {
+    let PortIo::Pcap(pc) = &mut pe.io else {
+        return Ok(Head::None);
+    };
+    Ok(match pc.peek(None).map_err(|e| e.to_string())? {
+        Peek::Ready(ts) => {
+            pe.pending_since = None;
+            Head::Ready(ts)
+        }
+        Peek::Exhausted => {
+            pe.exhausted = true;
+            Head::None
+        }
+        Peek::Pending => {
+            let since = *pe.pending_since.get_or_insert_with(Instant::now);
+            if since.elapsed() < fifo_wait {
+                Head::Wait
+            } else {
+                Head::None
+            }
+        }
+    })
 }
 
 /// Frames transmitted during one batch, copied out of the packet contexts so that
@@ -474,14 +529,89 @@ struct TxBuf {
     frames: Vec<(u32, usize, usize)>,
     /// Frames leaving in their own buffers (UMEM chunks), from `Core::take_moved`.
     moved: Vec<(u32, PacketBuf)>,
+    /// pcap-file outputs (`--use-files`): frames are written as pcap records into
+    /// the port's staging buffer as they leave, and handed over whole.
+    pcap: Vec<PcapStage>,
+    /// Port number -> 1 + its index in `pcap` (0: not a pcap output).
+    pcap_slot: Vec<u16>,
+    /// The records' timestamp in this batch (the clock is read once per batch).
+    ts: Option<Duration>,
 }
+
+/// The records of one pcap output staged during a batch.
+struct PcapStage {
+    port: u32,
+    records: Vec<u8>,
+    frames: u64,
+    bytes: u64,
+}
+
+/// Ports above this number are served by the general path (the slot table stays small).
+const MAX_PCAP_SLOT: u32 = 4096;
 
 impl TxBuf {
     #[inline]
     fn push(&mut self, port: u32, frame: &[u8]) {
+        if let Some(&k) = self.pcap_slot.get(port as usize)
+            && k > 0
+        {
+            let ts = *self.ts.get_or_insert_with(now_since_epoch);
+            let st = &mut self.pcap[usize::from(k) - 1];
+            p4jet_io::pcap::push_record(&mut st.records, frame, ts);
+            st.frames += 1;
+            st.bytes += frame.len() as u64;
+            return;
+        }
         let s = self.data.len();
         self.data.extend_from_slice(frame);
         self.frames.push((port, s, self.data.len()));
+    }
+
+    /// The pcap outputs of the thread (called between batches, with nothing staged).
+    fn set_pcap_ports(&mut self, ports: &[u32]) {
+        self.pcap.clear();
+        self.pcap_slot.clear();
+        for &p in ports.iter().filter(|p| **p <= MAX_PCAP_SLOT) {
+            let i = p as usize;
+            if self.pcap_slot.len() <= i {
+                self.pcap_slot.resize(i + 1, 0);
+            }
+            self.pcap.push(PcapStage {
+                port: p,
+                records: Vec::with_capacity(64 * 1024),
+                frames: 0,
+                bytes: 0,
+            });
+            self.pcap_slot[i] = self.pcap.len() as u16;
+        }
+    }
+
+    /// Hands the staged pcap records to their ports (one lock and one copy per port
+    /// and batch); a port that fails takes its frames from sent to dropped.
+    fn send_pcap(&mut self, ports: &[PortHandle], core: &mut Core, errors: &mut Vec<String>) {
+        self.ts = None;
+        for st in &mut self.pcap {
+            if st.frames == 0 {
+                continue;
+            }
+            let r = match ports.iter().find(|h| h.num == st.port) {
+                Some(ph) => match &mut ph.lock().io {
+                    PortIo::Pcap(pc) => pc.send_records(&st.records, st.frames, st.bytes),
+                    PortIo::Live(_) => Err(std::io::Error::other("not a pcap-file port")),
+                },
+                None => {
+                    core.uncount_tx(st.port, DropReason::NoSuchPort, st.frames);
+                    Ok(())
+                }
+            };
+            if let Err(e) = r {
+                errors.push(format!("port {}: transmit: {e}", st.port));
+                core.uncount_tx(st.port, DropReason::PortError, st.frames);
+            }
+            st.records.clear();
+            st.frames = 0;
+            st.bytes = 0;
+        }
     }
 
     /// Sends the staged frames, per port in order, and flushes those ports. Frames to
@@ -492,6 +622,9 @@ impl TxBuf {
     /// a full transmit ring (after retries), a port that fails (reported, kept: its
     /// interface may come back), a port this thread does not have.
     fn send(&mut self, ports: &[PortHandle], core: &mut Core, errors: &mut Vec<String>) {
+        if !self.pcap.is_empty() {
+            self.send_pcap(ports, core, errors);
+        }
         if self.frames.is_empty() && self.moved.is_empty() {
             return;
         }
@@ -503,6 +636,7 @@ impl TxBuf {
                 continue;
             }
             let mut pe = ph.lock();
+            let is_pcap = matches!(pe.io, PortIo::Pcap(_));
             let port = pe.port();
             let num = ph.num;
             let mut failed = 0u64;
@@ -539,7 +673,8 @@ impl TxBuf {
             if n > 0 {
                 send(&chunk[..n], &mut dropped, &mut failed);
             }
-            if let Err(e) = port.flush() {
+            // pcap outputs are buffered: the thread flushes them when it goes idle
+            if !is_pcap && let Err(e) = port.flush() {
                 errors.push(format!("port {num}: flush: {e}"));
             }
             // frames the port took but could not hand on (its interface went away)
@@ -650,6 +785,22 @@ fn flush_trace(core: &mut Core, c: &Common) {
     }
 }
 
+/// With `--use-files`, a run-to-completion thread reads up to this many of its batches
+/// per turn (the switch takes them a batch at a time): fewer turns, each with its
+/// locks and books.
+const FILE_BATCHES: usize = 8;
+
+/// Longest time buffered pcap output waits for a write while the thread stays busy
+/// (an idle thread writes at once).
+const FLUSH_EVERY: Duration = Duration::from_millis(10);
+
+/// The wall clock as pcap timestamps take it.
+fn now_since_epoch() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
 /// How long an idle forwarding thread may wait: `max`, or less when a packet of a
 /// rate-limited queue is due sooner.
 fn nap(due: Option<Duration>, max: Duration) -> Duration {
@@ -662,17 +813,23 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
     let mut tx = TxBuf::default();
     let mut errors = vec![];
     let mut rep = Reporter::new(&lane.name, lane.slot, c.board.clone());
+    let mut flushed = Instant::now();
     let r = (|| -> Result<(), String> {
         while !c.stop.load(Ordering::Relaxed) {
             lane.port_cmds();
             lane.update_moving(&mut w.core);
             w.core.mark_rx();
-            let got = if c.files {
-                read_pcaps(&lane.ports, c.batch, c.fifo_wait, &mut |n, f| {
-                    w.inject(n, f)
-                })? + lane.rx_live(c.batch, &mut w, &mut errors)
+            lane.update_pcap(&mut tx);
+            let (got, ended) = if c.files {
+                let (n, ended) = read_pcaps(
+                    &lane.ports,
+                    c.batch * FILE_BATCHES,
+                    c.fifo_wait,
+                    &mut |n, f| w.inject(n, f),
+                )?;
+                (n + lane.rx_live(c.batch, &mut w, &mut errors), ended)
             } else {
-                lane.rx_live(c.batch, &mut w, &mut errors)
+                (lane.rx_live(c.batch, &mut w, &mut errors), false)
             };
             rep.turn(got > 0);
             // packets of rate-limited queues leave later: never wait for them here
@@ -682,8 +839,13 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
             flush_trace(&mut w.core, &c);
             rep.tick(&mut w.core, &mut errors, false);
             if c.files {
-                lane.flush_all(&mut w.core, &mut errors);
-                if lane.exhausted() && w.pending() == 0 {
+                // the pcap outputs: written when the thread is idle (readers of FIFOs
+                // see every frame promptly) or has been busy for FLUSH_EVERY
+                if got == 0 || flushed.elapsed() >= FLUSH_EVERY {
+                    lane.flush_all(&mut w.core, &mut errors);
+                    flushed = Instant::now();
+                }
+                if ended && w.pending() == 0 {
                     if c.exit_when_done {
                         return Ok(());
                     }
@@ -716,12 +878,13 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
         while !c.stop.load(Ordering::Relaxed) {
             lane.port_cmds();
             st.core_mut().mark_rx();
-            let got = if c.files {
-                read_pcaps(&lane.ports, c.batch, c.fifo_wait, &mut |n, f| {
+            let (got, ended) = if c.files {
+                let (n, ended) = read_pcaps(&lane.ports, c.batch, c.fifo_wait, &mut |n, f| {
                     st.inject(n, f)
-                })? + lane.rx_live(c.batch, &mut st, &mut errors)
+                })?;
+                (n + lane.rx_live(c.batch, &mut st, &mut errors), ended)
             } else {
-                lane.rx_live(c.batch, &mut st, &mut errors)
+                (lane.rx_live(c.batch, &mut st, &mut errors), false)
             };
             rep.turn(got > 0);
             // everything received goes through ingress; recirculated packets come back
@@ -732,7 +895,7 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
             flush_trace(st.core_mut(), &c);
             rep.tick(st.core_mut(), &mut errors, false);
             if c.files {
-                if lane.exhausted() && st.pending() == 0 {
+                if ended && st.pending() == 0 {
                     if c.exit_when_done {
                         return Ok(());
                     }
@@ -767,13 +930,21 @@ fn egress_thread(mut st: EgressStage, mut lane: Lane, c: Arc<Common>) -> Result<
     let mut tx = TxBuf::default();
     let mut errors = vec![];
     let mut rep = Reporter::new(&lane.name, lane.slot, c.board.clone());
+    let mut flushed = Instant::now();
     loop {
         lane.port_cmds();
         lane.update_moving(st.core_mut());
+        lane.update_pcap(&mut tx);
         let r = st.step(&mut |p, f| tx.push(p, f), Duration::from_millis(5));
-        rep.turn(matches!(r, Ok(n) if n > 0));
+        let busy = matches!(r, Ok(n) if n > 0);
+        rep.turn(busy);
         st.core_mut().take_moved(&mut tx.moved);
         tx.send(&lane.ports, st.core_mut(), &mut errors);
+        // pcap outputs: written when idle or after FLUSH_EVERY (see rtc_thread)
+        if c.files && (!busy || flushed.elapsed() >= FLUSH_EVERY) {
+            lane.flush_all(st.core_mut(), &mut errors);
+            flushed = Instant::now();
+        }
         flush_trace(st.core_mut(), &c);
         rep.tick(st.core_mut(), &mut errors, false);
         if r.is_err() {
@@ -879,6 +1050,8 @@ pub(crate) fn run(
                     busy: false,
                     moving: vec![],
                     moving_changed: true,
+                    pcap_out: vec![],
+                    pcap_changed: true,
                 },
             )
         };
@@ -966,8 +1139,16 @@ pub(crate) fn run(
                 ageing_events(sw, &common);
             }
         }
-        std::thread::sleep(Duration::from_millis(5));
+        // a run that ends with its pcap inputs is timed to the millisecond
+        std::thread::sleep(Duration::from_millis(
+            if common.files && common.exit_when_done {
+                1
+            } else {
+                5
+            },
+        ));
     }
+    let forwarded_for = start.elapsed();
     common.stop.store(true, Ordering::Relaxed);
     let mut total = Balance::default();
     let mut first_err = None;
@@ -998,6 +1179,11 @@ pub(crate) fn run(
     // the books: what came in (received, copies made) went out, was dropped (by
     // reason) or is still inside
     eprintln!("p4jet: packets: {}", total.equation());
+    let secs = forwarded_for.as_secs_f64();
+    eprintln!(
+        "p4jet: forwarded for {secs:.3} s: {:.2} Mpps received",
+        total.received() as f64 / secs.max(1e-9) / 1e6
+    );
     eprintln!("p4jet: drops by reason: {}", total.drops_text());
     match first_err {
         Some(e) => Err(e),

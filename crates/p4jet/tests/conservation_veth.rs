@@ -16,8 +16,7 @@
 
 mod common;
 
-use std::fs::File;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -34,24 +33,6 @@ impl Drop for Links {
                 .status();
         }
     }
-}
-
-struct Proc(Option<Child>);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 fn counter(iface: &str, what: &str) -> u64 {
@@ -76,16 +57,9 @@ fn frames() -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn books_of(line: &str) -> Vec<u64> {
-    line.split(|c: char| !c.is_ascii_digit())
-        .filter_map(|s| s.parse().ok())
-        .collect()
-}
-
 #[test]
 fn flood_copies_and_a_vanished_port_keep_the_books() {
-    let euid = sh(Command::new("id").arg("-u")).unwrap_or_default();
-    if euid.trim() != "0" {
+    if !is_root() {
         eprintln!("conservation_veth: skipped: needs root for veth pairs");
         return;
     }
@@ -120,24 +94,12 @@ fn flood_copies_and_a_vanished_port_keep_the_books() {
         .arg(&cmds)
         .args(["--port-type", "af_packet"])
         .args(["--thrift-port", &thrift.to_string()])
-        .current_dir(&dir)
-        .stdout(Stdio::from(File::create(dir.join("switch.out")).unwrap()))
-        .stderr(Stdio::from(File::create(dir.join("switch.err")).unwrap()));
+        .current_dir(&dir);
     for n in 0..4 {
         cmd.args(["-i", &format!("{n}@{}", a(n))]);
     }
-    let mut sw = Proc(Some(cmd.spawn().unwrap()));
-    let stderr = || std::fs::read_to_string(dir.join("switch.err")).unwrap_or_default();
-    let start = Instant::now();
-    while !stderr().contains("forwarding with") {
-        assert!(
-            sw.0.as_mut().unwrap().try_wait().unwrap().is_none(),
-            "p4jet exited:\n{}",
-            stderr()
-        );
-        assert!(start.elapsed() < Duration::from_secs(20), "{}", stderr());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut sw = Proc::spawn(&mut cmd, &dir);
+    sw.wait_forwarding();
     std::thread::sleep(Duration::from_millis(300));
 
     // the generator: as fast as the ring goes; port 2's interface goes at half-way
@@ -165,11 +127,7 @@ fn flood_copies_and_a_vanished_port_keep_the_books() {
     let secs = t0.elapsed().as_secs_f64();
     // the last of the rate-limited queue leaves within 64 / rate s
     std::thread::sleep(Duration::from_millis(1500 + 64_000 / rate.max(1)));
-    assert!(
-        sw.0.as_mut().unwrap().try_wait().unwrap().is_none(),
-        "p4jet died:\n{}",
-        stderr()
-    );
+    assert!(sw.alive(), "p4jet died:\n{}", sw.stderr());
     let wire_sent = counter(&b(0), "tx_packets");
     let arrived = counter(&a(0), "rx_packets");
     let (s1, s3) = (counter(&b(1), "rx_packets"), counter(&b(3), "rx_packets"));
@@ -212,19 +170,8 @@ fn flood_copies_and_a_vanished_port_keep_the_books() {
     assert!(drops["port_error"].as_u64().unwrap_or(0) > 0, "{t}");
 
     // the exit summary says the same
-    let mut child = sw.0.take().unwrap();
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let st = child.wait().unwrap();
-    let err = stderr();
-    assert!(st.success(), "p4jet did not exit cleanly ({st}):\n{err}");
-    let line = err
-        .lines()
-        .find(|l| l.starts_with("p4jet: packets: "))
-        .unwrap_or_else(|| panic!("no books:\n{err}"));
-    assert!(!line.contains("DOES NOT BALANCE"), "{line}");
-    let n = books_of(&line["p4jet: packets: ".len()..]);
+    let err = sw.terminate();
+    let (line, n) = exit_books(&err);
     assert_eq!(n[0] + n[1], n[2] + n[3] + n[4], "{line}");
     assert_eq!(n[0], rx, "{line}");
     // what arrived at port 0's interface: received by the switch, or dropped by the

@@ -9,8 +9,7 @@
 
 mod common;
 
-use std::fs::File;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -22,17 +21,6 @@ struct Ns(String);
 impl Drop for Ns {
     fn drop(&mut self) {
         del_netns(&self.0);
-    }
-}
-
-struct Proc(Option<Child>);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
     }
 }
 
@@ -70,8 +58,7 @@ fn send(ns: &str, iface: &str, frame: &str, n: u64) -> u64 {
 
 #[test]
 fn flood_and_deleted_port_keep_the_switch_running_and_the_books_balanced() {
-    let euid = sh(Command::new("id").arg("-u")).unwrap_or_default();
-    if euid.trim() != "0" {
+    if !is_root() {
         eprintln!("faults_veth: skipped: needs root for namespaces and veth pairs");
         return;
     }
@@ -103,21 +90,9 @@ fn flood_and_deleted_port_keep_the_switch_running_and_the_books_balanced() {
         .arg(&cmds)
         .args(["--port-type", "af_packet", "--thrift-port", "0"])
         .args(["-i", "0@veth0", "-i", "1@veth1"])
-        .current_dir(&dir)
-        .stdout(Stdio::from(File::create(dir.join("switch.out")).unwrap()))
-        .stderr(Stdio::from(File::create(dir.join("switch.err")).unwrap()));
-    let mut sw = Proc(Some(cmd.spawn().unwrap()));
-    let stderr = || std::fs::read_to_string(dir.join("switch.err")).unwrap_or_default();
-    let start = Instant::now();
-    while !stderr().contains("forwarding with") {
-        assert!(
-            sw.0.as_mut().unwrap().try_wait().unwrap().is_none(),
-            "p4jet exited:\n{}",
-            stderr()
-        );
-        assert!(start.elapsed() < Duration::from_secs(20), "{}", stderr());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        .current_dir(&dir);
+    let mut sw = Proc::spawn(&mut cmd, &dir);
+    sw.wait_forwarding();
     std::thread::sleep(Duration::from_millis(300));
     let frame = format!(
         "{}{}",
@@ -131,25 +106,9 @@ fn flood_and_deleted_port_keep_the_switch_running_and_the_books_balanced() {
     sh(Command::new("ip").args(["-n", &ns.0, "link", "del", "veth1"])).unwrap();
     let after = send(&ns.0, "peer0", &frame, 2_000);
     std::thread::sleep(Duration::from_millis(1500));
-    let alive = sw.0.as_mut().unwrap().try_wait().unwrap().is_none();
-    assert!(alive, "p4jet died:\n{}", stderr());
-    let mut child = sw.0.take().unwrap();
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let st = child.wait().unwrap();
-    let err = stderr();
-    assert!(st.success(), "p4jet did not exit cleanly ({st}):\n{err}");
-    let books = err
-        .lines()
-        .find(|l| l.starts_with("p4jet: packets: "))
-        .unwrap_or_else(|| panic!("no books:\n{err}"));
-    assert!(!books.contains("DOES NOT BALANCE"), "{books}\n{err}");
-    let nums: Vec<u64> = books["p4jet: packets: ".len()..]
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|s| s.parse().ok())
-        .collect();
-    let (rx, copies, tx, dropped, queued) = (nums[0], nums[1], nums[2], nums[3], nums[4]);
+    assert!(sw.alive(), "p4jet died:\n{}", sw.stderr());
+    let err = sw.terminate();
+    let (books, [rx, copies, tx, dropped, queued]) = exit_books(&err);
     assert_eq!(rx + copies, tx + dropped + queued, "{books}");
     // the kernel may drop frames before the switch reads them, and sends a few of its
     // own on the veths (the program drops those)
@@ -174,8 +133,7 @@ fn flood_and_deleted_port_keep_the_switch_running_and_the_books_balanced() {
 /// again after, and the books balance with what the kernel counted on the wire.
 #[test]
 fn a_deleted_port_comes_back_with_port_remove_and_port_add() {
-    let euid = sh(Command::new("id").arg("-u")).unwrap_or_default();
-    if euid.trim() != "0" {
+    if !is_root() {
         eprintln!("faults_veth: skipped: needs root for namespaces and veth pairs");
         return;
     }
@@ -234,21 +192,9 @@ fn a_deleted_port_comes_back_with_port_remove_and_port_add() {
         .args(["--port-type", "af_packet"])
         .args(["--thrift-port", &thrift.to_string()])
         .args(["-i", "0@veth0", "-i", "1@veth1"])
-        .current_dir(&dir)
-        .stdout(Stdio::from(File::create(dir.join("switch.out")).unwrap()))
-        .stderr(Stdio::from(File::create(dir.join("switch.err")).unwrap()));
-    let mut sw = Proc(Some(cmd.spawn().unwrap()));
-    let stderr = || std::fs::read_to_string(dir.join("switch.err")).unwrap_or_default();
-    let start = Instant::now();
-    while !stderr().contains("forwarding with") {
-        assert!(
-            sw.0.as_mut().unwrap().try_wait().unwrap().is_none(),
-            "p4jet exited:\n{}",
-            stderr()
-        );
-        assert!(start.elapsed() < Duration::from_secs(20), "{}", stderr());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        .current_dir(&dir);
+    let mut sw = Proc::spawn(&mut cmd, &dir);
+    sw.wait_forwarding();
     std::thread::sleep(Duration::from_millis(300));
     let frame = format!(
         "{}{}",
@@ -267,16 +213,12 @@ fn a_deleted_port_comes_back_with_port_remove_and_port_add() {
     // 1. up: forwarded
     let a = send(&ns.0, "peer0", &frame, 500);
     let got_a = wait_rx("peer1", a);
-    assert_eq!(got_a, a, "before the deletion\n{}", stderr());
+    assert_eq!(got_a, a, "before the deletion\n{}", sw.stderr());
     // 2. gone: dropped and counted, the switch keeps running
     sh(Command::new("ip").args(["-n", &ns.0, "link", "del", "veth1"])).unwrap();
     let b = send(&ns.0, "peer0", &frame, 500);
     std::thread::sleep(Duration::from_millis(500));
-    assert!(
-        sw.0.as_mut().unwrap().try_wait().unwrap().is_none(),
-        "{}",
-        stderr()
-    );
+    assert!(sw.alive(), "{}", sw.stderr());
     // 3. back: the interface again, and the port re-opened by the controller
     make(1);
     let cli = |commands: &str| {
@@ -292,24 +234,10 @@ fn a_deleted_port_comes_back_with_port_remove_and_port_add() {
     std::thread::sleep(Duration::from_millis(500));
     let c = send(&ns.0, "peer0", &frame, 500);
     let got_c = wait_rx("peer1", c);
-    assert_eq!(got_c, c, "after port_add\n{}", stderr());
+    assert_eq!(got_c, c, "after port_add\n{}", sw.stderr());
 
-    let mut child = sw.0.take().unwrap();
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let st = child.wait().unwrap();
-    let err = stderr();
-    assert!(st.success(), "p4jet did not exit cleanly ({st}):\n{err}");
-    let books = err
-        .lines()
-        .find(|l| l.starts_with("p4jet: packets: "))
-        .unwrap_or_else(|| panic!("no books:\n{err}"));
-    let nums: Vec<u64> = books["p4jet: packets: ".len()..]
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|s| s.parse().ok())
-        .collect();
-    let (rx, copies, tx, dropped, queued) = (nums[0], nums[1], nums[2], nums[3], nums[4]);
+    let err = sw.terminate();
+    let (books, [rx, copies, tx, dropped, queued]) = exit_books(&err);
     assert_eq!(rx + copies, tx + dropped + queued, "{books}");
     assert_eq!(rx, a + b + c, "{books}");
     assert_eq!(tx, got_a + got_c, "{books}\n{err}");

@@ -15,9 +15,8 @@
 
 mod common;
 
-use std::fs::File;
 use std::io::{Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -32,13 +31,6 @@ const TABLE: &str = "IngressImpl.dmac";
 const FLOWS: u32 = 256;
 /// Entries the churn keeps in the table besides the flows' (dmac holds 1024).
 const CHURN_LIVE: usize = 512;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// The namespace and the interfaces this test made; removed on drop.
 struct Net {
@@ -55,17 +47,6 @@ impl Drop for Net {
                 .status();
         }
         del_netns(&self.ns);
-    }
-}
-
-struct Proc(Option<Child>);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
     }
 }
 
@@ -202,8 +183,7 @@ fn ns_counter(ns: &str, iface: &str, what: &str) -> u64 {
 
 #[test]
 fn soak_traffic_churn_and_swaps() {
-    let euid = sh(Command::new("id").arg("-u")).unwrap_or_default();
-    if euid.trim() != "0" {
+    if !is_root() {
         eprintln!("soak: skipped: needs root for namespaces and veth pairs");
         return;
     }
@@ -254,23 +234,16 @@ fn soak_traffic_churn_and_swaps() {
         .args(["-i", &format!("0@{}", net.root_ifs[0])])
         .args(["-i", &format!("1@{}", net.root_ifs[1])])
         .args(["--", "--enable-swap"])
-        .current_dir(&dir)
-        .stdout(Stdio::from(File::create(dir.join("switch.out")).unwrap()))
-        .stderr(Stdio::from(File::create(dir.join("switch.err")).unwrap()));
-    let mut sw = Proc(Some(cmd.spawn().unwrap()));
-    let sw_pid = sw.0.as_ref().unwrap().id();
-    let stderr = || std::fs::read_to_string(dir.join("switch.err")).unwrap_or_default();
+        .current_dir(&dir);
+    let mut sw = Proc::spawn(&mut cmd, &dir);
+    let sw_pid = sw.id();
     let start = Instant::now();
     let mut c = loop {
         if let Ok(c) = ThriftClient::connect(("127.0.0.1", thrift)) {
             break c;
         }
-        assert!(
-            sw.0.as_mut().unwrap().try_wait().unwrap().is_none(),
-            "p4jet exited:\n{}",
-            stderr()
-        );
-        assert!(start.elapsed() < Duration::from_secs(20), "{}", stderr());
+        assert!(sw.alive(), "p4jet exited:\n{}", sw.stderr());
+        assert!(start.elapsed() < Duration::from_secs(20), "{}", sw.stderr());
         std::thread::sleep(Duration::from_millis(50));
     };
     add_flows(&mut c);
@@ -344,11 +317,7 @@ fn soak_traffic_churn_and_swaps() {
     let mut next_sample = sample_every;
     while t0.elapsed() < Duration::from_secs(secs) {
         std::thread::sleep(Duration::from_millis(100));
-        assert!(
-            sw.0.as_mut().unwrap().try_wait().unwrap().is_none(),
-            "p4jet died:\n{}",
-            stderr()
-        );
+        assert!(sw.alive(), "p4jet died:\n{}", sw.stderr());
         if last_swap.elapsed() >= swap_every {
             // the same program again: a fresh state (empty tables), compiled again
             let mut g = swapping.lock().unwrap();
@@ -383,13 +352,7 @@ fn soak_traffic_churn_and_swaps() {
     let books: serde_json::Value = serde_json::from_str(&c.p4jet_packet_books().unwrap()).unwrap();
     let t = &books["total"];
     let wire_rx = ns_counter(&net.ns, "h1", "rx_packets");
-    let mut child = sw.0.take().unwrap();
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let st = child.wait().unwrap();
-    let err = stderr();
-    assert!(st.success(), "p4jet did not exit cleanly ({st}):\n{err}");
+    sw.terminate();
 
     let rate_writes = n_writes as f64 / churn_secs;
     eprintln!(

@@ -667,3 +667,109 @@ pub fn corpus_file(rel: &str) -> PathBuf {
         .join("../../tests/corpus")
         .join(rel)
 }
+
+// ------------------------------------------------------------ live-port switches
+
+/// Whether the tests run as root (namespaces, veth pairs, raw sockets).
+pub fn is_root() -> bool {
+    sh(Command::new("id").arg("-u")).is_ok_and(|s| s.trim() == "0")
+}
+
+/// The integer in environment variable `name`, else `default`.
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A `p4jet run` child with its stderr in a file: killed and reaped on drop, so a
+/// failing test leaves no switch behind.
+pub struct Proc {
+    child: Option<Child>,
+    stderr: PathBuf,
+}
+
+impl Proc {
+    /// Spawns `cmd` with its stdout and stderr in `dir`'s `switch.out` and `switch.err`.
+    pub fn spawn(cmd: &mut Command, dir: &Path) -> Proc {
+        cmd.stdout(Stdio::from(File::create(dir.join("switch.out")).unwrap()))
+            .stderr(Stdio::from(File::create(dir.join("switch.err")).unwrap()));
+        Proc {
+            child: Some(cmd.spawn().unwrap()),
+            stderr: dir.join("switch.err"),
+        }
+    }
+
+    /// The switch's stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// The child's process id.
+    pub fn id(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Whether the switch still runs.
+    pub fn alive(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().unwrap().is_none())
+    }
+
+    /// Waits until the switch says it forwards (its `forwarding with` line); fails the
+    /// test if it exits first or takes 20 s.
+    pub fn wait_forwarding(&mut self) {
+        let start = Instant::now();
+        while !self.stderr().contains("forwarding with") {
+            assert!(self.alive(), "p4jet exited:\n{}", self.stderr());
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends SIGTERM and waits; fails the test unless the switch exits cleanly.
+    /// Returns its stderr.
+    pub fn terminate(&mut self) -> String {
+        let mut child = self.child.take().unwrap();
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let st = child.wait().unwrap();
+        let err = self.stderr();
+        assert!(st.success(), "p4jet did not exit cleanly ({st}):\n{err}");
+        err
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The exit summary's books line (`p4jet: packets: received R + copies C = sent S +
+/// dropped D + queued Q`) and its five numbers; fails the test if the line is missing
+/// or says it does not balance.
+pub fn exit_books(stderr: &str) -> (String, [u64; 5]) {
+    const PREFIX: &str = "p4jet: packets: ";
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with(PREFIX))
+        .unwrap_or_else(|| panic!("no books:\n{stderr}"));
+    assert!(!line.contains("DOES NOT BALANCE"), "{line}\n{stderr}");
+    let n: Vec<u64> = line[PREFIX.len()..]
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    assert!(n.len() >= 5, "{line}");
+    (line.to_string(), [n[0], n[1], n[2], n[3], n[4]])
+}

@@ -4,7 +4,7 @@
 //! Checksum verification follows (`checksum.rs`).
 
 use num_bigint::BigUint;
-use p4jet_ir::{FieldLoc, KeyElem, ParserOp, TransitionKind};
+use p4jet_ir::{FieldLoc, KeyElem, ParserOp, Program, TransitionKind};
 
 use crate::eval::{EvalCtx, eval_bool, eval_index, resolve_field, resolve_header};
 use crate::packet::{level, trace_line};
@@ -28,6 +28,27 @@ fn extract_planned(
     crate::copy::copy_small(&mut ctx.phv.data[off..off + len], src);
     ctx.phv.valid[h as usize] = true;
     Some(cursor + len)
+}
+
+/// The header of member `member` in the next element of union stack `stack`: the
+/// element after the last one with a valid member (elements are extracted in order;
+/// `UnionRef::StackLast` reads the same). None when the stack is full.
+fn union_stack_next(p: &Program, phv: &Phv, stack: u32, member: u32) -> Option<u32> {
+    let s = &p.union_stacks[stack as usize];
+    let next = s
+        .unions
+        .iter()
+        .rposition(|u| {
+            p.unions[*u as usize]
+                .headers
+                .iter()
+                .any(|h| phv.valid[*h as usize])
+        })
+        .map_or(0, |i| i + 1);
+    s.unions
+        .get(next)
+        .and_then(|u| p.unions[*u as usize].headers.get(member as usize))
+        .copied()
 }
 
 impl Engine {
@@ -55,14 +76,20 @@ impl Engine {
         if self.cfg.trace {
             return self.parse_traced(cs, ctx, sc);
         }
-        let p = &*self.prog;
         let (cursor, error) = match self.parse_planned(ctx) {
             Ok(done) => done,
             Err((state, cursor, steps)) => self.parse_general(cs, ctx, sc, state, cursor, steps),
         };
+        self.end_parse(ctx, sc, cursor, error);
+    }
+
+    /// What follows the parser states: the payload offset, `parser_error` (and its
+    /// trace line), the checksum verification.
+    #[inline(always)]
+    fn end_parse(&self, ctx: &mut PacketCtx, sc: &mut Scratch, cursor: usize, error: u32) {
         ctx.payload_off = cursor;
         self.std_set(&mut ctx.phv, self.std_meta.parser_error, error as u128);
-        if error != p.error_codes.no_error {
+        if error != self.prog.error_codes.no_error {
             self.trace_parser_error(ctx, error);
         }
         let ck = &self.plan.checksums;
@@ -121,10 +148,16 @@ impl Engine {
                     }
                     // bmv2 numbers stacks and headers as the JSON does, which is
                     // the order p4jet keeps them in
-                    ParserOp::ExtractNext(s) => p.stacks[*s as usize]
+                    ParserOp::ExtractNext(s) | ParserOp::ExtractNextVarbit { stack: s, .. } => p
+                        .stacks[*s as usize]
                         .headers
                         .get(ctx.phv.stack_next[*s as usize] as usize)
                         .map(|h| format!("Extracting to header stack {s}, next header is {h}")),
+                    ParserOp::ExtractUnionNext { stack, member } => {
+                        union_stack_next(p, &ctx.phv, *stack, *member).map(|h| {
+                            format!("Extracting to header union stack {stack}, next header is {h}")
+                        })
+                    }
                     ParserOp::Advance(bits) => crate::eval::eval_index(p, &ec, *bits)
                         .map(|n| format!("Advancing by {} bytes", n / 8)),
                     _ => None,
@@ -166,14 +199,7 @@ impl Engine {
             }
             trace_line(ctx, level::TRACE, || format!("Bytes parsed: {cursor}"));
         }
-        ctx.payload_off = cursor;
-        self.std_set(&mut ctx.phv, self.std_meta.parser_error, error as u128);
-        if error != p.error_codes.no_error {
-            self.trace_parser_error(ctx, error);
-        }
-        if !self.plan.checksums.verify.is_empty() {
-            self.verify_checksums(ctx, sc);
-        }
+        self.end_parse(ctx, sc, cursor, error);
         trace_line(ctx, level::DEBUG, || "Parser 'parser': end".into());
     }
 
@@ -194,13 +220,17 @@ impl Engine {
                 "Parser set: setting field '{dname}' from lookahead ({offset}, {width}), \
                  new value is {value}"
             ),
-            Some(p4jet_ir::Expr::Field(f)) => match resolve_field(p, &ec, f) {
-                Some(s) => format!(
-                    "Parser set: setting field '{dname}' from field '{}' ({value})",
-                    p.field_name(s)
-                ),
-                None => return,
-            },
+            // a plain field; a stack's `last` element (p4c's `stack_field`) is an
+            // expression to bmv2
+            Some(p4jet_ir::Expr::Field(f @ p4jet_ir::FieldRef::Static(_))) => {
+                match resolve_field(p, &ec, f) {
+                    Some(s) => format!(
+                        "Parser set: setting field '{dname}' from field '{}' ({value})",
+                        p.field_name(s)
+                    ),
+                    None => return,
+                }
+            }
             _ => {
                 format!("Parser set: setting field '{dname}' from expression, new value is {value}")
             }
@@ -626,25 +656,7 @@ impl Engine {
                 Ok(())
             }
             ParserOp::ExtractUnionNext { stack, member } => {
-                // the element after the last one with a valid member (elements are
-                // extracted in order; `UnionRef::StackLast` reads the same)
-                let s = &p.union_stacks[*stack as usize];
-                let next = s
-                    .unions
-                    .iter()
-                    .rposition(|u| {
-                        p.unions[*u as usize]
-                            .headers
-                            .iter()
-                            .any(|h| ctx.phv.valid[*h as usize])
-                    })
-                    .map_or(0, |i| i + 1);
-                let Some(h) = s
-                    .unions
-                    .get(next)
-                    .and_then(|u| p.unions[*u as usize].headers.get(*member as usize))
-                    .copied()
-                else {
+                let Some(h) = union_stack_next(p, &ctx.phv, *stack, *member) else {
                     return Err(codes.stack_out_of_bounds);
                 };
                 self.extract(ctx, h, cursor, None)

@@ -128,7 +128,7 @@ fn per_packet_lines_match_bmv2() {
     // (program, STF file whose packets are played): parser selects and errors,
     // checksums, lpm/ternary/range lookups, clones, resubmit and recirculate,
     // multicast, registers, counters and meters, digests, action selectors, hashes,
-    // header stacks
+    // header stacks, stacks of varbit headers and of header unions
     for (name, stf) in [
         ("basic_l2", "hit.stf"),
         ("simple_router", "checksum.stf"),
@@ -143,6 +143,8 @@ fn per_packet_lines_match_bmv2() {
         ("ecmp", "no_routes.stf"),
         ("hashes", "algorithms.stf"),
         ("mpls_stack", "overflow_ttl_miss.stf"),
+        ("varbit_stack", "options.stf"),
+        ("union_stack", "items.stf"),
     ] {
         let dir = corpus().join(name);
         let program = dir.join(format!("{name}.json"));

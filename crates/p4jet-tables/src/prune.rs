@@ -177,10 +177,12 @@ impl Bound {
         b.iter().fold(0u32, |a, x| (a << 8) | u32::from(*x))
     }
 
-    /// `top` from the key as words (`k`, see `words.rs`) when the field's
-    /// first bytes lie in one word, else from the bytes.
+    /// The first `b1 + b2` bits of the field in a key given as words (`k`, see
+    /// `words.rs`; used when the field's first bytes lie in one word) and bytes:
+    /// the input of [`Bound::prefetch1`], [`Bound::prefetch2`] and
+    /// [`Bound::bound_of`].
     #[inline(always)]
-    fn top_w<K: crate::words::Words + ?Sized>(&self, k: &K, key: &[u8]) -> u32 {
+    pub(crate) fn top_of<K: crate::words::Words + ?Sized>(&self, k: &K, key: &[u8]) -> u32 {
         match self.word {
             Some((wi, sh, m)) => {
                 let b = (k.at(wi) >> sh) & ((1u64 << (8 * m)) - 1);
@@ -193,22 +195,7 @@ impl Bound {
     /// [`Bound::bound`] with the key also given as words.
     #[inline(always)]
     pub(crate) fn bound_w<K: crate::words::Words + ?Sized>(&self, k: &K, key: &[u8]) -> u8 {
-        let x = self.top_w(k, key);
-        let s = (x >> self.b2) as usize;
-        let h = self.hot1[s];
-        if h & LEVEL2 == 0 {
-            return h;
-        }
-        let b = self.blk[s] as usize;
-        (h & !LEVEL2).max(self.hot2[(b << 8) | (x & 0xff) as usize])
-    }
-
-    /// The first `b1 + b2` bits of the field in a key given as words (`k`)
-    /// and bytes: the input of [`Bound::prefetch1`], [`Bound::prefetch2`]
-    /// and [`Bound::bound_of`].
-    #[inline(always)]
-    pub(crate) fn top_of<K: crate::words::Words + ?Sized>(&self, k: &K, key: &[u8]) -> u32 {
-        self.top_w(k, key)
+        self.bound_of(self.top_of(k, key))
     }
 
     /// Prefetch the level-1 slot of `x` (a [`Bound::top_of`]): the first
@@ -248,14 +235,7 @@ impl Bound {
     /// matches (see the module docs).
     #[inline(always)]
     pub(crate) fn bound(&self, key: &[u8]) -> u8 {
-        let x = self.top(key);
-        let s = (x >> self.b2) as usize;
-        let h = self.hot1[s];
-        if h & LEVEL2 == 0 {
-            return h;
-        }
-        let b = self.blk[s] as usize;
-        (h & !LEVEL2).max(self.hot2[(b << 8) | (x & 0xff) as usize])
+        self.bound_of(self.top(key))
     }
 
     /// Leading-ones length of a field mask (`bytes`, padding bits given as

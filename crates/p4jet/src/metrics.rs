@@ -270,33 +270,25 @@ pub(crate) fn render(board: &Board) -> String {
         );
     }
     let tables = board.tables();
-    family(
-        &mut o,
-        "p4jet_table_lookups_total",
-        "counter",
-        "Applies of the table to a packet since the program was loaded.",
-    );
-    for (name, s) in &tables {
-        let _ = writeln!(
-            o,
-            "p4jet_table_lookups_total{{table=\"{}\"}} {}",
-            esc(name),
-            s.lookups
-        );
-    }
-    family(
-        &mut o,
-        "p4jet_table_hits_total",
-        "counter",
-        "Applies of the table that found an entry.",
-    );
-    for (name, s) in &tables {
-        let _ = writeln!(
-            o,
-            "p4jet_table_hits_total{{table=\"{}\"}} {}",
-            esc(name),
-            s.hits
-        );
+    // (family, help, whether it counts hits or all lookups)
+    let per_table = [
+        (
+            "p4jet_table_lookups_total",
+            "Applies of the table to a packet since the program was loaded.",
+            false,
+        ),
+        (
+            "p4jet_table_hits_total",
+            "Applies of the table that found an entry.",
+            true,
+        ),
+    ];
+    for (name, help, hits) in per_table {
+        family(&mut o, name, "counter", help);
+        for (table, s) in &tables {
+            let v = if hits { s.hits } else { s.lookups };
+            let _ = writeln!(o, "{name}{{table=\"{}\"}} {v}", esc(table));
+        }
     }
     family(
         &mut o,

@@ -24,6 +24,39 @@ impl Drop for Ns {
     }
 }
 
+impl Ns {
+    /// A new namespace `PREFIX-PID-N` (stale ones of killed runs removed first), its
+    /// loopback up (a switch inside serves Thrift there).
+    fn new(n: u32) -> Ns {
+        remove_stale_namespaces(NS_PREFIX);
+        let ns = Ns(format!("{NS_PREFIX}-{}-{n}", std::process::id()));
+        sh(Command::new("ip").args(["netns", "add", &ns.0])).unwrap();
+        sh(Command::new("ip").args(["-n", &ns.0, "link", "set", "lo", "up"])).unwrap();
+        ns
+    }
+}
+
+/// The veth pair `vethP` (the switch's side) / `peerP` in namespace `ns`, up, without
+/// IPv6 (no chatter: the wire counters are the test's frames only).
+fn add_veth(ns: &str, p: u32) {
+    let (v, peer) = (format!("veth{p}"), format!("peer{p}"));
+    sh(Command::new("ip").args([
+        "-n", ns, "link", "add", &v, "type", "veth", "peer", "name", &peer,
+    ]))
+    .unwrap();
+    for i in [&v, &peer] {
+        let _ = sh(Command::new("ip").args([
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{i}.disable_ipv6=1"),
+        ]));
+        sh(Command::new("ip").args(["-n", ns, "link", "set", i, "up"])).unwrap();
+    }
+}
+
 const SENDER: &str = r#"
 import socket, sys, time
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
@@ -62,19 +95,9 @@ fn flood_and_deleted_port_keep_the_switch_running_and_the_books_balanced() {
         eprintln!("faults_veth: skipped: needs root for namespaces and veth pairs");
         return;
     }
-    remove_stale_namespaces(NS_PREFIX);
-    let ns = Ns(format!("{NS_PREFIX}-{}-0", std::process::id()));
-    sh(Command::new("ip").args(["netns", "add", &ns.0])).unwrap();
-    for p in 0..2 {
-        let (v, peer) = (format!("veth{p}"), format!("peer{p}"));
-        sh(Command::new("ip").args([
-            "-n", &ns.0, "link", "add", &v, "type", "veth", "peer", "name", &peer,
-        ]))
-        .unwrap();
-        for i in [&v, &peer] {
-            sh(Command::new("ip").args(["-n", &ns.0, "link", "set", i, "up"])).unwrap();
-        }
-    }
+    let ns = Ns::new(0);
+    add_veth(&ns.0, 0);
+    add_veth(&ns.0, 1);
     let dir = tmpdir("faults-veth");
     let cmds = dir.join("faults.commands");
     std::fs::write(
@@ -137,32 +160,9 @@ fn a_deleted_port_comes_back_with_port_remove_and_port_add() {
         eprintln!("faults_veth: skipped: needs root for namespaces and veth pairs");
         return;
     }
-    remove_stale_namespaces(NS_PREFIX);
-    let ns = Ns(format!("{NS_PREFIX}-{}-1", std::process::id()));
-    sh(Command::new("ip").args(["netns", "add", &ns.0])).unwrap();
-    // the Thrift server listens on the namespace's loopback
-    sh(Command::new("ip").args(["-n", &ns.0, "link", "set", "lo", "up"])).unwrap();
-    let make = |p: u32| {
-        let (v, peer) = (format!("veth{p}"), format!("peer{p}"));
-        sh(Command::new("ip").args([
-            "-n", &ns.0, "link", "add", &v, "type", "veth", "peer", "name", &peer,
-        ]))
-        .unwrap();
-        for i in [&v, &peer] {
-            // no IPv6 chatter: the wire counters are this test's frames only
-            let _ = sh(Command::new("ip").args([
-                "netns",
-                "exec",
-                &ns.0,
-                "sysctl",
-                "-qw",
-                &format!("net.ipv6.conf.{i}.disable_ipv6=1"),
-            ]));
-            sh(Command::new("ip").args(["-n", &ns.0, "link", "set", i, "up"])).unwrap();
-        }
-    };
-    make(0);
-    make(1);
+    let ns = Ns::new(1);
+    add_veth(&ns.0, 0);
+    add_veth(&ns.0, 1);
     let wire_rx = |iface: &str| -> u64 {
         sh(Command::new("ip").args([
             "netns",
@@ -220,7 +220,7 @@ fn a_deleted_port_comes_back_with_port_remove_and_port_add() {
     std::thread::sleep(Duration::from_millis(500));
     assert!(sw.alive(), "{}", sw.stderr());
     // 3. back: the interface again, and the port re-opened by the controller
-    make(1);
+    add_veth(&ns.0, 1);
     let cli = |commands: &str| {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &ns.0, p4jet(), "cli", "--thrift-port"])

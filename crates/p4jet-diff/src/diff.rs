@@ -246,6 +246,99 @@ impl Pair<'_> {
         PairRun { bmv2: a, p4jet: b }
     }
 
+    /// Plays one side alone: `program` instead of the configured one, frames paced.
+    fn play_side(
+        &self,
+        bmv2: bool,
+        program: &Path,
+        steps: &[Step],
+        reads: &[String],
+        dir: &Path,
+        pace: Option<usize>,
+    ) -> Result<Observed, String> {
+        let opts = Options {
+            ports: (0..self.cfg.ports).collect(),
+            final_reads: reads.to_vec(),
+            pace,
+            ..Options::default()
+        };
+        let spec = if bmv2 {
+            &self.cfg.reference
+        } else {
+            &self.cfg.p4jet
+        };
+        play(spec, &self.cfg.cli, program, steps, dir, &opts)
+    }
+
+    /// Plays a chunk whose differences the first run could not explain again, to
+    /// tell bmv2's timing-dependent behaviour from real differences: first bmv2 alone
+    /// with its input fed in slices of [`PACE`] frames, compared with p4jet's first
+    /// run (`p4jet`): bmv2 drops resubmitted and recirculated packets when their
+    /// queue is full, and how full it gets depends on how fast frames arrive and how
+    /// its threads are scheduled. If differences remain, both switches play the
+    /// program with zeroed headers ([`crate::zeroed`]), bmv2 paced again: what
+    /// differs then does not come from stale fields of invalid headers either.
+    pub fn rerun(&self, steps: &[Step], reads: &[String], p4jet: &Observed, dir: &Path) -> Rerun {
+        let paced = match self.play_side(
+            true,
+            &self.cfg.program,
+            steps,
+            reads,
+            &dir.join("paced"),
+            Some(PACE),
+        ) {
+            Ok(o) => o,
+            Err(e) => return Rerun::Failed(format!("bmv2 paced: {e}")),
+        };
+        if real(compare(self.info, &paced, p4jet, false)).is_empty() {
+            return Rerun::Timing;
+        }
+        let zeroed = match std::fs::read_to_string(&self.cfg.program)
+            .map_err(|e| e.to_string())
+            .and_then(|j| crate::zeroed::zeroed_program(&j))
+        {
+            Ok(z) => z,
+            Err(e) => return Rerun::Failed(format!("zeroed program: {e}")),
+        };
+        let zpath = dir.join("zeroed.json");
+        if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&zpath, zeroed)) {
+            return Rerun::Failed(format!("{}: {e}", zpath.display()));
+        }
+        let (a, b) = std::thread::scope(|s| {
+            let ha = s.spawn(|| {
+                self.play_side(
+                    true,
+                    &zpath,
+                    steps,
+                    reads,
+                    &dir.join("zeroed-bmv2"),
+                    Some(PACE),
+                )
+            });
+            let hb = s.spawn(|| {
+                self.play_side(false, &zpath, steps, reads, &dir.join("zeroed-p4jet"), None)
+            });
+            (
+                ha.join()
+                    .unwrap_or_else(|_| Err("bmv2 runner panicked".into())),
+                hb.join()
+                    .unwrap_or_else(|_| Err("p4jet runner panicked".into())),
+            )
+        });
+        match (a, b) {
+            (Ok(a), Ok(b)) => {
+                let d = real(compare(self.info, &a, &b, false));
+                if d.is_empty() {
+                    Rerun::Stale
+                } else {
+                    Rerun::Still(d.len())
+                }
+            }
+            (Err(e), _) => Rerun::Failed(format!("bmv2 on the zeroed program: {e}")),
+            (_, Err(e)) => Rerun::Failed(format!("p4jet on the zeroed program: {e}")),
+        }
+    }
+
     /// The differences of a run (crashes included).
     pub fn differences(&self, r: &PairRun, ignore_answers: bool) -> Vec<Difference> {
         match (&r.bmv2, &r.p4jet) {
@@ -264,6 +357,45 @@ impl Pair<'_> {
             }],
         }
     }
+}
+
+/// Frames per slice when bmv2 is fed slowly: well under the 1,024 packets its
+/// resubmission and recirculation queue holds.
+pub const PACE: usize = 400;
+
+/// What playing a chunk again showed ([`Pair::rerun`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rerun {
+    /// bmv2 fed slowly sent what p4jet sent: the differences came from bmv2's timing.
+    Timing,
+    /// With headers zeroed at the start of every packet, both agreed: the
+    /// differences came from stale fields of invalid headers.
+    Stale,
+    /// This many differences remained.
+    Still(usize),
+    /// A run failed.
+    Failed(String),
+}
+
+impl Rerun {
+    /// One line for the report.
+    pub fn describe(&self) -> String {
+        match self {
+            Rerun::Timing => "no difference with bmv2 fed slowly (bmv2's timing)".into(),
+            Rerun::Stale => {
+                "no difference with headers zeroed at every packet's start (stale fields)".into()
+            }
+            Rerun::Still(n) => format!("{n} difference(s) remain, also paced and zeroed"),
+            Rerun::Failed(e) => format!("failed: {e}"),
+        }
+    }
+}
+
+/// The differences that are not intended reorderings.
+fn real(d: Vec<Difference>) -> Vec<Difference> {
+    d.into_iter()
+        .filter(|d| d.kind != DiffKind::Order)
+        .collect()
 }
 
 /// Steps: the commands, then the frames (port, bytes).
@@ -309,6 +441,9 @@ pub struct Summary {
     pub chunks_stale: u64,
     /// Inputs found behind such differences.
     pub stale_inputs: u64,
+    /// Chunks whose differences went away when bmv2 was fed slowly (see
+    /// [`Pair::rerun`]).
+    pub chunks_timing: u64,
     /// Difference reports.
     pub reports: Vec<String>,
     /// STF tests written.
@@ -807,6 +942,32 @@ pub fn run(cfg: &DiffConfig, log: &mut dyn FnMut(&str)) -> Result<Summary, Strin
                 continue;
             }
         }
+        // played again: bmv2 fed slowly, then both on the zeroed program
+        if let Ok(b) = &r.p4jet {
+            let rdir = cfg.work.join(format!("{name}-{ci}-rerun"));
+            let verdict = pair.rerun(&steps_of(&commands, &frames), &reads, b, &rdir);
+            let _ = std::fs::remove_dir_all(&rdir);
+            let _ = writeln!(rep, "  played again: {}", verdict.describe());
+            let explained = match verdict {
+                Rerun::Timing => {
+                    sum.chunks_timing += 1;
+                    true
+                }
+                Rerun::Stale => {
+                    sum.chunks_stale += 1;
+                    true
+                }
+                Rerun::Still(_) | Rerun::Failed(_) => false,
+            };
+            if explained {
+                log(&rep);
+                sum.reports.push(rep);
+                if !cfg.keep {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+                continue;
+            }
+        }
         sum.chunks_differing += 1;
         log(&rep);
         sum.reports.push(rep);
@@ -847,18 +1008,19 @@ pub fn corpus_seeds(dir: &Path) -> Vec<Vec<u8>> {
 /// Per-program results in a table.
 pub fn summary_table(rows: &BTreeMap<String, Summary>) -> String {
     let mut s = String::from(
-        "| program | frames | sent by bmv2 | chunks | unexplained | reordered only | stale only |\n|---|---|---|---|---|---|---|\n",
+        "| program | frames | sent by bmv2 | chunks | unexplained | reordered only | stale only | bmv2 timing |\n|---|---|---|---|---|---|---|---|\n",
     );
     for (n, r) in rows {
         let _ = writeln!(
             s,
-            "| {n} | {} | {} | {} | {} | {} | {} |",
+            "| {n} | {} | {} | {} | {} | {} | {} | {} |",
             r.frames,
             r.frames_out,
             r.chunks,
             r.chunks_differing,
             r.chunks_reordered,
-            r.chunks_stale
+            r.chunks_stale,
+            r.chunks_timing
         );
     }
     s

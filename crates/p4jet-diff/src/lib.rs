@@ -13,3 +13,4 @@ pub mod model;
 pub mod pcap;
 pub mod scenario;
 pub mod switch;
+pub mod zeroed;

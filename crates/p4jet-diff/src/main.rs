@@ -164,7 +164,7 @@ fn print_summary(name: &str, s: &Summary) {
     println!(
         "{name}: {} frames ({} valid, {} mutated corpus, {} mutated valid, {} random), \
          {} sent by bmv2, {} chunks, {} with unexplained differences, {} only reordered, \
-         {} only stale ({} inputs), {:.0} s",
+         {} only stale ({} inputs), {} only bmv2's timing, {:.0} s",
         s.frames,
         s.kinds[0],
         s.kinds[1],
@@ -176,6 +176,7 @@ fn print_summary(name: &str, s: &Summary) {
         s.chunks_reordered,
         s.chunks_stale,
         s.stale_inputs,
+        s.chunks_timing,
         s.seconds
     );
 }

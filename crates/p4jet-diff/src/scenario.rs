@@ -89,6 +89,11 @@ pub struct Options {
     pub idle_window: Duration,
     /// Longest wait for the switch to go idle.
     pub idle_limit: Duration,
+    /// Feed frames in slices of this many and wait for the switch to go idle after
+    /// each, so that few are ever in flight (bmv2 drops resubmitted and recirculated
+    /// packets when their 1,024-packet queue is full, which depends on its threads'
+    /// timing).
+    pub pace: Option<usize>,
 }
 
 impl Default for Options {
@@ -101,6 +106,7 @@ impl Default for Options {
             device_id: 0,
             idle_window: Duration::from_millis(300),
             idle_limit: Duration::from_secs(600),
+            pace: None,
         }
     }
 }
@@ -246,7 +252,15 @@ pub fn play(
                         batch.push((*port, data.clone()));
                         i += 1;
                     }
-                    sw.send(&batch)?;
+                    match opts.pace {
+                        Some(n) => {
+                            for slice in batch.chunks(n.max(1)) {
+                                sw.send(slice)?;
+                                idle(&mut sw)?;
+                            }
+                        }
+                        None => sw.send(&batch)?,
+                    }
                 }
             }
             Step::Sync => {

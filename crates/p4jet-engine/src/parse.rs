@@ -133,7 +133,7 @@ impl Engine {
             trace_line(ctx, level::DEBUG, || {
                 format!("Parser 'parser' entering state '{}'", st.name)
             });
-            for op in &st.ops {
+            for (oi, op) in st.ops.iter().enumerate() {
                 let ec = EvalCtx::of_phv(&ctx.phv);
                 let msg = match op {
                     ParserOp::Extract(h) => resolve_header(p, &ec, h)
@@ -164,6 +164,14 @@ impl Engine {
                 };
                 if let Some(m) = msg {
                     trace_line(ctx, level::DEBUG, || m);
+                }
+                if let ParserOp::Primitive(_) = op
+                    && let Some((name, text)) = p.log_text.parser_prims.get(&(si, oi as u32))
+                {
+                    // bmv2 runs a parser's primitive as a one-primitive action
+                    trace_line(ctx, level::DEBUG, || format!("Executing method {name}"));
+                    trace_line(ctx, level::TRACE, || format!("Action {name}"));
+                    trace_line(ctx, level::TRACE, || text.clone());
                 }
                 if let Err(e) = self.parser_op(cs, ctx, op, &mut cursor, sc) {
                     error = e;

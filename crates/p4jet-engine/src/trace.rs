@@ -190,11 +190,12 @@ impl Engine {
                 trace_line(ctx, level::DEBUG, || format!("Table '{}': miss", ti.name));
             }
         }
-        if let Some(c) = call {
-            trace_line(ctx, level::DEBUG, || {
-                format!("Action entry is {}", action_entry(p, c))
-            });
-        }
+        // an indirect table's miss without a default entry runs no action: bmv2 says
+        // so as `Action entry is NULL`
+        trace_line(ctx, level::DEBUG, || match call {
+            Some(c) => format!("Action entry is {}", action_entry(p, c)),
+            None => "Action entry is NULL".into(),
+        });
     }
 
     /// `Action NAME`.

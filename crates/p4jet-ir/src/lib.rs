@@ -823,6 +823,9 @@ pub struct LogText {
     /// Per action, per primitive: `FILE(LINE) Primitive FRAGMENT`, or
     /// `Primitive (no source info)`.
     pub prims: Vec<Vec<String>>,
+    /// Per (parser state, operation) of a `primitive` parser operation: the
+    /// primitive's name (`add_header`) and its `Primitive ...` text as in `prims`.
+    pub parser_prims: std::collections::HashMap<(u32, u32), (String, String)>,
 }
 
 impl Program {

@@ -1670,6 +1670,25 @@ impl<'a> Ctx<'a> {
             for (oi, o) in s.parser_ops.iter().enumerate() {
                 let op_path = format!("{path}.parser_ops[{oi}]");
                 ops.push(self.lower_parser_op(o, &op_path)?);
+                if o.op == "primitive"
+                    && let Some(inner) = o.parameters.first()
+                {
+                    let name = inner.get("op").and_then(Value::as_str).unwrap_or_default();
+                    let src = inner.get("source_info");
+                    let text = match (
+                        src.and_then(|s| s.get("filename")).and_then(Value::as_str),
+                        src.and_then(|s| s.get("line")).and_then(Value::as_i64),
+                        src.and_then(|s| s.get("source_fragment"))
+                            .and_then(Value::as_str),
+                    ) {
+                        (Some(f), Some(l), Some(frag)) => format!("{f}({l}) Primitive {frag}"),
+                        _ => "Primitive (no source info)".to_string(),
+                    };
+                    self.p
+                        .log_text
+                        .parser_prims
+                        .insert((si as u32, oi as u32), (name.to_string(), text));
+                }
             }
             let mut key = vec![];
             let mut key_bytes = 0;

@@ -89,6 +89,10 @@ pub struct SwitchConfig {
     pub priority_queues: u32,
     /// Per-packet trace.
     pub trace: bool,
+    /// `--dump-packet-data N`: with the trace on, the first N bytes of every frame
+    /// received from and sent to a port, in hex, in `[I]` lines as simple_switch
+    /// writes them.
+    pub dump_packet_data: usize,
     /// Frame buffer capacity.
     pub buf_size: usize,
     /// Packets per ingress batch.
@@ -112,6 +116,7 @@ impl Default for SwitchConfig {
             drop_port: 511,
             priority_queues: 1,
             trace: false,
+            dump_packet_data: 0,
             buf_size: 2048,
             batch: 32,
             sub_batch: p4jet_engine::DEFAULT_SUB_BATCH,

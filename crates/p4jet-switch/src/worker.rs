@@ -566,6 +566,10 @@ impl Core {
         if self.cfg.trace {
             let id = TRACE_PACKETS.fetch_add(1, Ordering::Relaxed);
             ctx.arch.trace = TraceId::received(id, port);
+            if self.cfg.dump_packet_data > 0 {
+                let line = dump_line("Received", port, ctx.pkt.data(), self.cfg.dump_packet_data);
+                self.trace_out.push(line);
+            }
         }
         ctx.arch.port = port;
         ctx.arch.instance_type = instance::NORMAL;
@@ -1363,6 +1367,15 @@ impl Core {
                 trace_line(&mut ctx, level::DEBUG, || {
                     format!("Transmitting packet of size {n} out of port {port}")
                 });
+                if self.cfg.dump_packet_data > 0 {
+                    let line = dump_line(
+                        "Sending",
+                        port,
+                        &ctx.pkt.data()[..n],
+                        self.cfg.dump_packet_data,
+                    );
+                    ctx.log.push(line);
+                }
             }
             if !plain
                 && self.moving.get(port as usize) == Some(&true)
@@ -1481,4 +1494,20 @@ impl Core {
             d.pending.push_back(msg);
         }
     }
+}
+
+/// simple_switch's `--dump-packet-data` line (an `[I]` line without a packet id):
+/// `Received packet of length 70 on port 0: 0000...`, the first `max` bytes in hex.
+#[cold]
+fn dump_line(what: &str, port: u32, data: &[u8], max: usize) -> String {
+    use std::fmt::Write as _;
+    let mut line = format!(
+        "{}{what} packet of length {} on port {port}: ",
+        level::INFO as char,
+        data.len()
+    );
+    for b in &data[..data.len().min(max)] {
+        let _ = write!(line, "{b:02x}");
+    }
+    line
 }

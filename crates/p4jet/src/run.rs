@@ -83,7 +83,8 @@ pub struct RunArgs {
     /// ADDR (`HOST:PORT`, or a port on 127.0.0.1); off by default.
     #[arg(long = "metrics-addr", value_name = "ADDR")]
     pub metrics_addr: Option<String>,
-    /// Bytes of packet data dumped in the log (accepted for compatibility).
+    /// Bytes of every frame received and sent written in hex to the log (`[I]` lines,
+    /// as simple_switch; needs `--log-console` or `--log-file`; 0, the default: none).
     #[arg(long = "dump-packet-data", value_name = "N")]
     pub dump_packet_data: Option<usize>,
     /// Event-logger debugger (accepted, not supported: ignored with a warning).
@@ -427,6 +428,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         drop_port: target.drop_port.unwrap_or(511),
         priority_queues: target.priority_queues.unwrap_or(1),
         trace: (a.log_console || a.log_file.is_some()) && log_level.is_some(),
+        dump_packet_data: a.dump_packet_data.unwrap_or(0),
         batch: batch.max(1),
         sub_batch,
         enable_swap: target.enable_swap,

@@ -361,7 +361,7 @@ impl Pair<'_> {
 
 /// Frames per slice when bmv2 is fed slowly: well under the 1,024 packets its
 /// resubmission and recirculation queue holds.
-pub const PACE: usize = 400;
+pub const PACE: usize = 600;
 
 /// What playing a chunk again showed ([`Pair::rerun`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -893,6 +893,39 @@ pub fn run(cfg: &DiffConfig, log: &mut dyn FnMut(&str)) -> Result<Summary, Strin
         for d in real.iter().take(8) {
             let _ = writeln!(rep, "  [{:?}] {}", d.kind, d.detail);
         }
+        // played again first (two runs): bmv2 fed slowly, then both on the zeroed
+        // program; the per-input triage (a pair of runs per suspect) only when that
+        // leaves differences
+        let mut rerun_failed = true;
+        if let Ok(b) = &r.p4jet {
+            let rdir = cfg.work.join(format!("{name}-{ci}-rerun"));
+            let verdict = pair.rerun(&steps_of(&commands, &frames), &reads, b, &rdir);
+            let _ = std::fs::remove_dir_all(&rdir);
+            let _ = writeln!(rep, "  played again: {}", verdict.describe());
+            let explained = match verdict {
+                Rerun::Timing => {
+                    sum.chunks_timing += 1;
+                    true
+                }
+                Rerun::Stale => {
+                    sum.chunks_stale += 1;
+                    true
+                }
+                Rerun::Still(_) => {
+                    rerun_failed = false;
+                    false
+                }
+                Rerun::Failed(_) => false,
+            };
+            if explained {
+                log(&rep);
+                sum.reports.push(rep);
+                if !cfg.keep {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+                continue;
+            }
+        }
         // frame differences: the inputs behind them, each played alone
         let only_frames = real.iter().all(|d| d.kind == DiffKind::Frames);
         let any_frames = real.iter().any(|d| d.kind == DiffKind::Frames);
@@ -933,38 +966,19 @@ pub fn run(cfg: &DiffConfig, log: &mut dyn FnMut(&str)) -> Result<Summary, Strin
                     sum.tests_written.push(path);
                 }
             }
-            if only_frames && t.alone.is_empty() && t.unattributed == 0 && t.unexplained == 0 {
+            // without a second run to decide (it failed), inputs that all behave the
+            // same alone point at stale fields
+            if rerun_failed
+                && only_frames
+                && t.alone.is_empty()
+                && t.unattributed == 0
+                && t.unexplained == 0
+            {
                 sum.chunks_stale += 1;
                 sum.stale_inputs += t.history.len() as u64;
                 log(&rep);
                 sum.reports.push(rep);
                 let _ = std::fs::remove_dir_all(&dir);
-                continue;
-            }
-        }
-        // played again: bmv2 fed slowly, then both on the zeroed program
-        if let Ok(b) = &r.p4jet {
-            let rdir = cfg.work.join(format!("{name}-{ci}-rerun"));
-            let verdict = pair.rerun(&steps_of(&commands, &frames), &reads, b, &rdir);
-            let _ = std::fs::remove_dir_all(&rdir);
-            let _ = writeln!(rep, "  played again: {}", verdict.describe());
-            let explained = match verdict {
-                Rerun::Timing => {
-                    sum.chunks_timing += 1;
-                    true
-                }
-                Rerun::Stale => {
-                    sum.chunks_stale += 1;
-                    true
-                }
-                Rerun::Still(_) | Rerun::Failed(_) => false,
-            };
-            if explained {
-                log(&rep);
-                sum.reports.push(rep);
-                if !cfg.keep {
-                    let _ = std::fs::remove_dir_all(&dir);
-                }
                 continue;
             }
         }

@@ -254,9 +254,11 @@ pub fn play(
                     }
                     match opts.pace {
                         Some(n) => {
+                            // a short window: the point is to bound what is in
+                            // flight, not to know that everything is done
                             for slice in batch.chunks(n.max(1)) {
                                 sw.send(slice)?;
-                                idle(&mut sw)?;
+                                sw.wait_idle(Duration::from_millis(100), opts.idle_limit)?;
                             }
                         }
                         None => sw.send(&batch)?,

@@ -335,6 +335,25 @@ impl Running {
         get(11) + get(12)
     }
 
+    /// Whether a thread of the switch is running or waiting for a CPU (state `R`):
+    /// on a loaded machine a switch starved of CPU time neither writes nor uses CPU,
+    /// and would look idle by those two measures alone.
+    fn runnable(&self) -> bool {
+        let Some(pid) = self.pid() else { return false };
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return false;
+        };
+        tasks.flatten().any(|t| {
+            std::fs::read_to_string(t.path().join("stat"))
+                .ok()
+                .and_then(|s| {
+                    let rest = &s[s.rfind(')')? + 1..];
+                    rest.split_whitespace().next().map(|st| st == "R")
+                })
+                .unwrap_or(false)
+        })
+    }
+
     fn output_bytes(&self) -> u64 {
         self.ports
             .iter()
@@ -346,9 +365,10 @@ impl Running {
             .sum()
     }
 
-    /// Waits until the switch is idle: its outputs have not grown and it has used
+    /// Waits until the switch is idle: its outputs have not grown, it has used
     /// little CPU over `window` (bmv2's threads sleep on empty queues; p4jet's
-    /// workers nap). Fails after `limit`.
+    /// workers nap) and none of its threads is waiting for a CPU. Fails after
+    /// `limit`.
     pub fn wait_idle(&mut self, window: Duration, limit: Duration) -> Result<(), String> {
         let start = Instant::now();
         let step = Duration::from_millis(50);
@@ -364,7 +384,7 @@ impl Running {
                 let dt = now.2.duration_since(last.2);
                 if dt >= window {
                     let busy = (now.1 - last.1) as f64 / ticks_per_s;
-                    if busy < 0.3 * dt.as_secs_f64() {
+                    if busy < 0.3 * dt.as_secs_f64() && !self.runnable() {
                         return Ok(());
                     }
                     last = now;

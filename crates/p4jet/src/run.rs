@@ -158,12 +158,19 @@ pub struct RunArgs {
     /// generic), `native` (fail without driver support) or `generic` (SKB mode).
     #[arg(long = "xdp-mode", value_enum, default_value_t = XdpAttach::Auto)]
     pub xdp_mode: XdpAttach,
-    /// Forwarding workers. Each owns its port on every live interface: its share of
-    /// the AF_XDP queues when the interface has a queue per worker, else an AF_PACKET
-    /// socket in the interface's hash fanout group (a flow stays on one worker).
-    /// pcap files (--use-files) are served by one worker.
-    #[arg(long = "workers", default_value_t = 1)]
-    pub workers: usize,
+    /// Forwarding workers: a count, or `auto:MIN..MAX` (grown and shrunk from how
+    /// busy the workers are). The receive side of every live interface is cut into
+    /// shards (`--max-workers`, or MAX): its share of the AF_XDP queues when the
+    /// interface has a queue per shard, else an AF_PACKET socket in the interface's
+    /// hash fanout group, or a DPDK queue pair; each worker serves whole shards, so a
+    /// flow stays on one worker. pcap files (--use-files) are served by one worker.
+    #[arg(long = "workers", default_value = "1")]
+    pub workers: WorkersArg,
+    /// Most workers (and shards of every interface): `set_workers` (CLI, Thrift
+    /// `p4jet_set_workers`) changes the count between 1 and this while traffic
+    /// flows. Default: the `--workers` count (or MAX of `auto:MIN..MAX`).
+    #[arg(long = "max-workers", value_name = "N")]
+    pub max_workers: Option<usize>,
     /// Pin forwarding thread k to the k-th CPU the process may use.
     #[arg(long = "pin")]
     pub pin: bool,
@@ -175,6 +182,51 @@ pub struct RunArgs {
     /// power of two).
     #[arg(long = "queue-size", default_value_t = 1024)]
     pub queue_size: usize,
+}
+
+/// `--workers`: a count, or a range the count moves in by itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkersArg {
+    /// This many.
+    Fixed(usize),
+    /// `auto:MIN..MAX`.
+    Auto(usize, usize),
+}
+
+impl std::str::FromStr for WorkersArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<WorkersArg, String> {
+        let num = |x: &str| -> Result<usize, String> {
+            match x.trim().parse::<usize>() {
+                Ok(n) if n >= 1 => Ok(n),
+                _ => Err(format!(
+                    "bad worker count `{x}` in `{s}`: a number from 1 (or auto:MIN..MAX)"
+                )),
+            }
+        };
+        match s.strip_prefix("auto:") {
+            None => num(s).map(WorkersArg::Fixed),
+            Some(r) => {
+                let (lo, hi) = r
+                    .split_once("..")
+                    .ok_or_else(|| format!("bad `--workers {s}`: expected auto:MIN..MAX"))?;
+                let (lo, hi) = (num(lo)?, num(hi)?);
+                if lo > hi {
+                    return Err(format!("bad `--workers {s}`: MIN is above MAX"));
+                }
+                Ok(WorkersArg::Auto(lo, hi))
+            }
+        }
+    }
+}
+
+impl WorkersArg {
+    /// Workers at start.
+    pub fn initial(self) -> usize {
+        match self {
+            WorkersArg::Fixed(n) | WorkersArg::Auto(n, _) => n,
+        }
+    }
 }
 
 /// How a worker processes packets.
@@ -481,10 +533,32 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         );
     }
 
-    let mut workers = a.workers.max(1);
-    if files && workers > 1 {
+    let mut workers = a.workers.initial().max(1);
+    let auto = match a.workers {
+        WorkersArg::Auto(lo, hi) => Some((lo, hi)),
+        WorkersArg::Fixed(_) => None,
+    };
+    // the shards of every interface: the most workers there can be
+    let mut shards = a
+        .max_workers
+        .unwrap_or(auto.map_or(workers, |(_, hi)| hi))
+        .max(1);
+    if shards < workers {
+        return Err(format!(
+            "--max-workers {shards} is below --workers {workers}"
+        ));
+    }
+    if files && shards > 1 {
         eprintln!("p4jet: --workers {workers} with --use-files: pcap files are read by one worker");
         workers = 1;
+        shards = 1;
+    }
+    if shards > workers && a.mode == Mode::Pipeline {
+        return Err(
+            "--max-workers and --workers auto need --mode rtc: pipelined workers \
+                    cannot be added or removed at run time"
+                .into(),
+        );
     }
     // The data plane: workers with their own wait-free readers of the control state.
     // The control side (Thrift server) shares the switch behind a mutex that the
@@ -507,12 +581,12 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         backend: a.port_type.backend(),
         files,
         pcap: a.pcap.clone(),
-        workers,
+        shards,
         umems: match a.xdp_umem {
-            XdpUmem::Shared => (0..workers)
+            XdpUmem::Shared => (0..shards)
                 .map(|_| Some(p4jet_io::UmemSlot::new(a.xdp_umem_frames)))
                 .collect(),
-            XdpUmem::PerPort => vec![None; workers],
+            XdpUmem::PerPort => vec![None; shards],
         },
         af_xdp: p4jet_io::AfXdpOptions {
             zero_copy: match a.xdp_zero_copy {
@@ -538,12 +612,12 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
                 .collect(),
         },
     };
-    // every worker opens its own port on each interface, in port order
+    // every shard has its own port on each interface, in port order
     let mut ports: Vec<Vec<forward::PortHandle>> = vec![];
-    for k in 0..workers {
+    for k in 0..shards {
         let mut mine = vec![];
         for (num, name) in &ifaces {
-            mine.push(forward::PortHandle::new(open_one(*num, name, &opts, k)?));
+            mine.push(forward::PortHandle::new(open_one(*num, name, &opts, k)?, k));
         }
         if let Some(c) = &cpu {
             if ifaces.iter().any(|(n, _)| *n == c.port()) {
@@ -553,12 +627,15 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
                     c.port()
                 ));
             }
-            mine.push(forward::PortHandle::new(PortEntry {
-                num: c.port(),
-                io: PortIo::Live(Box::new(crate::cpu_port::CpuPort::new(c.clone()))),
-                exhausted: false,
-                pending_since: None,
-            }));
+            mine.push(forward::PortHandle::new(
+                PortEntry {
+                    num: c.port(),
+                    io: PortIo::Live(Box::new(crate::cpu_port::CpuPort::new(c.clone()))),
+                    exhausted: false,
+                    pending_since: None,
+                },
+                k,
+            ));
             mine.sort_by_key(|p| p.num);
         }
         ports.push(mine);
@@ -598,6 +675,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         log_digests: !grpc,
         mode: a.mode,
         workers,
+        auto,
         pin: a.pin,
         queue_size: a.queue_size,
         duration: a.duration,
@@ -644,8 +722,9 @@ struct OpenArgs {
     backend: p4jet_io::Backend,
     files: bool,
     pcap: Option<PathBuf>,
-    workers: usize,
-    /// Per worker: the slot of its shared AF_XDP UMEM (`--xdp-umem shared`).
+    /// Shards of every interface (the most workers).
+    shards: usize,
+    /// Per shard: the slot of its shared AF_XDP UMEM (`--xdp-umem shared`).
     umems: Vec<Option<Arc<p4jet_io::UmemSlot>>>,
     /// `--xdp-zero-copy`, `--xdp-mode`.
     af_xdp: p4jet_io::AfXdpOptions,
@@ -660,7 +739,7 @@ fn fanout_group(num: u32) -> u16 {
     ((pid.wrapping_mul(0x9e37_79b1) >> 16) as u16) ^ (num as u16)
 }
 
-/// Opens port `num@name` for worker `k`.
+/// Opens port `num@name` for shard `k`.
 fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, String> {
     let io = if o.files {
         let port = PcapFilePort::use_files(Path::new("."), name)
@@ -683,7 +762,7 @@ fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, S
             &format!("{num}@{name}"),
             &oo,
             k,
-            o.workers,
+            o.shards,
             fanout_group(num),
         )
         .map_err(|e| format!("port {num}@{name}: {e}"))?;
@@ -691,10 +770,10 @@ fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, S
         let port: Box<dyn Port> = match &o.pcap {
             // one recording per port: the traffic of worker 0
             Some(dir) if k == 0 => {
-                if o.workers > 1 {
+                if o.shards > 1 {
                     eprintln!(
-                        "p4jet: --pcap with {} workers records worker 0's share of the traffic only",
-                        o.workers
+                        "p4jet: --pcap with {} shards records shard 0's share of the traffic only",
+                        o.shards
                     );
                 }
                 Box::new(PcapRecorder::new(opened.port, dir).map_err(|e| e.to_string())?)

@@ -1135,10 +1135,8 @@ impl p4jet_runtime::Runtime for Switch {
 
 /// The error of the worker calls on a switch that runs no forwarding threads.
 fn no_workers() -> RuntimeError {
-    RuntimeError::precondition(
-        "this switch runs no forwarding workers (only `p4jet run` does)",
-    )
-    .with_bmv2(p4jet_runtime::bmv2::Bmv2Code::DevMgr(
-        p4jet_runtime::bmv2::DevMgrErrorCode::ERROR,
-    ))
+    RuntimeError::precondition("this switch runs no forwarding workers (only `p4jet run` does)")
+        .with_bmv2(p4jet_runtime::bmv2::Bmv2Code::DevMgr(
+            p4jet_runtime::bmv2::DevMgrErrorCode::ERROR,
+        ))
 }

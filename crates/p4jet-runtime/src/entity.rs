@@ -549,6 +549,14 @@ pub struct PortCounters {
     pub tx_bytes: u64,
     /// Packets dropped (for the drop port, or with no program set: every packet).
     pub drops: u64,
+    /// Frames the device or the kernel dropped before the switch read them (a
+    /// receive ring full: AF_PACKET and AF_XDP socket drops, DPDK `imissed` +
+    /// `rx_nombuf`), over every queue of the port; 0 where nobody counts them.
+    pub rx_missed: u64,
+    /// Erroneous frames the device received (DPDK `ierrors`).
+    pub rx_errors: u64,
+    /// Frames the device failed to send (DPDK `oerrors`).
+    pub tx_errors: u64,
 }
 
 /// Custom CRC parameters (`bm_set_crc16_custom_parameters`, `..._crc32_...`).

@@ -17,7 +17,7 @@
 //! and are summed when the threads end.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use p4jet_engine::PacketBuf;
 use p4jet_io::Port;
 use p4jet_io::pcap::Peek;
-use p4jet_switch::runtime::PortEvent;
+use p4jet_switch::runtime::{DeviceCounters, PortEvent};
 use p4jet_switch::{
     Balance, Board, Core, DropReason, EgressStage, IngressStage, PortCounters, Stamps, Switch,
     ThreadBooks, Worker,
@@ -1151,6 +1151,8 @@ struct Pool<'a> {
     active: Vec<Active>,
     /// Per shard, the id of the worker serving it.
     owners: Vec<usize>,
+    /// Per shard, its ports (to read their counters; the workers hold them too).
+    shard_ports: Vec<Vec<PortHandle>>,
     next_id: usize,
     /// Threads of workers that left, and how they ended.
     retired: Vec<(String, Result<Done, String>)>,
@@ -1273,6 +1275,17 @@ impl Pool<'_> {
             .collect()
     }
 
+    /// Per worker: (id, busy ns, idle ns) so far.
+    fn loads(&self) -> Vec<(usize, u64, u64)> {
+        self.active
+            .iter()
+            .map(|a| {
+                let (b, i) = a.load.read();
+                (a.id, b, i)
+            })
+            .collect()
+    }
+
     fn any_finished(&self) -> bool {
         self.active
             .iter()
@@ -1294,6 +1307,31 @@ impl Pool<'_> {
     fn publish(&self) {
         let mut s = lock(self.sw);
         s.rt.workers = Some(self.info());
+    }
+
+    /// What the devices of the ports count, per port over its shards; and the frames
+    /// dropped before a worker read them, over every port. None when a worker holds
+    /// one of the ports right now: the supervisor never makes a worker wait.
+    fn device_counters(&self) -> Option<(BTreeMap<u32, DeviceCounters>, u64)> {
+        let mut m: BTreeMap<u32, DeviceCounters> = BTreeMap::new();
+        let mut missed = 0;
+        for ph in self.shard_ports.iter().flatten() {
+            let mut pe = match ph.port.try_lock() {
+                Ok(g) => g,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return None,
+            };
+            if matches!(pe.io, PortIo::Pcap(_)) {
+                continue;
+            }
+            let st = pe.port().stats();
+            let d = m.entry(ph.num).or_default();
+            d.rx_missed += st.rx_dropped;
+            d.rx_errors += st.rx_errors;
+            d.tx_errors += st.tx_errors;
+            missed += st.rx_dropped;
+        }
+        Some((m, missed))
     }
 
     /// Changes the number of run-to-completion workers to `target` while traffic
@@ -1429,6 +1467,8 @@ impl Pool<'_> {
 /// [`AUTO_SHRINK`]; nothing for 5 seconds after a change.
 struct AutoScale {
     last: Vec<(usize, u64, u64)>,
+    /// Frames dropped before a worker read them, at the last look.
+    missed: u64,
     hot: u32,
     cold: u32,
     quiet_until: Instant,
@@ -1440,16 +1480,20 @@ const AUTO_GROW: f64 = 0.85;
 const AUTO_SHRINK: f64 = 0.5;
 
 impl AutoScale {
-    /// The worker count to move to, if any.
-    fn decide(&mut self, pool: &Pool<'_>, lo: usize, hi: usize) -> Option<usize> {
-        let now: Vec<(usize, u64, u64)> = pool
-            .active
-            .iter()
-            .map(|a| {
-                let (b, i) = a.load.read();
-                (a.id, b, i)
-            })
-            .collect();
+    /// The worker count to move to, if any; `missed`: frames dropped so far because
+    /// a receive ring was full (the workers do not keep up, whatever their share of
+    /// busy turns says).
+    /// `now`: per active worker (id, busy ns, idle ns) so far; `at`: the time.
+    fn decide(
+        &mut self,
+        now: Vec<(usize, u64, u64)>,
+        (lo, hi): (usize, usize),
+        missed: u64,
+        at: Instant,
+    ) -> Option<usize> {
+        let dropping = missed > self.missed;
+        self.missed = missed;
+        let n = now.len();
         let mut utils = vec![];
         for &(id, b, i) in &now {
             let (b0, i0) = self
@@ -1463,14 +1507,17 @@ impl AutoScale {
             }
         }
         self.last = now;
-        let n = pool.active.len();
-        if utils.is_empty() || Instant::now() < self.quiet_until {
+        if utils.is_empty() || at < self.quiet_until {
             return None;
         }
         let total: f64 = utils.iter().sum();
         let avg = total / utils.len() as f64;
-        self.hot = if avg > AUTO_GROW { self.hot + 1 } else { 0 };
-        self.cold = if n > 1 && total / ((n - 1) as f64) < AUTO_SHRINK {
+        self.hot = if avg > AUTO_GROW || dropping {
+            self.hot + 1
+        } else {
+            0
+        };
+        self.cold = if n > 1 && !dropping && total / ((n - 1) as f64) < AUTO_SHRINK {
             self.cold + 1
         } else {
             0
@@ -1487,11 +1534,16 @@ impl AutoScale {
         if to.is_some() {
             self.hot = 0;
             self.cold = 0;
-            self.quiet_until = Instant::now() + Duration::from_secs(5);
+            self.quiet_until = at + Duration::from_secs(5);
             eprintln!(
-                "p4jet: workers auto: busy {:.0} % on average over {n} worker{}",
+                "p4jet: workers auto: busy {:.0} % on average over {n} worker{}{}",
                 avg * 100.0,
-                if n == 1 { "" } else { "s" }
+                if n == 1 { "" } else { "s" },
+                if dropping {
+                    ", receive rings overflowing"
+                } else {
+                    ""
+                }
             );
         }
         to
@@ -1549,6 +1601,7 @@ pub(crate) fn run(
         cpus,
         active: vec![],
         owners: (0..shards).map(|s| s % workers).collect(),
+        shard_ports: ports.clone(),
         next_id: 0,
         retired: vec![],
         changes: 0,
@@ -1588,6 +1641,7 @@ pub(crate) fn run(
     let mut last_auto = Instant::now();
     let mut auto = AutoScale {
         last: vec![],
+        missed: 0,
         hot: 0,
         cold: 0,
         quiet_until: Instant::now(),
@@ -1606,7 +1660,13 @@ pub(crate) fn run(
         }
         if last_events.elapsed() >= Duration::from_millis(100) {
             last_events = Instant::now();
-            port_events(sw, &pool.shard_senders(), open, &common);
+            port_events(
+                sw,
+                &pool.shard_senders(),
+                &mut pool.shard_ports,
+                open,
+                &common,
+            );
             // with P4Runtime on, its digest lists take the learning notifications
             if plan.log_digests {
                 learn_events(sw, false, &common);
@@ -1625,11 +1685,21 @@ pub(crate) fn run(
                 pool.publish();
             }
         }
-        if let Some((lo, hi)) = pool.auto
-            && last_auto.elapsed() >= Duration::from_secs(1)
-        {
+        if last_auto.elapsed() >= Duration::from_secs(1) {
             last_auto = Instant::now();
-            if let Some(n) = auto.decide(&pool, lo, hi) {
+            // the devices' counters, for the runtime API's port counters
+            let missed = match pool.device_counters() {
+                Some((dev, missed)) => {
+                    if let Ok(mut s) = sw.try_lock() {
+                        s.rt.device_counters = dev;
+                    }
+                    missed
+                }
+                None => auto.missed,
+            };
+            if let Some(range) = pool.auto
+                && let Some(n) = auto.decide(pool.loads(), range, missed, Instant::now())
+            {
                 pool.requested = n;
                 if let Err(e) = pool.scale(n, term) {
                     eprintln!("p4jet: {e}");
@@ -1801,6 +1871,7 @@ fn lock(sw: &Mutex<Switch>) -> MutexGuard<'_, Switch> {
 fn port_events(
     sw: &Mutex<Switch>,
     shards: &[Vec<Sender<PortCmd>>],
+    shard_ports: &mut [Vec<PortHandle>],
     open: &OpenFn<'_>,
     common: &Common,
 ) {
@@ -1817,6 +1888,10 @@ fn port_events(
                         Ok(pe) => {
                             opened = true;
                             let h = PortHandle::new(pe, k);
+                            if let Some(v) = shard_ports.get_mut(k) {
+                                v.retain(|p| p.num != port);
+                                v.push(h.clone());
+                            }
                             for s in ss {
                                 let _ = s.send(PortCmd::Add(h.clone()));
                             }
@@ -1830,10 +1905,109 @@ fn port_events(
                 }
             }
             PortEvent::Remove { port } => {
+                for v in shard_ports.iter_mut() {
+                    v.retain(|p| p.num != port);
+                }
                 for s in shards.iter().flatten() {
                     let _ = s.send(PortCmd::Remove(port));
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scaler(at: Instant) -> AutoScale {
+        AutoScale {
+            last: vec![],
+            missed: 0,
+            hot: 0,
+            cold: 0,
+            quiet_until: at,
+        }
+    }
+
+    /// Feeds one second of `busy` shares (per worker id) and returns the decision.
+    fn second(
+        a: &mut AutoScale,
+        totals: &mut Vec<(usize, u64, u64)>,
+        busy: &[(usize, f64)],
+        missed: u64,
+        at: Instant,
+    ) -> Option<usize> {
+        totals.retain(|t| busy.iter().any(|b| b.0 == t.0));
+        for &(id, f) in busy {
+            let ns = 1_000_000_000u64;
+            let b = (f * ns as f64) as u64;
+            match totals.iter_mut().find(|t| t.0 == id) {
+                Some(t) => {
+                    t.1 += b;
+                    t.2 += ns - b;
+                }
+                None => totals.push((id, b, ns - b)),
+            }
+        }
+        a.decide(totals.clone(), (1, 3), missed, at)
+    }
+
+    #[test]
+    fn auto_grows_after_three_busy_seconds_and_shrinks_after_five_idle_ones() {
+        let t0 = Instant::now();
+        let s = |k: u64| t0 + Duration::from_secs(k);
+        let mut a = scaler(t0);
+        let mut tot = vec![];
+        // busy, but not three seconds in a row
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.9)], 0, s(1)), None);
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.9)], 0, s(2)), None);
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.5)], 0, s(3)), None);
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.95)], 0, s(4)), None);
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.95)], 0, s(5)), None);
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.95)], 0, s(6)), Some(2));
+        // nothing for 5 seconds after a change, however idle
+        for k in 7..11 {
+            assert_eq!(
+                second(&mut a, &mut tot, &[(0, 0.0), (1, 0.0)], 0, s(k)),
+                None
+            );
+        }
+        // then 5 seconds in which one worker could take the load
+        for k in 11..15 {
+            assert_eq!(
+                second(&mut a, &mut tot, &[(0, 0.2), (1, 0.2)], 0, s(k)),
+                None
+            );
+        }
+        assert_eq!(
+            second(&mut a, &mut tot, &[(0, 0.2), (1, 0.2)], 0, s(15)),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn auto_counts_overflowing_rings_as_busy_and_stays_in_its_range() {
+        let t0 = Instant::now();
+        let s = |k: u64| t0 + Duration::from_secs(k);
+        let mut a = scaler(t0);
+        let mut tot = vec![];
+        // 60 % busy, but frames are being dropped at the rings: grow
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.6)], 10, s(1)), None);
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.6)], 20, s(2)), None);
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.6)], 30, s(3)), Some(2));
+        // three workers busy: MAX reached, nothing more
+        let busy = [(0, 1.0), (1, 1.0), (2, 1.0)];
+        for k in 9..20 {
+            assert_eq!(second(&mut a, &mut tot, &busy, 30, s(k)), None);
+        }
+        // two workers each 30 % busy: one alone would be 60 %, above the shrink
+        // threshold: they stay
+        for k in 20..30 {
+            assert_eq!(
+                second(&mut a, &mut tot, &[(0, 0.3), (1, 0.3)], 30, s(k)),
+                None
+            );
         }
     }
 }

@@ -142,6 +142,12 @@ pub struct RunArgs {
     /// directions of a flow go to one worker.
     #[arg(long = "dpdk-symmetric-rss")]
     pub dpdk_symmetric_rss: bool,
+    /// AF_PACKET receive ring of every socket: BLOCKS x KIB (default 32x256). A block
+    /// is handed over when full or after 1 ms, so at low rates the ring holds about
+    /// BLOCKS ms of traffic: more blocks keep frames through longer stalls of a
+    /// worker (a machine short of CPU), e.g. `512x16`.
+    #[arg(long = "af-packet-rx-ring", value_name = "BLOCKSxKIB")]
+    pub af_packet_rx_ring: Option<String>,
     /// AF_XDP UMEMs: `shared` (one per worker, shared by its AF_XDP ports and used as
     /// their packet buffers, so frames forwarded between them are not copied) or
     /// `per-port` (each port its own UMEM; frames are copied in and out).
@@ -577,7 +583,19 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     {
         std::thread::sleep(Duration::from_secs_f64(w));
     }
+    let af_packet = match &a.af_packet_rx_ring {
+        Some(r) => {
+            let (blocks, size) = parse_rx_ring(r)?;
+            p4jet_io::AfPacketOptions {
+                rx_block_count: blocks,
+                rx_block_size: size,
+                ..Default::default()
+            }
+        }
+        None => p4jet_io::AfPacketOptions::default(),
+    };
     let opts = OpenArgs {
+        af_packet,
         backend: a.port_type.backend(),
         files,
         pcap: a.pcap.clone(),
@@ -719,6 +737,8 @@ fn sw_notifications_addr(a: &RunArgs) -> String {
 }
 
 struct OpenArgs {
+    /// `--af-packet-rx-ring`.
+    af_packet: p4jet_io::AfPacketOptions,
     backend: p4jet_io::Backend,
     files: bool,
     pcap: Option<PathBuf>,
@@ -730,6 +750,23 @@ struct OpenArgs {
     af_xdp: p4jet_io::AfXdpOptions,
     /// `--dpdk-eal`, `--dpdk-symmetric-rss`.
     dpdk: p4jet_io::DpdkOpenOptions,
+}
+
+/// `--af-packet-rx-ring BLOCKSxKIB`: (blocks, block bytes).
+fn parse_rx_ring(s: &str) -> Result<(u32, u32), String> {
+    let bad = || {
+        format!(
+            "bad --af-packet-rx-ring `{s}`: expected BLOCKSxKIB, 2 to 65536 blocks of a \
+             power of two from 4 to 4096 KiB (e.g. 512x16)"
+        )
+    };
+    let (b, k) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let b: u32 = b.trim().parse().map_err(|_| bad())?;
+    let k: u32 = k.trim().parse().map_err(|_| bad())?;
+    if !(2..=65536).contains(&b) || !(4..=4096).contains(&k) || !k.is_power_of_two() {
+        return Err(bad());
+    }
+    Ok((b, k * 1024))
 }
 
 /// A `PACKET_FANOUT` group id for port `num`: the same for every worker of this
@@ -747,6 +784,7 @@ fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, S
         PortIo::Pcap(Box::new(port))
     } else {
         let oo = p4jet_io::OpenOptions {
+            af_packet: o.af_packet.clone(),
             backend: o.backend.clone(),
             af_xdp: o.af_xdp.clone(),
             dpdk: o.dpdk.clone(),

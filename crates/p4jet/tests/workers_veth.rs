@@ -138,8 +138,12 @@ struct Seen {
     next: Vec<u32>,
     /// Our frames received.
     frames: u64,
-    /// Frames that were not the next of their flow: (flow, got, expected).
-    out_of_order: Vec<(u16, u32, u32)>,
+    /// Frames that came after a later frame of their flow: (flow, got, next
+    /// expected). Reordering.
+    late: Vec<(u16, u32, u32)>,
+    /// Frames that skipped ahead of their flow: (flow, got, expected). Loss (the
+    /// frames in between may still come, late).
+    gaps: Vec<(u16, u32, u32)>,
     /// Frames not ours.
     others: u64,
     /// The receiving socket's own drops.
@@ -218,7 +222,10 @@ fn one_two_one(port_type: &str, queues: u32) {
     .unwrap();
     let thrift = free_port();
     let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", &ns.0, p4jet(), "run"])
+    // ahead of other processes: on a busy shared machine a switch starved of CPU for
+    // longer than its receive rings hold loses frames, which is not what this test
+    // is about
+    cmd.args(["netns", "exec", &ns.0, "nice", "-n", "-10", p4jet(), "run"])
         .arg(corpus_json("basic_l2"))
         .arg("--commands")
         .arg(&cmds)
@@ -233,6 +240,9 @@ fn one_two_one(port_type: &str, queues: u32) {
         }
     } else {
         cmd.args(["--port-type", port_type, "-i", "0@veth0", "-i", "1@veth1"]);
+        // AF_PACKET rings hold half a second of this traffic (the default, 32
+        // blocks of at most 1 ms, 32 ms)
+        cmd.args(["--af-packet-rx-ring", "512x16"]);
     }
     let mut sw = Proc::spawn(&mut cmd, &dir);
     let start = Instant::now();
@@ -288,8 +298,11 @@ fn one_two_one(port_type: &str, queues: u32) {
                         Some((f, s)) if f < FLOWS => {
                             seen.frames += 1;
                             let e = &mut seen.next[usize::from(f)];
-                            if s != *e && seen.out_of_order.len() < 100 {
-                                seen.out_of_order.push((f, s, *e));
+                            if s < *e && seen.late.len() < 100 {
+                                seen.late.push((f, s, *e));
+                            }
+                            if s > *e && seen.gaps.len() < 100 {
+                                seen.gaps.push((f, s, *e));
                             }
                             *e = s.max(*e) + 1;
                         }
@@ -368,6 +381,22 @@ fn one_two_one(port_type: &str, queues: u32) {
     assert!(sw.alive(), "p4jet died:\n{}", sw.stderr());
     let end = cli(&ns.0, thrift, "show_workers\n");
     let err = sw.terminate();
+    // the kernel's counters of the wire from port 1 to the far end, for the messages
+    let stat = |ns: Option<&str>, i: &str, what: &str| -> String {
+        let path = format!("/sys/class/net/{i}/statistics/{what}");
+        let out = match ns {
+            Some(ns) => sh(Command::new("ip").args(["netns", "exec", ns, "cat", &path])),
+            None => sh(Command::new("cat").arg(&path)),
+        };
+        out.map(|s| s.trim().to_string()).unwrap_or_default()
+    };
+    let wire = format!(
+        "veth1 tx {} (dropped {}), {o1} rx {} (dropped {})",
+        stat(Some(&ns.0), "veth1", "tx_packets"),
+        stat(Some(&ns.0), "veth1", "tx_dropped"),
+        stat(None, &o1, "rx_packets"),
+        stat(None, &o1, "rx_dropped"),
+    );
 
     assert!(
         mid.contains("workers: 2 active, 2 requested, at most 2"),
@@ -405,14 +434,17 @@ fn one_two_one(port_type: &str, queues: u32) {
         "the test's receiving socket dropped frames (starved of CPU?)"
     );
     assert!(
-        seen.out_of_order.is_empty(),
-        "frames out of order (flow, got, expected): {:?}\n{err}",
-        seen.out_of_order
+        seen.late.is_empty(),
+        "frames out of order (flow, got, next expected): {:?}\n{err}",
+        seen.late
     );
-    assert_eq!(
-        seen.frames, sent,
-        "sent {sent}, arrived {}\n{err}",
-        seen.frames
+    // frames lost: the port summaries say whether the kernel dropped them at the
+    // switch's receive rings (the switch starved of CPU for longer than they hold)
+    assert!(
+        seen.gaps.is_empty() && seen.frames == sent,
+        "sent {sent}, arrived {}; {wire}; gaps (flow, got, expected): {:?}\n{err}",
+        seen.frames,
+        seen.gaps
     );
     let (books, [rx, copies, tx, dropped, queued]) = exit_books(&err);
     assert_eq!(rx + copies, tx + dropped + queued, "{books}");

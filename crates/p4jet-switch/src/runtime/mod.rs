@@ -86,6 +86,19 @@ pub struct PortEntry {
     pub pcap: Option<String>,
 }
 
+/// A port's counters as its device or the kernel keeps them (summed over its
+/// queues), published by the binary that runs the ports about once a second.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceCounters {
+    /// Frames dropped before the switch read them (receive ring full, DPDK
+    /// `imissed` + `rx_nombuf`).
+    pub rx_missed: u64,
+    /// Erroneous frames received (DPDK `ierrors`).
+    pub rx_errors: u64,
+    /// Frames the device failed to send (DPDK `oerrors`).
+    pub tx_errors: u64,
+}
+
 /// A port change requested through the runtime; the owner of the I/O (the binary)
 /// drains [`RuntimeState::port_events`] and opens or closes the port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,6 +152,9 @@ pub struct RuntimeState {
     /// A worker count asked for through the runtime (`set_workers`), not yet taken
     /// by the binary.
     pub workers_request: Option<u32>,
+    /// Per port, what its device counts ([`DeviceCounters`]; `port_counters` adds
+    /// them).
+    pub device_counters: BTreeMap<u32, DeviceCounters>,
     /// The latest digest lists sent, oldest first (at most [`LEARN_LOG_CAPACITY`]).
     pub learn_log: std::collections::VecDeque<p4jet_runtime::DigestList>,
     pub(crate) learn: BTreeMap<u32, learning::LearnListState>,
@@ -171,6 +187,7 @@ impl Default for RuntimeState {
             port_events: Vec::new(),
             workers: None,
             workers_request: None,
+            device_counters: BTreeMap::new(),
             learn_log: std::collections::VecDeque::new(),
             learn: BTreeMap::new(),
             toeplitz_keys: BTreeMap::new(),

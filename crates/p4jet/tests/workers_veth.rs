@@ -1,14 +1,16 @@
 //! Forwarding workers changed while traffic flows: `p4jet run` with basic_l2 on two
-//! AF_PACKET ports (veth pairs into a network namespace this test makes and deletes),
-//! `--workers 1 --max-workers 2`. A generator in this process offers a constant load
-//! of 64-byte UDP frames in several flows (each frame carries its flow and a per-flow
-//! sequence number) into port 0 for `WORKERS_SECS` seconds (default 10) at
-//! `WORKERS_PPS` frames per second (default 20,000); `set_workers 2` (simple_switch_CLI
-//! extension over Thrift) comes at 30 % of the run, `set_workers 1` at 65 %. At the far
-//! end of port 1 every frame must arrive, once, and within each flow in the order
-//! sent; the switch's exit books must balance with nothing dropped; the added worker
-//! must have forwarded a share of the traffic (the hand-over really happened both
-//! ways). Needs root; skipped otherwise.
+//! ports (veth pairs into a network namespace this test makes and deletes),
+//! `--workers 1 --max-workers 2`, over AF_PACKET (fanout), AF_XDP (a queue per shard)
+//! and DPDK (`net_af_packet` queue pairs; built with the `dpdk` feature). A generator
+//! in this process offers a constant load of 64-byte UDP frames in 16 flows (each
+//! frame carries its flow and a per-flow sequence number) into port 0 for
+//! `WORKERS_SECS` seconds (default 10) at `WORKERS_PPS` frames per second (default
+//! 20,000; AF_XDP 10,000, DPDK 5,000); `set_workers 2` (a simple_switch_CLI extension,
+//! over Thrift) comes at 30 % of the run, `set_workers 1` at 65 %. At the far end of
+//! port 1 every frame must arrive, once, and within each flow in the order sent; the
+//! switch's exit books must balance with nothing dropped; the added worker must have
+//! forwarded a share of the traffic (the hand-over really happened both ways).
+//! Needs root; skipped otherwise.
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
@@ -195,12 +197,14 @@ fn one_two_one(port_type: &str, queues: u32) {
         return;
     }
     // DPDK workers poll without sleeping: on a small machine two of them leave the
-    // generator and the receiver little CPU, so they get a lighter load
-    let pps = env_u64(
-        "WORKERS_PPS",
-        if port_type == "dpdk" { 5_000 } else { 20_000 },
-    )
-    .max(100);
+    // generator and the receiver little CPU, so they get a lighter load; AF_XDP's
+    // receive rings (2048 frames a queue) hold about 300 ms of 10,000 frames/s
+    let default_pps = match port_type {
+        "dpdk" => 5_000,
+        "af_xdp" => 10_000,
+        _ => 20_000,
+    };
+    let pps = env_u64("WORKERS_PPS", default_pps).max(100);
     let secs = env_u64("WORKERS_SECS", 10).max(2) as f64;
     remove_stale_namespaces(NS_PREFIX);
     let ns = Ns(format!("{NS_PREFIX}-{}-{port_type}", std::process::id()));

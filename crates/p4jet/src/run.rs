@@ -892,3 +892,43 @@ impl PortType {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_take_a_count_or_an_automatic_range() {
+        assert_eq!("3".parse::<WorkersArg>(), Ok(WorkersArg::Fixed(3)));
+        assert_eq!(
+            "auto:1..4".parse::<WorkersArg>(),
+            Ok(WorkersArg::Auto(1, 4))
+        );
+        assert_eq!(
+            "auto:2..2".parse::<WorkersArg>(),
+            Ok(WorkersArg::Auto(2, 2))
+        );
+        for bad in [
+            "0",
+            "-1",
+            "x",
+            "auto:",
+            "auto:4..1",
+            "auto:0..2",
+            "auto:1-4",
+            "",
+        ] {
+            assert!(bad.parse::<WorkersArg>().is_err(), "{bad}");
+        }
+        assert_eq!(WorkersArg::Auto(2, 4).initial(), 2);
+    }
+
+    #[test]
+    fn af_packet_rx_ring_is_blocks_by_kib() {
+        assert_eq!(parse_rx_ring("512x16"), Ok((512, 16 * 1024)));
+        assert_eq!(parse_rx_ring("32X256"), Ok((32, 256 * 1024)));
+        for bad in ["512", "1x16", "512x3", "512x12", "512x8192", "x16", "512x"] {
+            assert!(parse_rx_ring(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -590,6 +590,13 @@ impl Port for AfPacketPort {
         std::mem::take(&mut self.unsent)
     }
 
+    /// Frames in the transmit ring not handed to the kernel yet (the last kick found
+    /// the device busy). A kick that succeeded has sent every frame of the ring
+    /// (`tpacket_snd` transmits them before it returns).
+    fn tx_pending(&self) -> bool {
+        self.tx_queued > 0
+    }
+
     fn name(&self) -> &str {
         &self.name
     }

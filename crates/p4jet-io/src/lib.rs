@@ -210,6 +210,15 @@ pub trait Port: Send {
         0
     }
 
+    /// Whether frames queued for transmission have not all been taken by the kernel
+    /// or device yet (a transmit ring not kicked, or descriptors not completed): a
+    /// thread handing its ports to another waits, flushing, until this is false, so
+    /// that nothing it sent can leave after what the other sends. False unless
+    /// overridden (ports whose `flush` sends everything synchronously).
+    fn tx_pending(&self) -> bool {
+        false
+    }
+
     /// The interface or file base name this port was opened on.
     fn name(&self) -> &str;
 
@@ -288,6 +297,9 @@ impl<P: Port + ?Sized> Port for Box<P> {
     }
     fn take_unsent(&mut self) -> u64 {
         (**self).take_unsent()
+    }
+    fn tx_pending(&self) -> bool {
+        (**self).tx_pending()
     }
     fn name(&self) -> &str {
         (**self).name()

@@ -669,6 +669,14 @@ impl<P: Port> Port for PcapRecorder<P> {
         self.inner.flush()
     }
 
+    fn take_unsent(&mut self) -> u64 {
+        self.inner.take_unsent()
+    }
+
+    fn tx_pending(&self) -> bool {
+        self.inner.tx_pending()
+    }
+
     fn name(&self) -> &str {
         self.inner.name()
     }

@@ -515,6 +515,27 @@ pub struct PortInfo {
     pub up: bool,
 }
 
+/// The forwarding workers of a running switch (p4jet): how many forward, how many
+/// may, and which worker serves each shard (a set of receive queues, one per port:
+/// an AF_PACKET fanout socket, an AF_XDP queue or a DPDK queue pair).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Workers {
+    /// Workers forwarding now.
+    pub active: u32,
+    /// The count asked for last (`set_workers`, or the automatic scaler), reached
+    /// once the shards have been handed over.
+    pub requested: u32,
+    /// Most workers (the number of shards, `--max-workers`).
+    pub max: u32,
+    /// `--workers auto:MIN..MAX`: the range the count moves in by itself (None when
+    /// it is fixed).
+    pub auto: Option<(u32, u32)>,
+    /// Per shard, the number of the worker serving it.
+    pub owners: Vec<u32>,
+    /// Changes of the worker count made since the start.
+    pub changes: u64,
+}
+
 /// Packet counts of a port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct PortCounters {
@@ -528,6 +549,14 @@ pub struct PortCounters {
     pub tx_bytes: u64,
     /// Packets dropped (for the drop port, or with no program set: every packet).
     pub drops: u64,
+    /// Frames the device or the kernel dropped before the switch read them (a
+    /// receive ring full: AF_PACKET and AF_XDP socket drops, DPDK `imissed` +
+    /// `rx_nombuf`), over every queue of the port; 0 where nobody counts them.
+    pub rx_missed: u64,
+    /// Erroneous frames the device received (DPDK `ierrors`).
+    pub rx_errors: u64,
+    /// Frames the device failed to send (DPDK `oerrors`).
+    pub tx_errors: u64,
 }
 
 /// Custom CRC parameters (`bm_set_crc16_custom_parameters`, `..._crc32_...`).

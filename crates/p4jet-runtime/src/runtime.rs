@@ -236,6 +236,27 @@ pub trait Runtime {
         ))
     }
 
+    /// The forwarding workers (p4jet): how many forward, at most, per shard its
+    /// worker (docs/ports.md, "Forwarding workers changed at run time").
+    fn workers(&mut self) -> Result<crate::Workers> {
+        Err(crate::RuntimeError::new(
+            crate::ErrorKind::Unimplemented,
+            "this runtime has no forwarding workers",
+        ))
+    }
+
+    /// Asks for `count` forwarding workers (p4jet): workers are added or removed
+    /// while traffic flows, each leaving worker drains what it holds before its
+    /// shards move. Returns when the request is recorded; [`Runtime::workers`] shows
+    /// when it is done. Turns automatic scaling off.
+    fn set_workers(&mut self, count: u32) -> Result<()> {
+        let _ = count;
+        Err(crate::RuntimeError::new(
+            crate::ErrorKind::Unimplemented,
+            "this runtime has no forwarding workers",
+        ))
+    }
+
     /// Adds a port (the owner of the I/O opens it).
     fn add_port(&mut self, port: PortInfo) -> Result<()>;
 

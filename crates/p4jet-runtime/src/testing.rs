@@ -288,6 +288,14 @@ impl<R: Runtime> Runtime for Recorder<R> {
         pass!(self, "packet_books", packet_books())
     }
 
+    fn workers(&mut self) -> Result<crate::Workers> {
+        pass!(self, "workers", workers())
+    }
+
+    fn set_workers(&mut self, count: u32) -> Result<()> {
+        pass!(self, "set_workers", set_workers(count))
+    }
+
     fn add_port(&mut self, port: PortInfo) -> Result<()> {
         pass!(self, "add_port", add_port(port))
     }

@@ -850,6 +850,19 @@ fn a_switch_without_program_drops_and_answers_no_pipeline() {
     let c = sw.port_counters(2).unwrap();
     assert_eq!((c.rx_packets, c.tx_packets), (5, 0));
     assert_eq!(c.drops, 5);
+    // what the port's devices count, published by the binary that runs the ports
+    assert_eq!((c.rx_missed, c.rx_errors, c.tx_errors), (0, 0, 0));
+    sw.rt.device_counters.insert(
+        2,
+        p4jet_switch::runtime::DeviceCounters {
+            rx_missed: 7,
+            rx_errors: 1,
+            tx_errors: 2,
+        },
+    );
+    let c = sw.port_counters(2).unwrap();
+    assert_eq!((c.rx_missed, c.rx_errors, c.tx_errors), (7, 1, 2));
+    assert_eq!((c.rx_packets, c.drops), (5, 5));
 
     // a program set: it runs
     let json = corpus_json("basic_l2");

@@ -855,6 +855,21 @@ impl ThriftClient {
         )
     }
 
+    pub fn p4jet_workers(&mut self) -> Rpc<String> {
+        value_call!(
+            self,
+            Service::P4jet,
+            "p4jet_workers",
+            args(),
+            Value::as_string
+        )
+    }
+
+    pub fn p4jet_set_workers(&mut self, count: i32) -> Rpc<()> {
+        let a = args().with(1, Value::I32(count));
+        void_call!(self, Service::P4jet, "p4jet_set_workers", a)
+    }
+
     pub fn p4jet_digest_log(&mut self, list_name: &str, count: i32) -> Rpc<String> {
         let a = args()
             .with(1, CXT)

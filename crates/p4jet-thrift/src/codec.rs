@@ -693,6 +693,8 @@ methods! {
     P4jet p4jet_learning_dump(1 cxt_id: I32, 2 list_name: String, 3 count: I32) -> String throws InvalidLearnOperation;
     P4jet p4jet_digest_log(1 cxt_id: I32, 2 list_name: String, 3 count: I32) -> String throws InvalidLearnOperation;
     P4jet p4jet_packet_books() -> String;
+    P4jet p4jet_workers() -> String throws InvalidDevMgrOperation;
+    P4jet p4jet_set_workers(1 count: I32) -> void throws InvalidDevMgrOperation;
 
     SimplePreLag bm_mc_mgrp_create(1 cxt_id: I32, 2 mgrp: I32) -> I32 throws InvalidMcOperation;
     SimplePreLag bm_mc_mgrp_destroy(1 cxt_id: I32, 2 mgrp_handle: I32) -> void throws InvalidMcOperation;

@@ -1008,6 +1008,19 @@ impl Runtime for ThriftClient {
         self.p4jet_packet_books()
     }
 
+    fn workers(&mut self) -> Rpc<p4jet_runtime::Workers> {
+        let t = self.p4jet_workers()?;
+        crate::service::p4jet::workers_from_json(&t).ok_or_else(|| {
+            p4jet_runtime::RuntimeError::internal(format!("p4jet_workers: bad reply `{t}`"))
+        })
+    }
+
+    fn set_workers(&mut self, count: u32) -> Rpc<()> {
+        let n = i32::try_from(count)
+            .map_err(|_| p4jet_runtime::RuntimeError::out_of_range(format!("{count} workers")))?;
+        self.p4jet_set_workers(n)
+    }
+
     fn add_port(&mut self, port: PortInfo) -> Rpc<()> {
         self.bm_dev_mgr_add_port(
             &port.iface,

@@ -1744,6 +1744,35 @@ fn queues_clock_config_and_management() {
     );
 }
 
+/// The forwarding workers: refused on a switch that runs none; once the binary has
+/// published them, a count from 1 to the most is recorded for it (the JSON of
+/// `p4jet_workers` shows it as requested), anything else refused.
+#[test]
+fn workers_are_asked_for_within_their_range() {
+    let mut sw = load("stateful");
+    assert_eq!(code(bm(&mut sw).p4jet_workers()), "ERROR");
+    assert_eq!(code(bm(&mut sw).p4jet_set_workers(2)), "ERROR");
+    sw.rt.workers = Some(p4jet_runtime::Workers {
+        active: 1,
+        requested: 1,
+        max: 4,
+        auto: Some((1, 4)),
+        owners: vec![0, 0, 0, 0],
+        changes: 0,
+    });
+    for bad in [0, 5, -1] {
+        assert_eq!(code(bm(&mut sw).p4jet_set_workers(bad)), "ERROR", "{bad}");
+    }
+    assert_eq!(sw.rt.workers_request, None);
+    bm(&mut sw).p4jet_set_workers(3).unwrap();
+    assert_eq!(sw.rt.workers_request, Some(3));
+    let j = bm(&mut sw).p4jet_workers().unwrap();
+    let w = p4jet_thrift::service::p4jet::workers_from_json(&j).unwrap();
+    assert_eq!((w.active, w.requested, w.max), (1, 3, 4));
+    assert_eq!(w.auto, Some((1, 4)));
+    assert_eq!(w.owners, vec![0, 0, 0, 0]);
+}
+
 #[test]
 fn id_lookup_reset_and_serialize() {
     let mut sw = load("stateful");

@@ -17,9 +17,9 @@
 //! and are summed when the threads end.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use p4jet_engine::PacketBuf;
 use p4jet_io::Port;
 use p4jet_io::pcap::Peek;
-use p4jet_switch::runtime::PortEvent;
+use p4jet_switch::runtime::{DeviceCounters, PortEvent};
 use p4jet_switch::{
     Balance, Board, Core, DropReason, EgressStage, IngressStage, PortCounters, Stamps, Switch,
     ThreadBooks, Worker,
@@ -40,18 +40,22 @@ use crate::run::{Mode, PortEntry, PortIo};
 /// traffic wakes it at once; port changes and the end of the run are seen within it.
 const IDLE_WAIT: Duration = Duration::from_millis(20);
 
-/// One port as a forwarding thread holds it (shared with the other stage of its
-/// worker in pipeline mode).
+/// One port of one shard as a forwarding thread holds it (shared with the other
+/// stage of its worker in pipeline mode).
 #[derive(Clone)]
 pub(crate) struct PortHandle {
     pub num: u32,
+    /// The shard it belongs to: the shards of an interface divide its receive side
+    /// (fanout sockets, AF_XDP queues, DPDK queue pairs); a worker serves whole shards.
+    pub shard: usize,
     pub port: Arc<Mutex<PortEntry>>,
 }
 
 impl PortHandle {
-    pub fn new(pe: PortEntry) -> PortHandle {
+    pub fn new(pe: PortEntry, shard: usize) -> PortHandle {
         PortHandle {
             num: pe.num,
+            shard,
             port: Arc::new(Mutex::new(pe)),
         }
     }
@@ -66,8 +70,23 @@ impl PortHandle {
 
 /// A port change for one forwarding thread.
 pub(crate) enum PortCmd {
+    /// A port added at run time (of one of the thread's shards).
     Add(PortHandle),
+    /// A port removed at run time (of every shard).
     Remove(u32),
+    /// Hand shard `.0` back on `.1` once everything the worker holds has left
+    /// (run-to-completion workers only).
+    Release(usize, Sender<(usize, Vec<PortHandle>)>),
+    /// Serve these ports: a shard handed over by its previous worker.
+    Take(Vec<PortHandle>),
+    /// Leave, after draining (every shard was released before).
+    Exit,
+}
+
+/// What a run-to-completion thread must do between two turns.
+enum Ctl {
+    Release(usize, Sender<(usize, Vec<PortHandle>)>),
+    Exit,
 }
 
 /// Settings shared by every forwarding thread.
@@ -292,17 +311,27 @@ impl Lane {
         }
     }
 
-    /// Applies port additions and removals sent by the supervisor.
-    fn port_cmds(&mut self) {
+    /// Applies port additions and removals sent by the supervisor, and takes the
+    /// shards handed over; returns the hand-overs and exits asked for, which the
+    /// thread carries out after draining.
+    fn port_cmds(&mut self) -> Vec<Ctl> {
         let mut changed = false;
+        let mut ctl = vec![];
         loop {
             match self.cmds.try_recv() {
                 Ok(PortCmd::Add(h)) => {
-                    self.ports.retain(|p| p.num != h.num);
+                    self.ports.retain(|p| (p.num, p.shard) != (h.num, h.shard));
                     self.ports.push(h);
-                    self.ports.sort_by_key(|p| p.num);
+                    self.ports.sort_by_key(|p| (p.num, p.shard));
                     changed = true;
                 }
+                Ok(PortCmd::Take(hs)) => {
+                    self.ports.extend(hs);
+                    self.ports.sort_by_key(|p| (p.num, p.shard));
+                    changed = true;
+                }
+                Ok(PortCmd::Release(s, reply)) => ctl.push(Ctl::Release(s, reply)),
+                Ok(PortCmd::Exit) => ctl.push(Ctl::Exit),
                 Ok(PortCmd::Remove(num)) => {
                     if let Some(p) = self.ports.iter().find(|p| p.num == num) {
                         let _ = p.lock().port().flush();
@@ -316,6 +345,22 @@ impl Lane {
         if changed {
             self.refresh_fds();
         }
+        ctl
+    }
+
+    /// Takes the ports of shard `s` out of this thread.
+    fn take_shard(&mut self, s: usize) -> Vec<PortHandle> {
+        let (gone, kept) = std::mem::take(&mut self.ports)
+            .into_iter()
+            .partition(|p| p.shard == s);
+        self.ports = kept;
+        self.refresh_fds();
+        gone
+    }
+
+    /// Whether a port of this thread has frames the kernel has not taken yet.
+    fn tx_pending(&self) -> bool {
+        self.ports.iter().any(|ph| ph.lock().port().tx_pending())
     }
 
     /// Receives up to a batch per live port without blocking: AF_XDP frames in
@@ -629,7 +674,14 @@ impl TxBuf {
             return;
         }
         const CHUNK: usize = 64;
+        // a thread serving several shards has a port per shard on an interface
+        // (sorted by number, then shard): the first transmits
+        let mut last = None;
         for ph in ports {
+            if last == Some(ph.num) {
+                continue;
+            }
+            last = Some(ph.num);
             if !self.frames.iter().any(|f| f.0 == ph.num)
                 && !self.moved.iter().any(|f| f.0 == ph.num)
             {
@@ -808,15 +860,28 @@ fn nap(due: Option<Duration>, max: Duration) -> Duration {
 }
 
 /// A run-to-completion worker thread.
-fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, String> {
+fn rtc_thread(
+    mut w: Worker,
+    mut lane: Lane,
+    c: Arc<Common>,
+    load: Arc<Load>,
+) -> Result<Done, String> {
     lane.start();
     let mut tx = TxBuf::default();
     let mut errors = vec![];
     let mut rep = Reporter::new(&lane.name, lane.slot, c.board.clone());
     let mut flushed = Instant::now();
     let r = (|| -> Result<(), String> {
+        let mut turn = Instant::now();
+        let mut was_busy = false;
         while !c.stop.load(Ordering::Relaxed) {
-            lane.port_cmds();
+            let now = Instant::now();
+            load.add(was_busy, now - turn);
+            turn = now;
+            let ctl = lane.port_cmds();
+            if !ctl.is_empty() && hand_over(&mut w, &mut lane, &mut tx, &c, &mut errors, ctl) {
+                break;
+            }
             lane.update_moving(&mut w.core);
             w.core.mark_rx();
             lane.update_pcap(&mut tx);
@@ -832,6 +897,7 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
                 (lane.rx_live(c.batch, &mut w, &mut errors), false)
             };
             rep.turn(got > 0);
+            was_busy = got > 0;
             // packets of rate-limited queues leave later: never wait for them here
             w.run_ready(&mut |p, f| tx.push(p, f));
             w.core.take_moved(&mut tx.moved);
@@ -865,6 +931,55 @@ fn rtc_thread(mut w: Worker, mut lane: Lane, c: Arc<Common>) -> Result<Done, Str
     lane.report_ports();
     r?;
     Ok(Done::Rtc(Box::new(w)))
+}
+
+/// Carries out hand-overs: first everything the worker holds leaves (processed and
+/// transmitted, the transmit rings taken by the kernel), with nothing received
+/// meanwhile, so no frame of a shard it gives away can leave after a frame its next
+/// worker sends; then the shards go back to the supervisor. Returns whether the
+/// thread is to end.
+fn hand_over(
+    w: &mut Worker,
+    lane: &mut Lane,
+    tx: &mut TxBuf,
+    c: &Common,
+    errors: &mut Vec<String>,
+    ctl: Vec<Ctl>,
+) -> bool {
+    let mut said = Instant::now();
+    loop {
+        w.run_ready(&mut |p, f| tx.push(p, f));
+        w.core.take_moved(&mut tx.moved);
+        tx.send(&lane.ports, &mut w.core, errors);
+        lane.flush_all(&mut w.core, errors);
+        if (w.pending() == 0 && !lane.tx_pending()) || c.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if said.elapsed() >= REPORT_EVERY {
+            said = Instant::now();
+            errors.push(format!(
+                "{}: handing over: {} packets still queued (rate-limited queues)",
+                lane.name,
+                w.pending()
+            ));
+        }
+        if w.pending() > 0 {
+            std::thread::sleep(nap(w.core.until_due(), Duration::from_millis(1)));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    let mut exit = false;
+    for x in ctl {
+        match x {
+            Ctl::Release(s, reply) => {
+                let hs = lane.take_shard(s);
+                let _ = reply.send((s, hs));
+            }
+            Ctl::Exit => exit = true,
+        }
+    }
+    exit
 }
 
 /// The ingress thread of a pipelined worker.
@@ -980,16 +1095,462 @@ pub(crate) struct Plan {
     /// lists go to the controller).
     pub log_digests: bool,
     pub mode: Mode,
+    /// Workers at start.
     pub workers: usize,
+    /// `--workers auto:MIN..MAX`.
+    pub auto: Option<(usize, usize)>,
     pub pin: bool,
     pub queue_size: usize,
     pub duration: f64,
 }
 
-/// Opens one port for worker `k`.
+/// Opens one port for shard `k`.
 pub(crate) type OpenFn<'a> = dyn Fn(u32, &str, usize) -> Result<PortEntry, String> + 'a;
 
-/// Starts the forwarding threads over `ports` (per worker), supervises them until a
+/// How busy a run-to-completion worker is: the time of its loop turns that found
+/// frames, and of those that found none (waits included).
+#[derive(Default)]
+struct Load {
+    busy_ns: AtomicU64,
+    idle_ns: AtomicU64,
+}
+
+impl Load {
+    fn add(&self, busy: bool, d: Duration) {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        if busy {
+            self.busy_ns.fetch_add(ns, Ordering::Relaxed);
+        } else {
+            self.idle_ns.fetch_add(ns, Ordering::Relaxed);
+        }
+    }
+
+    fn read(&self) -> (u64, u64) {
+        (
+            self.busy_ns.load(Ordering::Relaxed),
+            self.idle_ns.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// A worker as the supervisor holds it: one thread (run to completion) or two
+/// (pipelined).
+struct Active {
+    id: usize,
+    cmds: Vec<Sender<PortCmd>>,
+    threads: Vec<(String, JoinHandle<Result<Done, String>>)>,
+    load: Arc<Load>,
+}
+
+/// The forwarding threads, and which worker serves each shard.
+struct Pool<'a> {
+    sw: &'a Mutex<Switch>,
+    common: Arc<Common>,
+    mode: Mode,
+    cpus: Vec<usize>,
+    active: Vec<Active>,
+    /// Per shard, the id of the worker serving it.
+    owners: Vec<usize>,
+    /// Per shard, its ports (to read their counters; the workers hold them too).
+    shard_ports: Vec<Vec<PortHandle>>,
+    next_id: usize,
+    /// Threads of workers that left, and how they ended.
+    retired: Vec<(String, Result<Done, String>)>,
+    changes: u64,
+    /// `--workers auto:MIN..MAX`, until `set_workers` fixes the count.
+    auto: Option<(usize, usize)>,
+    requested: usize,
+}
+
+impl Lane {
+    fn new(
+        name: String,
+        slot: usize,
+        ports: Vec<PortHandle>,
+        cmds: Receiver<PortCmd>,
+        cpu: Option<usize>,
+    ) -> Lane {
+        Lane {
+            name,
+            slot,
+            ports,
+            cmds,
+            cpu,
+            fds: vec![],
+            all_pollable: false,
+            busy: false,
+            moving: vec![],
+            moving_changed: true,
+            pcap_out: vec![],
+            pcap_changed: true,
+        }
+    }
+}
+
+fn spawn_thread(
+    name: &str,
+    f: Box<dyn FnOnce() -> Result<Done, String> + Send>,
+) -> Result<JoinHandle<Result<Done, String>>, String> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(f)
+        .map_err(|e| format!("starting {name}: {e}"))
+}
+
+impl Pool<'_> {
+    fn cpu(&self, i: usize) -> Option<usize> {
+        (!self.cpus.is_empty()).then(|| self.cpus[i % self.cpus.len()])
+    }
+
+    /// Starts a worker serving `ports` (the ports of its shards, sorted by number
+    /// then shard).
+    fn spawn(&mut self, queue_size: usize, mut ports: Vec<PortHandle>) -> Result<(), String> {
+        ports.sort_by_key(|p| (p.num, p.shard));
+        let id = self.next_id;
+        self.next_id += 1;
+        let load = Arc::new(Load::default());
+        let w = match self.mode {
+            Mode::Rtc => {
+                let mut w = lock(self.sw).new_worker();
+                w.core.enable_latency(Stamps::new());
+                let (s, r) = std::sync::mpsc::channel();
+                let l = Lane::new(format!("worker {id}"), id, ports, r, self.cpu(id));
+                let c = self.common.clone();
+                let name = l.name.clone();
+                let ld = load.clone();
+                let h = spawn_thread(&name, Box::new(move || rtc_thread(w, l, c, ld)))?;
+                Active {
+                    id,
+                    cmds: vec![s],
+                    threads: vec![(name, h)],
+                    load,
+                }
+            }
+            Mode::Pipeline => {
+                let (mut ing, mut egr) = lock(self.sw).new_pipeline(queue_size);
+                let stamps = Stamps::new();
+                ing.enable_latency(stamps.clone());
+                egr.enable_latency(stamps);
+                let (s1, r1) = std::sync::mpsc::channel();
+                let (s2, r2) = std::sync::mpsc::channel();
+                let l1 = Lane::new(
+                    format!("worker {id} ingress"),
+                    2 * id,
+                    ports.clone(),
+                    r1,
+                    self.cpu(2 * id),
+                );
+                let l2 = Lane::new(
+                    format!("worker {id} egress"),
+                    2 * id + 1,
+                    ports,
+                    r2,
+                    self.cpu(2 * id + 1),
+                );
+                let (c1, c2) = (self.common.clone(), self.common.clone());
+                let (n1, n2) = (l1.name.clone(), l2.name.clone());
+                let h1 = spawn_thread(&n1, Box::new(move || ingress_thread(ing, l1, c1)))?;
+                let h2 = spawn_thread(&n2, Box::new(move || egress_thread(egr, l2, c2)))?;
+                Active {
+                    id,
+                    cmds: vec![s1, s2],
+                    threads: vec![(n1, h1), (n2, h2)],
+                    load,
+                }
+            }
+        };
+        self.active.push(w);
+        Ok(())
+    }
+
+    fn worker(&self, id: usize) -> Option<&Active> {
+        self.active.iter().find(|a| a.id == id)
+    }
+
+    /// Per shard, where its port changes go (the threads of its worker).
+    fn shard_senders(&self) -> Vec<Vec<Sender<PortCmd>>> {
+        self.owners
+            .iter()
+            .map(|id| self.worker(*id).map(|a| a.cmds.clone()).unwrap_or_default())
+            .collect()
+    }
+
+    /// Per worker: (id, busy ns, idle ns) so far.
+    fn loads(&self) -> Vec<(usize, u64, u64)> {
+        self.active
+            .iter()
+            .map(|a| {
+                let (b, i) = a.load.read();
+                (a.id, b, i)
+            })
+            .collect()
+    }
+
+    fn any_finished(&self) -> bool {
+        self.active
+            .iter()
+            .any(|a| a.threads.iter().any(|(_, h)| h.is_finished()))
+    }
+
+    /// What the runtime API shows.
+    fn info(&self) -> p4jet_runtime::Workers {
+        p4jet_runtime::Workers {
+            active: self.active.len() as u32,
+            requested: self.requested as u32,
+            max: self.owners.len() as u32,
+            auto: self.auto.map(|(a, b)| (a as u32, b as u32)),
+            owners: self.owners.iter().map(|o| *o as u32).collect(),
+            changes: self.changes,
+        }
+    }
+
+    fn publish(&self) {
+        let mut s = lock(self.sw);
+        s.rt.workers = Some(self.info());
+    }
+
+    /// What the devices of the ports count, per port over its shards; and the frames
+    /// dropped before a worker read them, over every port. None when a worker holds
+    /// one of the ports right now: the supervisor never makes a worker wait.
+    fn device_counters(&self) -> Option<(BTreeMap<u32, DeviceCounters>, u64)> {
+        let mut m: BTreeMap<u32, DeviceCounters> = BTreeMap::new();
+        let mut missed = 0;
+        for ph in self.shard_ports.iter().flatten() {
+            let mut pe = match ph.port.try_lock() {
+                Ok(g) => g,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return None,
+            };
+            if matches!(pe.io, PortIo::Pcap(_)) {
+                continue;
+            }
+            let st = pe.port().stats();
+            let d = m.entry(ph.num).or_default();
+            d.rx_missed += st.rx_dropped;
+            d.rx_errors += st.rx_errors;
+            d.tx_errors += st.tx_errors;
+            missed += st.rx_dropped;
+        }
+        Some((m, missed))
+    }
+
+    /// Changes the number of run-to-completion workers to `target` while traffic
+    /// flows. New workers start with no shard; shards are then spread as evenly as
+    /// possible with the fewest moves, the workers that leave being the latest
+    /// started. Each shard that moves is handed over on its own: its worker drains
+    /// (everything it holds is transmitted and taken by the kernel, nothing received
+    /// meanwhile) and gives it back; only then does its new worker get it, so a flow
+    /// (always on one shard) never has frames on two workers at once.
+    fn scale(&mut self, target: usize, term: &AtomicBool) -> Result<(), String> {
+        let max = self.owners.len();
+        let target = target.clamp(1, max.max(1));
+        let from = self.active.len();
+        if target == from {
+            return Ok(());
+        }
+        if self.mode != Mode::Rtc {
+            return Err(format!(
+                "workers {from} -> {target}: pipelined workers cannot be added or removed \
+                 (--mode rtc)"
+            ));
+        }
+        let t0 = Instant::now();
+        while self.active.len() < target {
+            self.spawn(0, vec![])?;
+        }
+        let stay: Vec<usize> = self.active[..target].iter().map(|a| a.id).collect();
+        let mut held: Vec<Vec<usize>> = stay
+            .iter()
+            .map(|id| (0..max).filter(|s| self.owners[*s] == *id).collect())
+            .collect();
+        let mut free: Vec<usize> = (0..max)
+            .filter(|s| !stay.contains(&self.owners[*s]))
+            .collect();
+        // the most loaded keep the larger shares
+        let mut order: Vec<usize> = (0..target).collect();
+        order.sort_by_key(|&i| Reverse(held[i].len()));
+        let mut want = vec![max / target; target];
+        for &i in order.iter().take(max % target) {
+            want[i] += 1;
+        }
+        for i in 0..target {
+            while held[i].len() > want[i] {
+                if let Some(s) = held[i].pop() {
+                    free.push(s);
+                }
+            }
+        }
+        free.sort_unstable();
+        let mut moves: Vec<(usize, usize, usize)> = vec![];
+        let mut free = free.into_iter();
+        for i in 0..target {
+            while held[i].len() < want[i] {
+                let Some(s) = free.next() else { break };
+                moves.push((s, self.owners[s], stay[i]));
+                held[i].push(s);
+            }
+        }
+        // every shard that moves is released by its worker (after draining) ...
+        let (rtx, rrx) = std::sync::mpsc::channel();
+        for &(s, old, _) in &moves {
+            if let Some(a) = self.worker(old) {
+                let _ = a.cmds[0].send(PortCmd::Release(s, rtx.clone()));
+            }
+        }
+        drop(rtx);
+        // ... and handed to its new worker as it comes back
+        let mut left = moves.len();
+        while left > 0 {
+            match rrx.recv_timeout(Duration::from_millis(100)) {
+                Ok((s, hs)) => {
+                    let to = moves.iter().find(|m| m.0 == s).map_or(stay[0], |m| m.2);
+                    if let Some(a) = self.worker(to) {
+                        let _ = a.cmds[0].send(PortCmd::Take(hs));
+                    }
+                    self.owners[s] = to;
+                    left -= 1;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if term.load(Ordering::Relaxed) {
+                        return Err(format!("workers {from} -> {target}: interrupted"));
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(format!(
+                        "workers {from} -> {target}: a worker ended during the hand-over"
+                    ));
+                }
+            }
+        }
+        let handed = t0.elapsed();
+        // the workers left without a shard end
+        for a in self.active.split_off(target) {
+            for s in &a.cmds {
+                let _ = s.send(PortCmd::Exit);
+            }
+            for (name, h) in a.threads {
+                let r = h.join().unwrap_or_else(|_| Err(format!("{name} panicked")));
+                if let Ok(d) = &r {
+                    let b = d.balance();
+                    eprintln!(
+                        "p4jet: {name} left: rx {}, tx {}, drop {}",
+                        b.received(),
+                        b.sent(),
+                        b.dropped()
+                    );
+                }
+                self.retired.push((name, r));
+            }
+        }
+        self.changes += 1;
+        let owners: Vec<String> = self
+            .owners
+            .iter()
+            .enumerate()
+            .map(|(s, o)| format!("{s}->{o}"))
+            .collect();
+        eprintln!(
+            "p4jet: workers {from} -> {target}: {} shard{} handed over in {:.2} ms (shard->worker: {})",
+            moves.len(),
+            if moves.len() == 1 { "" } else { "s" },
+            handed.as_secs_f64() * 1e3,
+            owners.join(" ")
+        );
+        Ok(())
+    }
+}
+
+/// `--workers auto:MIN..MAX`: once a second, how busy each worker was (the time of
+/// its loop turns that found frames over all of its time). One more worker after 3
+/// seconds in a row of the workers busy more than [`AUTO_GROW`] on average; one fewer
+/// after 5 seconds in a row where the others could take the load staying under
+/// [`AUTO_SHRINK`]; nothing for 5 seconds after a change.
+struct AutoScale {
+    last: Vec<(usize, u64, u64)>,
+    /// Frames dropped before a worker read them, at the last look.
+    missed: u64,
+    hot: u32,
+    cold: u32,
+    quiet_until: Instant,
+}
+
+/// Average busy share of the workers above which `auto` adds one.
+const AUTO_GROW: f64 = 0.85;
+/// Busy share the remaining workers would have below which `auto` removes one.
+const AUTO_SHRINK: f64 = 0.5;
+
+impl AutoScale {
+    /// The worker count to move to, if any; `missed`: frames dropped so far because
+    /// a receive ring was full (the workers do not keep up, whatever their share of
+    /// busy turns says).
+    /// `now`: per active worker (id, busy ns, idle ns) so far; `at`: the time.
+    fn decide(
+        &mut self,
+        now: Vec<(usize, u64, u64)>,
+        (lo, hi): (usize, usize),
+        missed: u64,
+        at: Instant,
+    ) -> Option<usize> {
+        let dropping = missed > self.missed;
+        self.missed = missed;
+        let n = now.len();
+        let mut utils = vec![];
+        for &(id, b, i) in &now {
+            let (b0, i0) = self
+                .last
+                .iter()
+                .find(|x| x.0 == id)
+                .map_or((0, 0), |x| (x.1, x.2));
+            let (db, di) = (b.saturating_sub(b0), i.saturating_sub(i0));
+            if db + di > 0 {
+                utils.push(db as f64 / (db + di) as f64);
+            }
+        }
+        self.last = now;
+        if utils.is_empty() || at < self.quiet_until {
+            return None;
+        }
+        let total: f64 = utils.iter().sum();
+        let avg = total / utils.len() as f64;
+        self.hot = if avg > AUTO_GROW || dropping {
+            self.hot + 1
+        } else {
+            0
+        };
+        self.cold = if n > 1 && !dropping && total / ((n - 1) as f64) < AUTO_SHRINK {
+            self.cold + 1
+        } else {
+            0
+        };
+        let to = if self.hot >= 3 && n < hi {
+            Some(n + 1)
+        } else if self.cold >= 5 && n > lo {
+            Some(n - 1)
+        } else if n < lo {
+            Some(lo)
+        } else {
+            None
+        };
+        if to.is_some() {
+            self.hot = 0;
+            self.cold = 0;
+            self.quiet_until = at + Duration::from_secs(5);
+            eprintln!(
+                "p4jet: workers auto: busy {:.0} % on average over {n} worker{}{}",
+                avg * 100.0,
+                if n == 1 { "" } else { "s" },
+                if dropping {
+                    ", receive rings overflowing"
+                } else {
+                    ""
+                }
+            );
+        }
+        to
+    }
+}
+
+/// Starts the forwarding threads over `ports` (per shard), supervises them until a
 /// signal (`term`), `--duration`, or the end of the inputs, and returns the per-port
 /// counters summed over every thread.
 pub(crate) fn run(
@@ -1011,7 +1572,6 @@ pub(crate) fn run(
     } else {
         vec![]
     };
-    let cpu = |i: usize| (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
     let threads_per_worker = match plan.mode {
         Mode::Rtc => 1,
         Mode::Pipeline => 2,
@@ -1032,89 +1592,64 @@ pub(crate) fn run(
     startup_ports.sort_unstable();
     startup_ports.dedup();
     let mut startup_sent = common.files;
-    let mut senders: Vec<Vec<Sender<PortCmd>>> = vec![];
-    let mut handles: Vec<(String, JoinHandle<Result<Done, String>>)> = vec![];
-    for (k, wports) in ports.into_iter().enumerate() {
-        let lane = |name: String, i: usize| {
-            let (s, r) = std::sync::mpsc::channel();
-            (
-                s,
-                Lane {
-                    name,
-                    slot: i,
-                    ports: wports.clone(),
-                    cmds: r,
-                    cpu: cpu(i),
-                    fds: vec![],
-                    all_pollable: false,
-                    busy: false,
-                    moving: vec![],
-                    moving_changed: true,
-                    pcap_out: vec![],
-                    pcap_changed: true,
-                },
-            )
-        };
-        let spawn = |name: &str, f: Box<dyn FnOnce() -> Result<Done, String> + Send>| {
-            std::thread::Builder::new()
-                .name(name.to_string())
-                .spawn(f)
-                .map_err(|e| format!("starting {name}: {e}"))
-        };
-        match plan.mode {
-            Mode::Rtc => {
-                let mut w = lock(sw).new_worker();
-                w.core.enable_latency(Stamps::new());
-                let (s, l) = lane(format!("worker {k}"), k);
-                let c = common.clone();
-                let name = l.name.clone();
-                handles.push((
-                    name.clone(),
-                    spawn(&name, Box::new(move || rtc_thread(w, l, c)))?,
-                ));
-                senders.push(vec![s]);
-            }
-            Mode::Pipeline => {
-                let (mut ing, mut egr) = lock(sw).new_pipeline(plan.queue_size);
-                let stamps = Stamps::new();
-                ing.enable_latency(stamps.clone());
-                egr.enable_latency(stamps);
-                let (s1, l1) = lane(format!("worker {k} ingress"), 2 * k);
-                let (s2, l2) = lane(format!("worker {k} egress"), 2 * k + 1);
-                let (c1, c2) = (common.clone(), common.clone());
-                let (n1, n2) = (l1.name.clone(), l2.name.clone());
-                handles.push((
-                    n1.clone(),
-                    spawn(&n1, Box::new(move || ingress_thread(ing, l1, c1)))?,
-                ));
-                handles.push((
-                    n2.clone(),
-                    spawn(&n2, Box::new(move || egress_thread(egr, l2, c2)))?,
-                ));
-                senders.push(vec![s1, s2]);
-            }
-        }
+    let shards = ports.len();
+    let workers = plan.workers.clamp(1, shards.max(1));
+    let mut pool = Pool {
+        sw,
+        common: common.clone(),
+        mode: plan.mode,
+        cpus,
+        active: vec![],
+        owners: (0..shards).map(|s| s % workers).collect(),
+        shard_ports: ports.clone(),
+        next_id: 0,
+        retired: vec![],
+        changes: 0,
+        auto: plan.auto,
+        requested: workers,
+    };
+    // shard k starts on worker k % workers
+    let mut per_worker: Vec<Vec<PortHandle>> = vec![vec![]; workers];
+    for (k, hs) in ports.into_iter().enumerate() {
+        per_worker[k % workers].extend(hs);
     }
+    for mine in per_worker {
+        pool.spawn(plan.queue_size, mine)?;
+    }
+    pool.publish();
     eprintln!(
-        "p4jet: forwarding with {} worker{} ({})",
-        plan.workers,
-        if plan.workers == 1 { "" } else { "s" },
+        "p4jet: forwarding with {} worker{} ({}){}",
+        workers,
+        if workers == 1 { "" } else { "s" },
         match plan.mode {
             Mode::Rtc => "run to completion".to_string(),
             Mode::Pipeline => format!(
                 "pipelined: ingress and egress threads joined by rings of {} slots",
                 p4jet_switch::pipeline::ring_capacity(plan.queue_size)
             ),
+        },
+        match (plan.auto, shards > workers) {
+            (Some((lo, hi)), _) => format!("; automatic between {lo} and {hi}"),
+            (None, true) => format!("; up to {shards} with set_workers"),
+            (None, false) => String::new(),
         }
     );
 
     let start = Instant::now();
     let mut last_events = Instant::now();
     let mut last_sweep = Instant::now();
+    let mut last_auto = Instant::now();
+    let mut auto = AutoScale {
+        last: vec![],
+        missed: 0,
+        hot: 0,
+        cold: 0,
+        quiet_until: Instant::now(),
+    };
     loop {
         if term.load(Ordering::Relaxed)
             || (plan.duration > 0.0 && start.elapsed().as_secs_f64() >= plan.duration)
-            || handles.iter().any(|(_, h)| h.is_finished())
+            || pool.any_finished()
         {
             break;
         }
@@ -1125,10 +1660,51 @@ pub(crate) fn run(
         }
         if last_events.elapsed() >= Duration::from_millis(100) {
             last_events = Instant::now();
-            port_events(sw, &senders, open, &common);
+            port_events(
+                sw,
+                &pool.shard_senders(),
+                &mut pool.shard_ports,
+                open,
+                &common,
+            );
             // with P4Runtime on, its digest lists take the learning notifications
             if plan.log_digests {
                 learn_events(sw, false, &common);
+            }
+            // a worker count asked for over the runtime API
+            let req = match sw.try_lock() {
+                Ok(mut s) => s.rt.workers_request.take(),
+                Err(_) => None,
+            };
+            if let Some(n) = req {
+                pool.auto = None;
+                pool.requested = n as usize;
+                if let Err(e) = pool.scale(n as usize, term) {
+                    eprintln!("p4jet: {e}");
+                }
+                pool.publish();
+            }
+        }
+        if last_auto.elapsed() >= Duration::from_secs(1) {
+            last_auto = Instant::now();
+            // the devices' counters, for the runtime API's port counters
+            let missed = match pool.device_counters() {
+                Some((dev, missed)) => {
+                    if let Ok(mut s) = sw.try_lock() {
+                        s.rt.device_counters = dev;
+                    }
+                    missed
+                }
+                None => auto.missed,
+            };
+            if let Some(range) = pool.auto
+                && let Some(n) = auto.decide(pool.loads(), range, missed, Instant::now())
+            {
+                pool.requested = n;
+                if let Err(e) = pool.scale(n, term) {
+                    eprintln!("p4jet: {e}");
+                }
+                pool.publish();
             }
         }
         // bmv2's ageing monitor sweeps once a second; with P4Runtime on, its idle
@@ -1152,9 +1728,19 @@ pub(crate) fn run(
     common.stop.store(true, Ordering::Relaxed);
     let mut total = Balance::default();
     let mut first_err = None;
-    for (name, h) in handles {
-        match h.join() {
-            Ok(Ok(done)) => {
+    let mut ended: Vec<(String, Result<Done, String>)> = std::mem::take(&mut pool.retired)
+        .into_iter()
+        .map(|(n, r)| (format!("{n} (left)"), r))
+        .collect();
+    for a in std::mem::take(&mut pool.active) {
+        for (name, h) in a.threads {
+            let r = h.join().unwrap_or_else(|_| Err(format!("{name} panicked")));
+            ended.push((name, r));
+        }
+    }
+    for (name, r) in ended {
+        match r {
+            Ok(done) => {
                 let b = done.balance();
                 eprintln!(
                     "p4jet: {name}: rx {}, tx {}, drop {}",
@@ -1164,11 +1750,8 @@ pub(crate) fn run(
                 );
                 total.add(&b);
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 first_err.get_or_insert(e);
-            }
-            Err(_) => {
-                first_err.get_or_insert(format!("{name} panicked"));
             }
         }
     }
@@ -1284,10 +1867,11 @@ fn lock(sw: &Mutex<Switch>) -> MutexGuard<'_, Switch> {
 
 /// Port additions and removals requested through the runtime API (`port_add`,
 /// `port_remove`), looked at a few times a second without ever waiting for the lock:
-/// each worker gets its own port, handed to its thread(s).
+/// each shard gets its own port, handed to the thread(s) of the worker serving it.
 fn port_events(
     sw: &Mutex<Switch>,
-    senders: &[Vec<Sender<PortCmd>>],
+    shards: &[Vec<Sender<PortCmd>>],
+    shard_ports: &mut [Vec<PortHandle>],
     open: &OpenFn<'_>,
     common: &Common,
 ) {
@@ -1299,11 +1883,15 @@ fn port_events(
         match ev {
             PortEvent::Add { port, iface, .. } => {
                 let mut opened = false;
-                for (k, ss) in senders.iter().enumerate() {
+                for (k, ss) in shards.iter().enumerate() {
                     match open(port, &iface, k) {
                         Ok(pe) => {
                             opened = true;
-                            let h = PortHandle::new(pe);
+                            let h = PortHandle::new(pe, k);
+                            if let Some(v) = shard_ports.get_mut(k) {
+                                v.retain(|p| p.num != port);
+                                v.push(h.clone());
+                            }
                             for s in ss {
                                 let _ = s.send(PortCmd::Add(h.clone()));
                             }
@@ -1317,10 +1905,109 @@ fn port_events(
                 }
             }
             PortEvent::Remove { port } => {
-                for s in senders.iter().flatten() {
+                for v in shard_ports.iter_mut() {
+                    v.retain(|p| p.num != port);
+                }
+                for s in shards.iter().flatten() {
                     let _ = s.send(PortCmd::Remove(port));
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scaler(at: Instant) -> AutoScale {
+        AutoScale {
+            last: vec![],
+            missed: 0,
+            hot: 0,
+            cold: 0,
+            quiet_until: at,
+        }
+    }
+
+    /// Feeds one second of `busy` shares (per worker id) and returns the decision.
+    fn second(
+        a: &mut AutoScale,
+        totals: &mut Vec<(usize, u64, u64)>,
+        busy: &[(usize, f64)],
+        missed: u64,
+        at: Instant,
+    ) -> Option<usize> {
+        totals.retain(|t| busy.iter().any(|b| b.0 == t.0));
+        for &(id, f) in busy {
+            let ns = 1_000_000_000u64;
+            let b = (f * ns as f64) as u64;
+            match totals.iter_mut().find(|t| t.0 == id) {
+                Some(t) => {
+                    t.1 += b;
+                    t.2 += ns - b;
+                }
+                None => totals.push((id, b, ns - b)),
+            }
+        }
+        a.decide(totals.clone(), (1, 3), missed, at)
+    }
+
+    #[test]
+    fn auto_grows_after_three_busy_seconds_and_shrinks_after_five_idle_ones() {
+        let t0 = Instant::now();
+        let s = |k: u64| t0 + Duration::from_secs(k);
+        let mut a = scaler(t0);
+        let mut tot = vec![];
+        // busy, but not three seconds in a row
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.9)], 0, s(1)), None);
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.9)], 0, s(2)), None);
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.5)], 0, s(3)), None);
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.95)], 0, s(4)), None);
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.95)], 0, s(5)), None);
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.95)], 0, s(6)), Some(2));
+        // nothing for 5 seconds after a change, however idle
+        for k in 7..11 {
+            assert_eq!(
+                second(&mut a, &mut tot, &[(0, 0.0), (1, 0.0)], 0, s(k)),
+                None
+            );
+        }
+        // then 5 seconds in which one worker could take the load
+        for k in 11..15 {
+            assert_eq!(
+                second(&mut a, &mut tot, &[(0, 0.2), (1, 0.2)], 0, s(k)),
+                None
+            );
+        }
+        assert_eq!(
+            second(&mut a, &mut tot, &[(0, 0.2), (1, 0.2)], 0, s(15)),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn auto_counts_overflowing_rings_as_busy_and_stays_in_its_range() {
+        let t0 = Instant::now();
+        let s = |k: u64| t0 + Duration::from_secs(k);
+        let mut a = scaler(t0);
+        let mut tot = vec![];
+        // 60 % busy, but frames are being dropped at the rings: grow
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.6)], 10, s(1)), None);
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.6)], 20, s(2)), None);
+        assert_eq!(second(&mut a, &mut tot, &[(0, 0.6)], 30, s(3)), Some(2));
+        // three workers busy: MAX reached, nothing more
+        let busy = [(0, 1.0), (1, 1.0), (2, 1.0)];
+        for k in 9..20 {
+            assert_eq!(second(&mut a, &mut tot, &busy, 30, s(k)), None);
+        }
+        // two workers each 30 % busy: one alone would be 60 %, above the shrink
+        // threshold: they stay
+        for k in 20..30 {
+            assert_eq!(
+                second(&mut a, &mut tot, &[(0, 0.3), (1, 0.3)], 30, s(k)),
+                None
+            );
         }
     }
 }

@@ -143,6 +143,12 @@ pub struct RunArgs {
     /// directions of a flow go to one worker.
     #[arg(long = "dpdk-symmetric-rss")]
     pub dpdk_symmetric_rss: bool,
+    /// AF_PACKET receive ring of every socket: BLOCKS x KIB (default 32x256). A block
+    /// is handed over when full or after 1 ms, so at low rates the ring holds about
+    /// BLOCKS ms of traffic: more blocks keep frames through longer stalls of a
+    /// worker (a machine short of CPU), e.g. `512x16`.
+    #[arg(long = "af-packet-rx-ring", value_name = "BLOCKSxKIB")]
+    pub af_packet_rx_ring: Option<String>,
     /// AF_XDP UMEMs: `shared` (one per worker, shared by its AF_XDP ports and used as
     /// their packet buffers, so frames forwarded between them are not copied) or
     /// `per-port` (each port its own UMEM; frames are copied in and out).
@@ -159,12 +165,19 @@ pub struct RunArgs {
     /// generic), `native` (fail without driver support) or `generic` (SKB mode).
     #[arg(long = "xdp-mode", value_enum, default_value_t = XdpAttach::Auto)]
     pub xdp_mode: XdpAttach,
-    /// Forwarding workers. Each owns its port on every live interface: its share of
-    /// the AF_XDP queues when the interface has a queue per worker, else an AF_PACKET
-    /// socket in the interface's hash fanout group (a flow stays on one worker).
-    /// pcap files (--use-files) are served by one worker.
-    #[arg(long = "workers", default_value_t = 1)]
-    pub workers: usize,
+    /// Forwarding workers: a count, or `auto:MIN..MAX` (grown and shrunk from how
+    /// busy the workers are). The receive side of every live interface is cut into
+    /// shards (`--max-workers`, or MAX): its share of the AF_XDP queues when the
+    /// interface has a queue per shard, else an AF_PACKET socket in the interface's
+    /// hash fanout group, or a DPDK queue pair; each worker serves whole shards, so a
+    /// flow stays on one worker. pcap files (--use-files) are served by one worker.
+    #[arg(long = "workers", default_value = "1")]
+    pub workers: WorkersArg,
+    /// Most workers (and shards of every interface): `set_workers` (CLI, Thrift
+    /// `p4jet_set_workers`) changes the count between 1 and this while traffic
+    /// flows. Default: the `--workers` count (or MAX of `auto:MIN..MAX`).
+    #[arg(long = "max-workers", value_name = "N")]
+    pub max_workers: Option<usize>,
     /// Pin forwarding thread k to the k-th CPU the process may use.
     #[arg(long = "pin")]
     pub pin: bool,
@@ -176,6 +189,51 @@ pub struct RunArgs {
     /// power of two).
     #[arg(long = "queue-size", default_value_t = 1024)]
     pub queue_size: usize,
+}
+
+/// `--workers`: a count, or a range the count moves in by itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkersArg {
+    /// This many.
+    Fixed(usize),
+    /// `auto:MIN..MAX`.
+    Auto(usize, usize),
+}
+
+impl std::str::FromStr for WorkersArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<WorkersArg, String> {
+        let num = |x: &str| -> Result<usize, String> {
+            match x.trim().parse::<usize>() {
+                Ok(n) if n >= 1 => Ok(n),
+                _ => Err(format!(
+                    "bad worker count `{x}` in `{s}`: a number from 1 (or auto:MIN..MAX)"
+                )),
+            }
+        };
+        match s.strip_prefix("auto:") {
+            None => num(s).map(WorkersArg::Fixed),
+            Some(r) => {
+                let (lo, hi) = r
+                    .split_once("..")
+                    .ok_or_else(|| format!("bad `--workers {s}`: expected auto:MIN..MAX"))?;
+                let (lo, hi) = (num(lo)?, num(hi)?);
+                if lo > hi {
+                    return Err(format!("bad `--workers {s}`: MIN is above MAX"));
+                }
+                Ok(WorkersArg::Auto(lo, hi))
+            }
+        }
+    }
+}
+
+impl WorkersArg {
+    /// Workers at start.
+    pub fn initial(self) -> usize {
+        match self {
+            WorkersArg::Fixed(n) | WorkersArg::Auto(n, _) => n,
+        }
+    }
 }
 
 /// How a worker processes packets.
@@ -483,10 +541,32 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         );
     }
 
-    let mut workers = a.workers.max(1);
-    if files && workers > 1 {
+    let mut workers = a.workers.initial().max(1);
+    let auto = match a.workers {
+        WorkersArg::Auto(lo, hi) => Some((lo, hi)),
+        WorkersArg::Fixed(_) => None,
+    };
+    // the shards of every interface: the most workers there can be
+    let mut shards = a
+        .max_workers
+        .unwrap_or(auto.map_or(workers, |(_, hi)| hi))
+        .max(1);
+    if shards < workers {
+        return Err(format!(
+            "--max-workers {shards} is below --workers {workers}"
+        ));
+    }
+    if files && shards > 1 {
         eprintln!("p4jet: --workers {workers} with --use-files: pcap files are read by one worker");
         workers = 1;
+        shards = 1;
+    }
+    if shards > workers && a.mode == Mode::Pipeline {
+        return Err(
+            "--max-workers and --workers auto need --mode rtc: pipelined workers \
+                    cannot be added or removed at run time"
+                .into(),
+        );
     }
     // The data plane: workers with their own wait-free readers of the control state.
     // The control side (Thrift server) shares the switch behind a mutex that the
@@ -505,16 +585,28 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
     {
         std::thread::sleep(Duration::from_secs_f64(w));
     }
+    let af_packet = match &a.af_packet_rx_ring {
+        Some(r) => {
+            let (blocks, size) = parse_rx_ring(r)?;
+            p4jet_io::AfPacketOptions {
+                rx_block_count: blocks,
+                rx_block_size: size,
+                ..Default::default()
+            }
+        }
+        None => p4jet_io::AfPacketOptions::default(),
+    };
     let opts = OpenArgs {
+        af_packet,
         backend: a.port_type.backend(),
         files,
         pcap: a.pcap.clone(),
-        workers,
+        shards,
         umems: match a.xdp_umem {
-            XdpUmem::Shared => (0..workers)
+            XdpUmem::Shared => (0..shards)
                 .map(|_| Some(p4jet_io::UmemSlot::new(a.xdp_umem_frames)))
                 .collect(),
-            XdpUmem::PerPort => vec![None; workers],
+            XdpUmem::PerPort => vec![None; shards],
         },
         af_xdp: p4jet_io::AfXdpOptions {
             zero_copy: match a.xdp_zero_copy {
@@ -540,12 +632,12 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
                 .collect(),
         },
     };
-    // every worker opens its own port on each interface, in port order
+    // every shard has its own port on each interface, in port order
     let mut ports: Vec<Vec<forward::PortHandle>> = vec![];
-    for k in 0..workers {
+    for k in 0..shards {
         let mut mine = vec![];
         for (num, name) in &ifaces {
-            mine.push(forward::PortHandle::new(open_one(*num, name, &opts, k)?));
+            mine.push(forward::PortHandle::new(open_one(*num, name, &opts, k)?, k));
         }
         if let Some(c) = &cpu {
             if ifaces.iter().any(|(n, _)| *n == c.port()) {
@@ -555,12 +647,15 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
                     c.port()
                 ));
             }
-            mine.push(forward::PortHandle::new(PortEntry {
-                num: c.port(),
-                io: PortIo::Live(Box::new(crate::cpu_port::CpuPort::new(c.clone()))),
-                exhausted: false,
-                pending_since: None,
-            }));
+            mine.push(forward::PortHandle::new(
+                PortEntry {
+                    num: c.port(),
+                    io: PortIo::Live(Box::new(crate::cpu_port::CpuPort::new(c.clone()))),
+                    exhausted: false,
+                    pending_since: None,
+                },
+                k,
+            ));
             mine.sort_by_key(|p| p.num);
         }
         ports.push(mine);
@@ -600,6 +695,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         log_digests: !grpc,
         mode: a.mode,
         workers,
+        auto,
         pin: a.pin,
         queue_size: a.queue_size,
         duration: a.duration,
@@ -643,16 +739,36 @@ fn sw_notifications_addr(a: &RunArgs) -> String {
 }
 
 struct OpenArgs {
+    /// `--af-packet-rx-ring`.
+    af_packet: p4jet_io::AfPacketOptions,
     backend: p4jet_io::Backend,
     files: bool,
     pcap: Option<PathBuf>,
-    workers: usize,
-    /// Per worker: the slot of its shared AF_XDP UMEM (`--xdp-umem shared`).
+    /// Shards of every interface (the most workers).
+    shards: usize,
+    /// Per shard: the slot of its shared AF_XDP UMEM (`--xdp-umem shared`).
     umems: Vec<Option<Arc<p4jet_io::UmemSlot>>>,
     /// `--xdp-zero-copy`, `--xdp-mode`.
     af_xdp: p4jet_io::AfXdpOptions,
     /// `--dpdk-eal`, `--dpdk-symmetric-rss`.
     dpdk: p4jet_io::DpdkOpenOptions,
+}
+
+/// `--af-packet-rx-ring BLOCKSxKIB`: (blocks, block bytes).
+fn parse_rx_ring(s: &str) -> Result<(u32, u32), String> {
+    let bad = || {
+        format!(
+            "bad --af-packet-rx-ring `{s}`: expected BLOCKSxKIB, 2 to 65536 blocks of a \
+             power of two from 4 to 4096 KiB (e.g. 512x16)"
+        )
+    };
+    let (b, k) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let b: u32 = b.trim().parse().map_err(|_| bad())?;
+    let k: u32 = k.trim().parse().map_err(|_| bad())?;
+    if !(2..=65536).contains(&b) || !(4..=4096).contains(&k) || !k.is_power_of_two() {
+        return Err(bad());
+    }
+    Ok((b, k * 1024))
 }
 
 /// A `PACKET_FANOUT` group id for port `num`: the same for every worker of this
@@ -662,7 +778,7 @@ fn fanout_group(num: u32) -> u16 {
     ((pid.wrapping_mul(0x9e37_79b1) >> 16) as u16) ^ (num as u16)
 }
 
-/// Opens port `num@name` for worker `k`.
+/// Opens port `num@name` for shard `k`.
 fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, String> {
     let io = if o.files {
         let port = PcapFilePort::use_files(Path::new("."), name)
@@ -670,6 +786,7 @@ fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, S
         PortIo::Pcap(Box::new(port))
     } else {
         let oo = p4jet_io::OpenOptions {
+            af_packet: o.af_packet.clone(),
             backend: o.backend.clone(),
             af_xdp: o.af_xdp.clone(),
             dpdk: o.dpdk.clone(),
@@ -685,7 +802,7 @@ fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, S
             &format!("{num}@{name}"),
             &oo,
             k,
-            o.workers,
+            o.shards,
             fanout_group(num),
         )
         .map_err(|e| format!("port {num}@{name}: {e}"))?;
@@ -693,10 +810,10 @@ fn open_one(num: u32, name: &str, o: &OpenArgs, k: usize) -> Result<PortEntry, S
         let port: Box<dyn Port> = match &o.pcap {
             // one recording per port: the traffic of worker 0
             Some(dir) if k == 0 => {
-                if o.workers > 1 {
+                if o.shards > 1 {
                     eprintln!(
-                        "p4jet: --pcap with {} workers records worker 0's share of the traffic only",
-                        o.workers
+                        "p4jet: --pcap with {} shards records shard 0's share of the traffic only",
+                        o.shards
                     );
                 }
                 Box::new(PcapRecorder::new(opened.port, dir).map_err(|e| e.to_string())?)
@@ -774,6 +891,46 @@ impl PortType {
             PortType::Auto => p4jet_io::Backend::Auto,
             PortType::AfXdp => p4jet_io::Backend::AfXdp,
             PortType::AfPacket => p4jet_io::Backend::AfPacket,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_take_a_count_or_an_automatic_range() {
+        assert_eq!("3".parse::<WorkersArg>(), Ok(WorkersArg::Fixed(3)));
+        assert_eq!(
+            "auto:1..4".parse::<WorkersArg>(),
+            Ok(WorkersArg::Auto(1, 4))
+        );
+        assert_eq!(
+            "auto:2..2".parse::<WorkersArg>(),
+            Ok(WorkersArg::Auto(2, 2))
+        );
+        for bad in [
+            "0",
+            "-1",
+            "x",
+            "auto:",
+            "auto:4..1",
+            "auto:0..2",
+            "auto:1-4",
+            "",
+        ] {
+            assert!(bad.parse::<WorkersArg>().is_err(), "{bad}");
+        }
+        assert_eq!(WorkersArg::Auto(2, 4).initial(), 2);
+    }
+
+    #[test]
+    fn af_packet_rx_ring_is_blocks_by_kib() {
+        assert_eq!(parse_rx_ring("512x16"), Ok((512, 16 * 1024)));
+        assert_eq!(parse_rx_ring("32X256"), Ok((32, 256 * 1024)));
+        for bad in ["512", "1x16", "512x3", "512x12", "512x8192", "x16", "512x"] {
+            assert!(parse_rx_ring(bad).is_err(), "{bad}");
         }
     }
 }

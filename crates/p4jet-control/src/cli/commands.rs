@@ -129,6 +129,12 @@ commands! {
     "set_queue_depth", Some("Depth of one or all egress queues: set_queue_depth <nb_pkts> [<egress_port> [<priority>]]"), None => |c, rt, a, rest, out| { c.set_queue(rt, a, true) }
     "set_queue_rate", Some("Rate of one or all egress queues: set_queue_rate <rate_pps> [<egress_port> [<priority>]]"), None => |c, rt, a, rest, out| { c.set_queue(rt, a, false) }
     "set_toeplitz_hash_key", Some("Key of a Toeplitz hash: set_toeplitz_hash_key <name> <key in hex string>"), None => |c, rt, a, rest, out| { c.set_toeplitz_hash_key(rt, a) }
+    "set_workers", Some("Change the number of forwarding workers while traffic flows (p4jet; each leaving worker drains what it holds first): set_workers <count>"), None => |c, rt, a, rest, out| {
+                exactly(a, 1)?;
+                let n = parse_int(a[0], "count")?;
+                let n = u32::try_from(n).map_err(|_| usage(format!("{n} workers")))?;
+                call(rt.set_workers(n))
+            }
     "shell", Some("Run a shell command"), None => |c, rt, a, rest, out| { c.shell(rest, out) }
     "show_actions", Some("List the actions of the P4 program: show_actions"), None => |c, rt, a, rest, out| { c.show_actions(a, out) }
     "show_ports", Some("List the ports of the switch: show_ports"), None => |c, rt, a, rest, out| { c.show_ports(rt, a, out) }
@@ -139,6 +145,23 @@ commands! {
                 call(bm(rt).bm_swap_configs())
             }
     "switch_info", Some("Show basic information about the switch: switch_info"), None => |c, rt, a, rest, out| { c.switch_info(rt, a, out) }
+    "show_workers", Some("Show the forwarding workers and which serves each shard of receive queues (p4jet): show_workers"), None => |c, rt, a, rest, out| {
+                exactly(a, 0)?;
+                let w = call(rt.workers())?;
+                outln!(out, "workers: {} active, {} requested, at most {}", w.active, w.requested, w.max);
+                if let Some((lo, hi)) = w.auto {
+                    outln!(out, "automatic: {lo}..{hi}");
+                }
+                let owners: Vec<String> = w
+                    .owners
+                    .iter()
+                    .enumerate()
+                    .map(|(s, o)| format!("{s} -> worker {o}"))
+                    .collect();
+                outln!(out, "shards: {}", owners.join(", "));
+                outln!(out, "changes: {}", w.changes);
+                Ok(())
+            }
     "table_add", Some("Add an entry to a match table: table_add <table name> <action name> <match fields> => <action parameters> [priority]"), None => |c, rt, a, rest, out| { c.table_add(rt, a, out) }
     "table_clear", Some("Remove every entry of a match table, but not the default entry: table_clear <table name>"), None => |c, rt, a, rest, out| { c.table_clear(rt, a) }
     "table_delete", Some("Delete an entry of a match table: table_delete <table name> <entry handle>"), None => |c, rt, a, rest, out| { c.table_delete(rt, a, out) }

@@ -1172,6 +1172,14 @@ impl Port for AfXdpPort {
         Ok(())
     }
 
+    /// Descriptors of a transmit ring not submitted or not consumed by the kernel
+    /// yet.
+    fn tx_pending(&self) -> bool {
+        self.xsks
+            .iter()
+            .any(|x| x.tx.local != x.tx.prod().load(Ordering::Relaxed) || x.tx.outstanding() > 0)
+    }
+
     fn name(&self) -> &str {
         &self.name
     }

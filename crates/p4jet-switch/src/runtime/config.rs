@@ -446,10 +446,19 @@ impl Switch {
             .get(port as usize)
             .copied()
             .unwrap_or_default();
+        let d = self
+            .rt
+            .device_counters
+            .get(&port)
+            .copied()
+            .unwrap_or_default();
         PortCounters {
             rx_packets: c.rx,
             tx_packets: c.tx,
             drops: c.dropped(),
+            rx_missed: d.rx_missed,
+            rx_errors: d.rx_errors,
+            tx_errors: d.tx_errors,
             ..PortCounters::default()
         }
     }

@@ -86,6 +86,19 @@ pub struct PortEntry {
     pub pcap: Option<String>,
 }
 
+/// A port's counters as its device or the kernel keeps them (summed over its
+/// queues), published by the binary that runs the ports about once a second.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceCounters {
+    /// Frames dropped before the switch read them (receive ring full, DPDK
+    /// `imissed` + `rx_nombuf`).
+    pub rx_missed: u64,
+    /// Erroneous frames received (DPDK `ierrors`).
+    pub rx_errors: u64,
+    /// Frames the device failed to send (DPDK `oerrors`).
+    pub tx_errors: u64,
+}
+
 /// A port change requested through the runtime; the owner of the I/O (the binary)
 /// drains [`RuntimeState::port_events`] and opens or closes the port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +146,15 @@ pub struct RuntimeState {
     pub ports: BTreeMap<u32, PortEntry>,
     /// Port additions and removals requested through the runtime, oldest first.
     pub port_events: Vec<PortEvent>,
+    /// The forwarding workers, published by the binary that runs them (None: this
+    /// switch runs no forwarding threads, e.g. in memory).
+    pub workers: Option<p4jet_runtime::Workers>,
+    /// A worker count asked for through the runtime (`set_workers`), not yet taken
+    /// by the binary.
+    pub workers_request: Option<u32>,
+    /// Per port, what its device counts ([`DeviceCounters`]; `port_counters` adds
+    /// them).
+    pub device_counters: BTreeMap<u32, DeviceCounters>,
     /// The latest digest lists sent, oldest first (at most [`LEARN_LOG_CAPACITY`]).
     pub learn_log: std::collections::VecDeque<p4jet_runtime::DigestList>,
     pub(crate) learn: BTreeMap<u32, learning::LearnListState>,
@@ -163,6 +185,9 @@ impl Default for RuntimeState {
             max_mc_l2_entries: MAX_MC_L2_ENTRIES,
             ports: BTreeMap::new(),
             port_events: Vec::new(),
+            workers: None,
+            workers_request: None,
+            device_counters: BTreeMap::new(),
             learn_log: std::collections::VecDeque::new(),
             learn: BTreeMap::new(),
             toeplitz_keys: BTreeMap::new(),
@@ -1061,6 +1086,29 @@ impl p4jet_runtime::Runtime for Switch {
         Ok(self.books_json().to_string())
     }
 
+    fn workers(&mut self) -> Result<p4jet_runtime::Workers, RuntimeError> {
+        let mut w = self.rt.workers.clone().ok_or_else(no_workers)?;
+        if let Some(n) = self.rt.workers_request {
+            w.requested = n;
+        }
+        Ok(w)
+    }
+
+    fn set_workers(&mut self, count: u32) -> Result<(), RuntimeError> {
+        let w = self.rt.workers.as_ref().ok_or_else(no_workers)?;
+        if count == 0 || count > w.max {
+            return Err(RuntimeError::out_of_range(format!(
+                "{count} workers: this switch runs 1 to {} (--max-workers)",
+                w.max
+            ))
+            .with_bmv2(p4jet_runtime::bmv2::Bmv2Code::DevMgr(
+                p4jet_runtime::bmv2::DevMgrErrorCode::ERROR,
+            )));
+        }
+        self.rt.workers_request = Some(count);
+        Ok(())
+    }
+
     fn add_port(&mut self, port: p4jet_runtime::PortInfo) -> Result<(), RuntimeError> {
         self.add_port_entry(port)
     }
@@ -1100,4 +1148,12 @@ impl p4jet_runtime::Runtime for Switch {
     fn serialize_state(&mut self) -> Result<String, RuntimeError> {
         self.dump_state()
     }
+}
+
+/// The error of the worker calls on a switch that runs no forwarding threads.
+fn no_workers() -> RuntimeError {
+    RuntimeError::precondition("this switch runs no forwarding workers (only `p4jet run` does)")
+        .with_bmv2(p4jet_runtime::bmv2::Bmv2Code::DevMgr(
+            p4jet_runtime::bmv2::DevMgrErrorCode::ERROR,
+        ))
 }

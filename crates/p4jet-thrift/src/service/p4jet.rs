@@ -37,6 +37,20 @@ impl Bmv2<'_> {
         self.rt.packet_books()
     }
 
+    /// The forwarding workers as JSON ([`workers_json`]; `workers` in the CLI).
+    pub fn p4jet_workers(&mut self) -> Rpc<String> {
+        Ok(workers_json(&self.rt.workers()?))
+    }
+
+    /// Asks for `count` forwarding workers (`set_workers` in the CLI).
+    pub fn p4jet_set_workers(&mut self, count: i32) -> Rpc<()> {
+        let n = u32::try_from(count).map_err(|_| {
+            Bmv2Code::DevMgr(p4jet_runtime::bmv2::DevMgrErrorCode::ERROR)
+                .error(format!("{count} workers"))
+        })?;
+        self.rt.set_workers(n)
+    }
+
     /// The same as JSON, for p4jet's own client ([`digest_log_json`]).
     pub fn p4jet_digest_log(&mut self, list_name: &str, count: i32) -> Rpc<String> {
         let s = self.schema()?;
@@ -124,6 +138,47 @@ pub fn digest_log_from_json(
     Some(log)
 }
 
+/// The workers as JSON: `{"active": n, "requested": n, "max": n, "auto": [min, max]
+/// or null, "owners": [worker per shard], "changes": n}`.
+pub fn workers_json(w: &p4jet_runtime::Workers) -> String {
+    serde_json::json!({
+        "active": w.active,
+        "requested": w.requested,
+        "max": w.max,
+        "auto": w.auto.map(|(a, b)| vec![a, b]),
+        "owners": w.owners,
+        "changes": w.changes,
+    })
+    .to_string()
+}
+
+/// The workers of [`workers_json`]'s text (None when it is not).
+pub fn workers_from_json(text: &str) -> Option<p4jet_runtime::Workers> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let u = |k: &str| -> Option<u32> { u32::try_from(v.get(k)?.as_u64()?).ok() };
+    let auto = match v.get("auto")? {
+        serde_json::Value::Null => None,
+        a => {
+            let a = a.as_array()?;
+            let x = |i: usize| u32::try_from(a.get(i)?.as_u64()?).ok();
+            Some((x(0)?, x(1)?))
+        }
+    };
+    Some(p4jet_runtime::Workers {
+        active: u("active")?,
+        requested: u("requested")?,
+        max: u("max")?,
+        auto,
+        owners: v
+            .get("owners")?
+            .as_array()?
+            .iter()
+            .map(|x| u32::try_from(x.as_u64()?).ok())
+            .collect::<Option<_>>()?,
+        changes: v.get("changes")?.as_u64()?,
+    })
+}
+
 /// `digest_dump`'s text: one line per list sent, then one per sample waiting.
 pub fn render_digest_log(s: &p4jet_runtime::Schema, log: &p4jet_runtime::DigestLog) -> String {
     let mut out = String::new();
@@ -169,6 +224,8 @@ pub(crate) fn dispatch(b: &mut Bmv2<'_>, spec: &MethodSpec, a: Fields<'_>) -> Re
             })
         }
         "p4jet_packet_books" => ret(spec, b.p4jet_packet_books(), |s| Value::string(&s)),
+        "p4jet_workers" => ret(spec, b.p4jet_workers(), |s| Value::string(&s)),
+        "p4jet_set_workers" => super::ret_void(spec, b.p4jet_set_workers(a.i32(1))),
         m => super::unknown(m),
     }
 }

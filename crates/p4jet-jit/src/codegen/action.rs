@@ -258,43 +258,7 @@ fn emit_op(g: &mut Gen, pc: usize, op: &Op, cx: &Cx) {
             g.b.ins().jump(next, &[]);
         }
         Op::AddHeader { h, off: hoff, len } => {
-            let was = g.valid(cx.px.valid, *h);
-            let add = g.b.create_block();
-            g.b.ins().brif(was, next, &[], add, &[]);
-            g.b.switch_to_block(add);
-            // zeroed: 8-byte stores, the last one ending at the header's end (the
-            // header lies inside the PHV; shorter ones byte by byte)
-            let z = g.k(0);
-            let z8 = g.b.ins().iconst(types::I8, 0);
-            if *len >= 8 {
-                let mut o = 0;
-                while o + 8 <= *len {
-                    g.b.ins().store(super::mem(), z, phv, (*hoff + o) as i32);
-                    o += 8;
-                }
-                if o < *len {
-                    g.b.ins()
-                        .store(super::mem(), z, phv, (*hoff + *len - 8) as i32);
-                }
-            } else {
-                for o in 0..*len {
-                    g.b.ins().store(super::mem(), z8, phv, (*hoff + o) as i32);
-                }
-            }
-            if let Some((u, _)) = prog.headers.get(*h as usize).and_then(|hi| hi.union) {
-                for m in &prog.unions[u as usize].headers {
-                    g.set_valid(cx.px.valid, *m, false);
-                }
-            }
-            g.set_valid(cx.px.valid, *h, true);
-            let ctxp = g.lane_ptr(cx.px.lane, crate::abi::off::LANE_CTX);
-            let lr =
-                g.b.ins()
-                    .load(types::I64, super::mem(), ctxp, crate::abi::ctx::LENGTH_REG);
-            let lr = g.b.ins().iadd_imm_s(lr, i64::from(*len));
-            g.b.ins()
-                .store(super::mem(), lr, ctxp, crate::abi::ctx::LENGTH_REG);
-            g.b.ins().jump(next, &[]);
+            add_header(g, cx.px, *h, *hoff, *len, next);
         }
         Op::RemoveHeader { h, len } => {
             let was = g.valid(cx.px.valid, *h);
@@ -338,6 +302,51 @@ fn emit_op(g: &mut Gen, pc: usize, op: &Op, cx: &Cx) {
             }
         }
     }
+}
+
+/// `add_header` of fixed header `h` (`len` bytes at PHV offset `hoff`) for packet `px`,
+/// then a jump to `next`: when it is invalid, its bytes zeroed, made valid (its union's
+/// other members invalid) and the length register grown by its size.
+pub(crate) fn add_header(g: &mut Gen, px: Px, h: u32, hoff: u32, len: u32, next: Block) {
+    let prog = &*g.e.prog;
+    let phv = px.phv;
+    let was = g.valid(px.valid, h);
+    let add = g.b.create_block();
+    g.b.ins().brif(was, next, &[], add, &[]);
+    g.b.switch_to_block(add);
+    // zeroed: 8-byte stores, the last one ending at the header's end (the header lies
+    // inside the PHV; shorter ones byte by byte)
+    let z = g.k(0);
+    let z8 = g.b.ins().iconst(types::I8, 0);
+    if len >= 8 {
+        let mut o = 0;
+        while o + 8 <= len {
+            g.b.ins().store(super::mem(), z, phv, (hoff + o) as i32);
+            o += 8;
+        }
+        if o < len {
+            g.b.ins()
+                .store(super::mem(), z, phv, (hoff + len - 8) as i32);
+        }
+    } else {
+        for o in 0..len {
+            g.b.ins().store(super::mem(), z8, phv, (hoff + o) as i32);
+        }
+    }
+    if let Some((u, _)) = prog.headers.get(h as usize).and_then(|hi| hi.union) {
+        for m in &prog.unions[u as usize].headers {
+            g.set_valid(px.valid, *m, false);
+        }
+    }
+    g.set_valid(px.valid, h, true);
+    let ctxp = g.lane_ptr(px.lane, crate::abi::off::LANE_CTX);
+    let lr =
+        g.b.ins()
+            .load(types::I64, super::mem(), ctxp, crate::abi::ctx::LENGTH_REG);
+    let lr = g.b.ins().iadd_imm_s(lr, i64::from(len));
+    g.b.ins()
+        .store(super::mem(), lr, ctxp, crate::abi::ctx::LENGTH_REG);
+    g.b.ins().jump(next, &[]);
 }
 
 /// A field's value sign-extended to 64 bits when the field is signed (`Phv::read`).

@@ -290,6 +290,12 @@ mod tests {
             })
             .collect();
         assert!(general.windows(2).all(|w| w[0] < w[1]));
+        // the general ones (pseudo header, TCP header, payload) are whole bytes: summed
+        // in place
+        for i in general {
+            let calc = e.prog.checksums[i as usize].calc as usize;
+            assert!(e.plan.calcs[calc].as_ref().is_some_and(|c| c.csum_bytes));
+        }
         // udp_tcp_checksum verifies IPv4 (planned), TCP and UDP (general)
         let e = corpus_engine("udp_tcp_checksum");
         let ck = &e.plan.checksums;

@@ -536,8 +536,8 @@ pub fn build_planned(
 /// Whether `item` is whole bytes from a byte boundary (its bytes are the input as is).
 fn whole_bytes(item: &PlanItem) -> bool {
     match item {
-        PlanItem::Run { start, bits, .. } => start % 8 == 0 && bits % 8 == 0,
-        PlanItem::Const { skip, width, .. } => skip % 8 == 0 && width % 8 == 0,
+        PlanItem::Run { start, bits, .. } => start.is_multiple_of(8) && bits.is_multiple_of(8),
+        PlanItem::Const { skip, width, .. } => skip.is_multiple_of(8) && width.is_multiple_of(8),
         PlanItem::Header(_) | PlanItem::Payload => true,
     }
 }

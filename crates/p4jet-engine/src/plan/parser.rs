@@ -490,7 +490,7 @@ fn copy_op(dst: FieldLoc, src: FieldLoc) -> ParseOp {
         && !src.signed
         && src.bit == 0
         && src.width == dst.width
-        && dst.width % 8 == 0
+        && dst.width.is_multiple_of(8)
         && (1..=16).contains(&(dst.width / 8))
     {
         return ParseOp::CopyBytes {

@@ -196,6 +196,11 @@ impl Engine {
         }
         let c = &p.calculations[calc as usize];
         let payload = &ctx.pkt.data()[ctx.payload_off.min(ctx.pkt.len())..];
+        if let Some(plan) = plan.filter(|pl| pl.csum_bytes)
+            && let Some(v) = hash::csum16_bytes(p, &ctx.phv, &plan.items, payload)
+        {
+            return v;
+        }
         match plan {
             Some(plan) => hash::build_planned(p, &ctx.phv, &plan.items, payload, &mut sc.calc),
             None => {

@@ -70,14 +70,9 @@ impl CrcParams {
     };
 }
 
+/// The low `width` bits of `v` in reverse order (`width` in 1..=64).
 fn reflect(v: u64, width: u32) -> u64 {
-    let mut r = 0;
-    for i in 0..width {
-        if v & (1 << i) != 0 {
-            r |= 1 << (width - 1 - i);
-        }
-    }
-    r
+    v.reverse_bits().checked_shr(64 - width).unwrap_or(0)
 }
 
 /// A CRC's byte table: the remainder of each byte value shifted to the top.
@@ -448,7 +443,12 @@ pub fn plan(p: &Program, calc: &Calculation) -> Option<CalcPlan> {
     }
     let csum_pieces =
         (calc.algo == HashAlgo::Csum16 && csum16_direct(&items)).then(|| csum16_pieces_of(&items));
-    Some(CalcPlan { items, csum_pieces })
+    let csum_bytes = calc.algo == HashAlgo::Csum16 && items.iter().all(whole_bytes);
+    Some(CalcPlan {
+        items,
+        csum_pieces,
+        csum_bytes,
+    })
 }
 
 /// A calculation's inputs resolved at load time.
@@ -459,6 +459,10 @@ pub struct CalcPlan {
     /// An internet checksum that [`csum16_planned`] sums straight from the PHV, in
     /// these pieces.
     pub csum_pieces: Option<Vec<CsumPiece>>,
+    /// An internet checksum whose inputs are all whole bytes (a pseudo header, the
+    /// TCP header, the payload): [`csum16_bytes`] sums them where they lie instead of
+    /// concatenating them first.
+    pub csum_bytes: bool,
 }
 
 /// An 8-, 4- or 2-byte big-endian piece of a header's bytes in an internet checksum
@@ -526,6 +530,110 @@ pub fn build_planned(
             PlanItem::Header(h) => push_header(&mut bb, p, phv, *h),
             PlanItem::Payload => bb.push_bytes(payload),
         }
+    }
+}
+
+/// Whether `item` is whole bytes from a byte boundary (its bytes are the input as is).
+fn whole_bytes(item: &PlanItem) -> bool {
+    match item {
+        PlanItem::Run { start, bits, .. } => start.is_multiple_of(8) && bits.is_multiple_of(8),
+        PlanItem::Const { skip, width, .. } => skip.is_multiple_of(8) && width.is_multiple_of(8),
+        PlanItem::Header(_) | PlanItem::Payload => true,
+    }
+}
+
+/// A sum of `data` read as big-endian 16-bit words (an odd last byte is the high byte
+/// of a word), congruent to their ones'-complement sum modulo 2^16 - 1 and 0 only when
+/// every byte is 0 (not folded: below 2^33 per 8 bytes).
+#[inline(always)]
+fn ones_sum(data: &[u8]) -> u64 {
+    let mut sum: u64 = 0;
+    let mut words = data.chunks_exact(8);
+    for w in &mut words {
+        let w = u64::from_be_bytes(w.try_into().unwrap_or([0; 8]));
+        // a 32-bit half is 1 modulo 2^16 - 1 times the sum of its two words
+        sum += (w >> 32) + (w & 0xffff_ffff);
+    }
+    let mut rest = words.remainder().chunks_exact(2);
+    for c in &mut rest {
+        sum += u64::from(u16::from_be_bytes([c[0], c[1]]));
+    }
+    if let [last] = rest.remainder() {
+        sum += u64::from(*last) << 8;
+    }
+    sum
+}
+
+/// `sum` folded to 16 bits with end-around carries: 0 only when `sum` is.
+#[inline(always)]
+fn fold16(mut sum: u64) -> u64 {
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum
+}
+
+/// [`csum16`] of [`build_planned`]'s bytes for a plan with `csum_bytes`, without
+/// building them: each input's bytes are summed where they lie (`CsumStream`). None when an
+/// input is not where it should be (then the general code decides).
+pub fn csum16_bytes(
+    p: &Program,
+    phv: &crate::phv::Phv,
+    items: &[PlanItem],
+    payload: &[u8],
+) -> Option<u64> {
+    let mut st = CsumStream::default();
+    let mut add = |bytes: &[u8]| st.add(bytes);
+    for item in items {
+        match item {
+            PlanItem::Run {
+                header,
+                start,
+                bits,
+            } => {
+                if *phv.valid.get(*header as usize)? {
+                    add(phv.data.get(start / 8..start / 8 + (*bits / 8) as usize)?);
+                }
+            }
+            PlanItem::Const { be, skip, width } => {
+                add(be.get((skip / 8) as usize..((skip + width) / 8) as usize)?)
+            }
+            PlanItem::Header(h) => {
+                if *phv.valid.get(*h as usize)? {
+                    let off = p.headers.get(*h as usize)?.offset as usize;
+                    let n = crate::header_bytes(p, phv, *h) as usize;
+                    add(phv.data.get(off..off + n)?);
+                }
+            }
+            PlanItem::Payload => add(payload),
+        }
+    }
+    Some(st.finish())
+}
+
+/// An internet checksum over a concatenation of byte strings, summed piece by piece:
+/// the pieces that start at an even offset of the concatenation in one sum, those at an
+/// odd offset in another, whose folded value is byte-swapped at the end (RFC 1071: the
+/// ones'-complement sum commutes with swapping the bytes of every word).
+#[derive(Default)]
+struct CsumStream {
+    sums: [u64; 2],
+    /// The bytes so far are an odd number.
+    odd: bool,
+}
+
+impl CsumStream {
+    /// Appends `bytes`.
+    #[inline(always)]
+    fn add(&mut self, bytes: &[u8]) {
+        self.sums[usize::from(self.odd)] += ones_sum(bytes);
+        self.odd ^= bytes.len() % 2 == 1;
+    }
+
+    /// [`csum16`] of the concatenation.
+    fn finish(self) -> u64 {
+        let swapped = u64::from((fold16(self.sums[1]) as u16).swap_bytes());
+        (!fold16(fold16(self.sums[0]) + swapped)) & 0xffff
     }
 }
 
@@ -655,6 +763,52 @@ fn csum16_fold(mut sum: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reflect_reverses_the_low_bits() {
+        for w in 1..=64u32 {
+            for v in [0u64, 1, 0x8005, 0x1234_5678_9abc_def0, u64::MAX] {
+                let v = if w == 64 { v } else { v & ((1 << w) - 1) };
+                let mut r = 0;
+                for i in 0..w {
+                    if v & (1 << i) != 0 {
+                        r |= 1 << (w - 1 - i);
+                    }
+                }
+                assert_eq!(reflect(v, w), r, "width {w}, {v:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn csum_stream_is_csum16_of_the_concatenation() {
+        // pieces of every length and parity, zeros and all-ones included
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..2000 {
+            let n = (next() % 120) as usize;
+            let data: Vec<u8> = (0..n)
+                .map(|i| match round % 4 {
+                    0 => 0,
+                    1 => 0xff,
+                    _ => (next() >> (i % 8)) as u8,
+                })
+                .collect();
+            let mut st = CsumStream::default();
+            let mut at = 0;
+            while at < n {
+                let take = ((next() % 12) as usize).min(n - at);
+                st.add(&data[at..at + take]);
+                at += take;
+            }
+            assert_eq!(st.finish(), csum16(&data), "round {round}: {data:?}");
+        }
+    }
 
     #[test]
     fn check_values() {

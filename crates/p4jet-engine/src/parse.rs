@@ -480,7 +480,15 @@ impl Engine {
                     }
                 }
             }
-            plan::parser::ParseOp::General(i) => {
+            plan::parser::ParseOp::AddHeader { h, off, len, .. } if !self.cfg.trace => {
+                if !ctx.phv.valid[h as usize] {
+                    ctx.phv.data[off as usize..(off + len) as usize].fill(0);
+                    self.set_valid(&mut ctx.phv, h);
+                    ctx.length_reg = ctx.length_reg.wrapping_add(u64::from(len));
+                }
+                Ok(())
+            }
+            plan::parser::ParseOp::AddHeader { i, .. } | plan::parser::ParseOp::General(i) => {
                 let op = &p.parser.states[si as usize].ops[i as usize];
                 self.parser_op(cs, ctx, op, cursor, sc)
             }

@@ -76,6 +76,18 @@ impl Engine {
         self.update_checksums(ctx, sc, cs)
     }
 
+    /// Checksum `index` of the program updated by the general code, its condition
+    /// taken as tested.
+    pub fn step_update_one(
+        &self,
+        ctx: &mut PacketCtx,
+        index: u32,
+        sc: &mut Scratch,
+        cs: &ControlState,
+    ) {
+        self.update_one(ctx, index, None, sc, cs)
+    }
+
     /// The truth of expression `expr` by the general evaluator.
     pub fn step_test(&self, phv: &Phv, expr: u32) -> bool {
         eval_bool(&self.prog, &EvalCtx::of_phv(phv), expr)

@@ -90,6 +90,7 @@ pub(crate) fn helpers() -> Helpers {
     m.insert(H::Select, h_select as *const () as usize);
     m.insert(H::Verify, h_verify as *const () as usize);
     m.insert(H::Update, h_update as *const () as usize);
+    m.insert(H::UpdateOne, h_update_one as *const () as usize);
     m.insert(H::Test, h_test as *const () as usize);
     m.insert(H::BuildKey, h_build_key as *const () as usize);
     m.insert(H::Lookup, h_lookup as *const () as usize);
@@ -536,6 +537,13 @@ unsafe extern "C" fn h_update(env: *mut Env, lane: *mut Lane) {
     c.e.step_update(ctx, c.sc, c.cs)
 }
 
+/// Checksum `index` of the program updated by the general code (its condition held).
+unsafe extern "C" fn h_update_one(env: *mut Env, lane: *mut Lane, index: u32) {
+    // SAFETY: called by generated code with its env and one of its lanes.
+    let (c, ctx) = unsafe { (call(env), ctx(lane)) };
+    c.e.step_update_one(ctx, index, c.sc, c.cs)
+}
+
 /// A condition by the general evaluator.
 unsafe extern "C" fn h_test(env: *mut Env, lane: *mut Lane, expr: u32) -> u32 {
     // SAFETY: called by generated code with its env and one of its lanes.
@@ -558,14 +566,16 @@ unsafe extern "C" fn h_build_key(env: *mut Env, lane: *mut Lane, t: u32, out: *m
     c.e.step_build_key(t, &ctx.phv, out)
 }
 
-/// Table `t`'s batched lookup for the `w` waiting packets, and each one's outcome.
-unsafe extern "C" fn h_lookup(env: *mut Env, t: u32, w: u32) {
+/// Table `t`'s batched lookup for the `w` waiting packets, and each one's outcome;
+/// 1 when every packet has the same one, written once, at the first place (a keyless
+/// or empty table whose default action is a plain action call).
+unsafe extern "C" fn h_lookup(env: *mut Env, t: u32, w: u32) -> u32 {
     // SAFETY: called by generated code with its env (a control call's).
     let (c, ex, comp) = unsafe { (call(env), externs(env), &*(*env).compiled) };
     // SAFETY: as above: the key, waiting, hit and lane buffers of the running call.
     let (keys, waiting, hits, lanes) =
         unsafe { ((*env).keys, (*env).waiting, (*env).hits, (*env).lanes) };
-    guard((), || {
+    guard(0, || {
         // SAFETY: the call's buffers (see `lookup`).
         unsafe {
             lookup(
@@ -587,7 +597,8 @@ unsafe extern "C" fn h_lookup(env: *mut Env, t: u32, w: u32) {
 ///
 /// # Safety
 /// `keys` holds `w` keys of table `t` and slack, `waiting` `w` indexes of lanes of
-/// `lanes`, `hits` room for `w` outcomes: the running call's buffers.
+/// `lanes`, `hits` room for `w` outcomes: the running call's buffers. Returns 1 when
+/// only the first outcome was written, for every packet.
 #[allow(clippy::too_many_arguments)]
 unsafe fn lookup(
     c: Call,
@@ -599,16 +610,50 @@ unsafe fn lookup(
     waiting: *const u8,
     hits: *mut Hit,
     lanes: *mut Lane,
-) {
+) -> u32 {
     let (Some(ti), Some(ts), Some(tp), Some(slots)) = (
         c.e.prog.tables.get(t as usize),
         c.cs.tables.get(t as usize),
         c.e.plan().tables.get(t as usize),
         comp.slots.get(t as usize),
     ) else {
-        return;
+        return 0;
     };
     let kb = ti.key_bytes as usize;
+    let outcome = |hit: &mut Hit, call: Option<&p4jet_ir::ActionCall>, found: bool| {
+        hit.hit = u32::from(found);
+        match call {
+            Some(call) => {
+                hit.action = call.action;
+                hit.slot = slots
+                    .get(call.action as usize)
+                    .copied()
+                    .unwrap_or(SLOT_OTHER);
+                hit.data = call.data.as_ptr();
+                hit.len = call.data.len() as u64;
+            }
+            None => {
+                hit.action = 0;
+                hit.slot = SLOT_NONE;
+                hit.data = std::ptr::null();
+                hit.len = 0;
+            }
+        }
+    };
+    // nothing to look up: every packet misses, and a plain default is everyone's
+    if (kb == 0 || ts.entries.is_empty()) && w > 0 {
+        let default = match &ts.default {
+            Some(EntryAction::Direct(call)) => Some(Some(call)),
+            None => Some(None),
+            Some(_) => None,
+        };
+        if let Some(call) = default {
+            c.sc.count_table(t, w as u64, 0);
+            // SAFETY: `hits` has room for `w` (at least one) outcomes.
+            outcome(unsafe { &mut *hits }, call, false);
+            return 1;
+        }
+    }
     let mut found: [Option<(EntryHandle, &p4jet_engine::EntryValue)>; SUB_BATCH] =
         [None; SUB_BATCH];
     if kb > 0 && !ts.entries.is_empty() {
@@ -635,7 +680,7 @@ unsafe fn lookup(
             Some(_) => None,
             None => default,
         };
-        let outcome = match quick {
+        let outcome_call = match quick {
             Some(o) => o,
             None => {
                 // SAFETY: `waiting[k]` indexes one of the call's lanes.
@@ -644,26 +689,9 @@ unsafe fn lookup(
             }
         };
         // SAFETY: `hits` has room for `w` outcomes.
-        let hit = unsafe { &mut *hits.add(k) };
-        hit.hit = u32::from(f.is_some());
-        match outcome {
-            Some(call) => {
-                hit.action = call.action;
-                hit.slot = slots
-                    .get(call.action as usize)
-                    .copied()
-                    .unwrap_or(SLOT_OTHER);
-                hit.data = call.data.as_ptr();
-                hit.len = call.data.len() as u64;
-            }
-            None => {
-                hit.action = 0;
-                hit.slot = SLOT_NONE;
-                hit.data = std::ptr::null();
-                hit.len = 0;
-            }
-        }
+        outcome(unsafe { &mut *hits.add(k) }, outcome_call, f.is_some());
     }
+    0
 }
 
 /// A whole action by the interpreter: 1 when the packet exits its control.

@@ -221,8 +221,8 @@ mod tests {
 
     /// vxlan_gateway's start state copies a 304-bit lookahead into a temporary and
     /// slices it with `(tmp >> k) & mask` into a dozen fields: planned, that is one
-    /// packet copy and a read of each slice's bits (no big-integer evaluation), and only
-    /// the `add_header` goes to the general code. (The planned-vs-general parser test
+    /// packet copy, a read of each slice's bits (no big-integer evaluation; the two
+    /// wide slices byte copies) and the `add_header`, nothing by the general code. (The planned-vs-general parser test
     /// checks the values, on whole and truncated frames.)
     #[test]
     fn wide_lookahead_and_its_slices_are_planned() {
@@ -236,10 +236,24 @@ mod tests {
         );
         assert_eq!(
             count(|o| matches!(o, super::parser::ParseOp::General(_))),
+            0
+        );
+        assert_eq!(
+            count(|o| matches!(o, super::parser::ParseOp::AddHeader { .. })),
             1
         );
         assert!(
-            count(|o| matches!(o, super::parser::ParseOp::Copy64 { .. })) >= 8,
+            count(|o| matches!(o, super::parser::ParseOp::CopyBytes { n: 12 | 10, .. })) >= 2,
+            "{ops:?}"
+        );
+        assert!(
+            count(|o| {
+                matches!(
+                    o,
+                    super::parser::ParseOp::Copy64 { .. }
+                        | super::parser::ParseOp::CopyBytes { .. }
+                )
+            }) >= 10,
             "{ops:?}"
         );
         assert_eq!(ops.len(), 14);
@@ -276,6 +290,12 @@ mod tests {
             })
             .collect();
         assert!(general.windows(2).all(|w| w[0] < w[1]));
+        // the general ones (pseudo header, TCP header, payload) are whole bytes: summed
+        // in place
+        for i in general {
+            let calc = e.prog.checksums[i as usize].calc as usize;
+            assert!(e.plan.calcs[calc].as_ref().is_some_and(|c| c.csum_bytes));
+        }
         // udp_tcp_checksum verifies IPv4 (planned), TCP and UDP (general)
         let e = corpus_engine("udp_tcp_checksum");
         let ck = &e.plan.checksums;

@@ -91,6 +91,20 @@ pub enum ParseOp {
         /// The operation's index in its state.
         i: u32,
     },
+    /// `add_header` of a fixed header named statically (p4c's `setValid` of the header
+    /// a `lookahead` probe is sliced into): when it is invalid, its bytes zeroed, made
+    /// valid (its union's other members invalid) and the length register grown by its
+    /// size, as the primitive does; operation `i` by the general code when tracing.
+    AddHeader {
+        /// Header id.
+        h: u32,
+        /// Offset of the header in the PHV.
+        off: u32,
+        /// Its bytes.
+        len: u32,
+        /// The operation's index in its state.
+        i: u32,
+    },
     /// Operation `i` of the state, run by the general code.
     General(u32),
 }
@@ -339,6 +353,15 @@ fn plan_op(p: &Program, i: u32, op: &ParserOp) -> Option<ParseOp> {
                 union: hi.union.is_some(),
             })
         }
+        ParserOp::Primitive(p4jet_ir::Prim::AddHeader(HeaderRef::Static(h))) => {
+            let hi = p.headers.get(*h as usize)?;
+            hi.varbit_slot.is_none().then_some(ParseOp::AddHeader {
+                h: *h,
+                off: hi.offset,
+                len: hi.max_bytes,
+                i,
+            })
+        }
         ParserOp::Set {
             dst: FieldRef::Static(d),
             src,
@@ -459,8 +482,23 @@ fn plan_copy(dst: &p4jet_ir::FieldInfo, src: &p4jet_ir::FieldInfo) -> Option<Par
 }
 
 /// `dst = src` for unsigned fields of at most 128 bits: [`ParseOp::Copy64`] when both
-/// have 64-bit windows, else [`ParseOp::Copy`].
+/// have 64-bit windows, [`ParseOp::CopyBytes`] when both are as many whole bytes from a
+/// byte boundary and the destination owns its bytes (a wide slice of a `lookahead`
+/// temporary into a probe header's field), else [`ParseOp::Copy`].
 fn copy_op(dst: FieldLoc, src: FieldLoc) -> ParseOp {
+    if dst.own
+        && !src.signed
+        && src.bit == 0
+        && src.width == dst.width
+        && dst.width.is_multiple_of(8)
+        && (1..=16).contains(&(dst.width / 8))
+    {
+        return ParseOp::CopyBytes {
+            dst: dst.byte,
+            src: src.byte,
+            n: dst.width / 8,
+        };
+    }
     let slot = Window64::new(dst);
     match crate::phv::window64(src) {
         Some((shift, mask)) if slot.n != 0 && src.width <= 64 => ParseOp::Copy64 {

@@ -360,6 +360,9 @@ impl Display for PlanDisplay<'_> {
                     } => {
                         format!("{} = lookahead bytes [{at}..{}]", n.byte(*dst), at + len)
                     }
+                    ParseOp::AddHeader { h, off, len, .. } => {
+                        format!("add_header {} ({len} bytes at phv[{off}])", n.header(*h))
+                    }
                     ParseOp::General(i) => match ir.ops.get(*i as usize) {
                         Some(o) => format!("general {o:?}"),
                         None => "general ?".into(),

@@ -9,6 +9,7 @@ use cranelift_frontend::Variable;
 use p4jet_engine::plan::action::{Form, Op};
 use p4jet_engine::plan::cond::Cond;
 use p4jet_engine::plan::expr::FlatOp;
+use p4jet_ir::expr::HeaderRef;
 use p4jet_ir::expr::{BinOp, UnOp};
 use p4jet_ir::{FieldLoc, Prim};
 
@@ -258,43 +259,7 @@ fn emit_op(g: &mut Gen, pc: usize, op: &Op, cx: &Cx) {
             g.b.ins().jump(next, &[]);
         }
         Op::AddHeader { h, off: hoff, len } => {
-            let was = g.valid(cx.px.valid, *h);
-            let add = g.b.create_block();
-            g.b.ins().brif(was, next, &[], add, &[]);
-            g.b.switch_to_block(add);
-            // zeroed: 8-byte stores, the last one ending at the header's end (the
-            // header lies inside the PHV; shorter ones byte by byte)
-            let z = g.k(0);
-            let z8 = g.b.ins().iconst(types::I8, 0);
-            if *len >= 8 {
-                let mut o = 0;
-                while o + 8 <= *len {
-                    g.b.ins().store(super::mem(), z, phv, (*hoff + o) as i32);
-                    o += 8;
-                }
-                if o < *len {
-                    g.b.ins()
-                        .store(super::mem(), z, phv, (*hoff + *len - 8) as i32);
-                }
-            } else {
-                for o in 0..*len {
-                    g.b.ins().store(super::mem(), z8, phv, (*hoff + o) as i32);
-                }
-            }
-            if let Some((u, _)) = prog.headers.get(*h as usize).and_then(|hi| hi.union) {
-                for m in &prog.unions[u as usize].headers {
-                    g.set_valid(cx.px.valid, *m, false);
-                }
-            }
-            g.set_valid(cx.px.valid, *h, true);
-            let ctxp = g.lane_ptr(cx.px.lane, crate::abi::off::LANE_CTX);
-            let lr =
-                g.b.ins()
-                    .load(types::I64, super::mem(), ctxp, crate::abi::ctx::LENGTH_REG);
-            let lr = g.b.ins().iadd_imm_s(lr, i64::from(*len));
-            g.b.ins()
-                .store(super::mem(), lr, ctxp, crate::abi::ctx::LENGTH_REG);
-            g.b.ins().jump(next, &[]);
+            add_header(g, cx.px, *h, *hoff, *len, next);
         }
         Op::RemoveHeader { h, len } => {
             let was = g.valid(cx.px.valid, *h);
@@ -329,6 +294,29 @@ fn emit_op(g: &mut Gen, pc: usize, op: &Op, cx: &Cx) {
                     };
                     g.b.ins().brif(v, next, &[], cx.target(*t), &[]);
                 }
+                Some(Prim::AssignHeader {
+                    dst: HeaderRef::Static(d),
+                    src: HeaderRef::Static(sh),
+                }) if header_copy(prog, *d, *sh).is_some() => {
+                    let (doff, soff, n) = header_copy(prog, *d, *sh).unwrap_or_default();
+                    // the bytes, then the source's validity (`Engine::copy_header`)
+                    g.copy(phv, doff as i32, phv, soff as i32, n);
+                    let was = g.valid(cx.px.valid, *sh);
+                    let on = g.b.create_block();
+                    let off = g.b.create_block();
+                    g.b.ins().brif(was, on, &[], off, &[]);
+                    g.b.switch_to_block(on);
+                    if let Some((u, _)) = prog.headers.get(*d as usize).and_then(|hi| hi.union) {
+                        for m in &prog.unions[u as usize].headers {
+                            g.set_valid(cx.px.valid, *m, false);
+                        }
+                    }
+                    g.set_valid(cx.px.valid, *d, true);
+                    g.b.ins().jump(next, &[]);
+                    g.b.switch_to_block(off);
+                    g.set_valid(cx.px.valid, *d, false);
+                    g.b.ins().jump(next, &[]);
+                }
                 Some(Prim::Exit) => {
                     let one = g.k(1);
                     g.b.def_var(cx.exit, one);
@@ -338,6 +326,61 @@ fn emit_op(g: &mut Gen, pc: usize, op: &Op, cx: &Cx) {
             }
         }
     }
+}
+
+/// `dst = src` of two different fixed headers whose bytes do not overlap: (PHV offset
+/// of `dst`, of `src`, bytes copied).
+fn header_copy(p: &p4jet_ir::Program, dst: u32, src: u32) -> Option<(u32, u32, u32)> {
+    let (d, s) = (p.headers.get(dst as usize)?, p.headers.get(src as usize)?);
+    let n = d.max_bytes.min(s.max_bytes);
+    let apart = d.offset + n <= s.offset || s.offset + n <= d.offset;
+    (dst != src && d.varbit_slot.is_none() && s.varbit_slot.is_none() && apart && n > 0)
+        .then_some((d.offset, s.offset, n))
+}
+
+/// `add_header` of fixed header `h` (`len` bytes at PHV offset `hoff`) for packet `px`,
+/// then a jump to `next`: when it is invalid, its bytes zeroed, made valid (its union's
+/// other members invalid) and the length register grown by its size.
+pub(crate) fn add_header(g: &mut Gen, px: Px, h: u32, hoff: u32, len: u32, next: Block) {
+    let prog = &*g.e.prog;
+    let phv = px.phv;
+    let was = g.valid(px.valid, h);
+    let add = g.b.create_block();
+    g.b.ins().brif(was, next, &[], add, &[]);
+    g.b.switch_to_block(add);
+    // zeroed: 8-byte stores, the last one ending at the header's end (the header lies
+    // inside the PHV; shorter ones byte by byte)
+    let z = g.k(0);
+    let z8 = g.b.ins().iconst(types::I8, 0);
+    if len >= 8 {
+        let mut o = 0;
+        while o + 8 <= len {
+            g.b.ins().store(super::mem(), z, phv, (hoff + o) as i32);
+            o += 8;
+        }
+        if o < len {
+            g.b.ins()
+                .store(super::mem(), z, phv, (hoff + len - 8) as i32);
+        }
+    } else {
+        for o in 0..len {
+            g.b.ins().store(super::mem(), z8, phv, (hoff + o) as i32);
+        }
+    }
+    if let Some((u, _)) = prog.headers.get(h as usize).and_then(|hi| hi.union) {
+        for m in &prog.unions[u as usize].headers {
+            g.set_valid(px.valid, *m, false);
+        }
+    }
+    g.set_valid(px.valid, h, true);
+    let ctxp = g.lane_ptr(px.lane, crate::abi::off::LANE_CTX);
+    let lr =
+        g.b.ins()
+            .load(types::I64, super::mem(), ctxp, crate::abi::ctx::LENGTH_REG);
+    let lr = g.b.ins().iadd_imm_s(lr, i64::from(len));
+    g.b.ins()
+        .store(super::mem(), lr, ctxp, crate::abi::ctx::LENGTH_REG);
+    g.b.ins().jump(next, &[]);
 }
 
 /// A field's value sign-extended to 64 bits when the field is signed (`Phv::read`).

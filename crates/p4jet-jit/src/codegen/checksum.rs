@@ -8,6 +8,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
 use p4jet_engine::plan::checksum::Checksum;
 use p4jet_engine::plan::cond::{Cond, CondKind, CondTree};
+use p4jet_engine::plan::control::CondTest;
 use p4jet_ir::expr::BinOp;
 
 use super::{Gen, H, mask64, mem};
@@ -28,6 +29,16 @@ pub(crate) fn tree_inline(t: &CondTree) -> bool {
     let mut leaves = vec![];
     t.leaves(&mut leaves);
     leaves.into_iter().all(cond_inline)
+}
+
+/// Whether [`Gen::cond_test`] compiles condition `t`: a planned one or a tree that
+/// compiles inline, or a general one (a call).
+pub(crate) fn test_compiles(t: &CondTest) -> bool {
+    match t {
+        CondTest::Planned(c) => cond_inline(c),
+        CondTest::Tree(t) => tree_inline(t),
+        CondTest::General(_) => true,
+    }
 }
 
 /// Whether planned checksum `c` compiles without the interpreter.
@@ -134,6 +145,21 @@ impl Gen<'_, '_> {
         self.write_field(phv, c.target.loc, v);
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(done);
+    }
+
+    /// Control-plan condition `t` for packet `px` (0 or 1; [`test_compiles`]): inline,
+    /// or a general one by the general evaluator.
+    pub(crate) fn cond_test(&mut self, px: super::action::Px, t: &CondTest) -> Value {
+        match t {
+            CondTest::Planned(c) => self.cond(px.phv, px.valid, px.lane, c, None),
+            CondTest::Tree(t) => self.cond_tree(px.phv, px.valid, px.lane, t),
+            CondTest::General(e) => {
+                let env = self.env;
+                let ek = self.k32(*e);
+                let r = self.call(H::Test, &[env, px.lane, ek]).unwrap_or(ek);
+                self.b.ins().uextend(types::I64, r)
+            }
+        }
     }
 
     /// Condition tree `t` (0 or 1; every leaf compiles: [`tree_inline`]), its leaves

@@ -8,7 +8,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{BlockArg, InstBuilder, Value, types};
 use p4jet_engine::plan::checksum::CsumOp;
 
-use super::checksum::csum_inline;
+use super::checksum::{csum_inline, test_compiles};
 use super::{Gen, H};
 use crate::abi::{FORCE, GROW, ctx, off};
 
@@ -103,15 +103,32 @@ fn deparse_one(g: &mut Gen, lane: Value, done: cranelift_codegen::ir::Block) {
     g.b.switch_to_block(fits);
     let ck = &plan.checksums;
     if d.has_update && !ck.update.is_empty() {
-        let inline = ck.update_planned
-            && ck
-                .update
-                .iter()
-                .all(|o| matches!(o, CsumOp::Planned(c) if csum_inline(c)));
+        // planned checksums inline, the others one call each when their condition
+        // holds, in program order
+        let inline = ck.update.iter().all(|o| match o {
+            CsumOp::Planned(c) => csum_inline(c),
+            CsumOp::General { cond, .. } => cond.as_ref().is_none_or(test_compiles),
+        });
         if inline {
             for op in &ck.update {
-                if let CsumOp::Planned(c) = op {
-                    g.csum_update(phv, valid, lane, c);
+                match op {
+                    CsumOp::Planned(c) => g.csum_update(phv, valid, lane, c),
+                    CsumOp::General { index, cond } => {
+                        let px = super::action::Px { lane, phv, valid };
+                        let go = match cond {
+                            Some(t) => g.cond_test(px, t),
+                            None => g.k(1),
+                        };
+                        let run = g.b.create_block();
+                        let next = g.b.create_block();
+                        g.b.ins().brif(go, run, &[], next, &[]);
+                        g.b.switch_to_block(run);
+                        let env = g.env;
+                        let ik = g.k32(*index);
+                        g.call(H::UpdateOne, &[env, lane, ik]);
+                        g.b.ins().jump(next, &[]);
+                        g.b.switch_to_block(next);
+                    }
                 }
             }
         } else {

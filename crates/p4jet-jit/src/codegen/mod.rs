@@ -43,6 +43,9 @@ pub(crate) enum H {
     Verify,
     /// `(env, lane)`: every updated checksum.
     Update,
+    /// `(env, lane, checksum)`: one checksum of the program updated by the general
+    /// code (its condition was tested).
+    UpdateOne,
     /// `(env, lane, expr) -> bool`
     Test,
     /// `(env, lane, table, out)`: a key from its parts.
@@ -64,8 +67,9 @@ impl H {
             H::Select => (&[I64, I64, I32, I64], &[I64]),
             H::Verify | H::Update => (&[I64, I64], &[]),
             H::Test => (&[I64, I64, I32], &[I32]),
+            H::UpdateOne => (&[I64, I64, I32], &[]),
             H::BuildKey => (&[I64, I64, I32, I64], &[]),
-            H::Lookup => (&[I64, I32, I32], &[]),
+            H::Lookup => (&[I64, I32, I32], &[I32]),
             H::RunAction => (&[I64, I64, I32, I64, I64], &[I32]),
             H::Prim => (&[I64, I64, I32, I32, I64, I64], &[I32]),
         }

@@ -9,7 +9,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{Block, InstBuilder, JumpTableData, Value, types};
 use cranelift_frontend::Variable;
 use p4jet_engine::plan::checksum::CsumOp;
-use p4jet_engine::plan::parser::{Next, ParseOp};
+use p4jet_engine::plan::parser::{Next, ParseOp, Select, SelectKey};
 
 use super::checksum::csum_inline;
 use super::{Gen, H, mem};
@@ -150,11 +150,18 @@ pub(crate) fn emit(g: &mut Gen, lanes: Value, n: Value, begin: bool) {
             Next::Goto(next) => {
                 g.b.ins().jump(to(*next), &[]);
             }
-            Next::Select(sel) if sel.word.is_some() => {
-                let Some(w) = &sel.word else { continue };
-                let key = g.read_window(pk.phv, w.shift, w.mask, w.byte);
+            Next::Select(sel) if select_inline(sel) => {
+                let key = select_key(g, pk.phv, sel);
+                let trans: Vec<(u64, u64, Option<u32>)> = match &sel.word {
+                    Some(w) => w.trans.clone(),
+                    None => sel
+                        .trans
+                        .iter()
+                        .map(|&(v, m, next)| (v as u64, m as u64, next))
+                        .collect(),
+                };
                 let mut done = false;
-                for &(v, m, next) in &w.trans {
+                for &(v, m, next) in &trans {
                     if m == 0 {
                         g.b.ins().jump(to(next), &[]);
                         done = true;
@@ -268,6 +275,48 @@ pub(crate) fn emit(g: &mut Gen, lanes: Value, n: Value, begin: bool) {
     g.b.ins().return_(&[z]);
 }
 
+/// Whether select `sel` compiles: a one-field key with a 64-bit window, or a key of
+/// fields of at most 64 bits each, 64 bits in all (no lookahead bits).
+fn select_inline(sel: &Select) -> bool {
+    if sel.word.is_some() {
+        return true;
+    }
+    let mut total = 0;
+    for k in &sel.key {
+        match *k {
+            SelectKey::Field { loc, bits } if loc.width <= 64 && (1..=8).contains(&loc.nbytes) => {
+                total += bits
+            }
+            _ => return false,
+        }
+    }
+    !sel.key.is_empty() && total <= 64
+}
+
+/// The key of select `sel` ([`select_inline`]) in 64 bits: the fields' values, each
+/// in its key bits, concatenated (`Select::next`).
+fn select_key(g: &mut Gen, phv: Value, sel: &Select) -> Value {
+    if let Some(w) = &sel.word {
+        return g.read_window(phv, w.shift, w.mask, w.byte);
+    }
+    let mut key: Option<Value> = None;
+    for k in &sel.key {
+        let SelectKey::Field { loc, bits } = *k else {
+            continue;
+        };
+        let v = g.read_field(phv, loc).unwrap_or_else(|| g.k(0));
+        key = Some(match key {
+            // `bits` < 64 here: the key's earlier elements took some of its 64
+            Some(k) => {
+                let k = g.b.ins().ishl_imm_s(k, i64::from(bits));
+                g.b.ins().bor(k, v)
+            }
+            None => v,
+        });
+    }
+    key.unwrap_or_else(|| g.k(0))
+}
+
 /// `cursor + len <= frame length`, else ParserTooShort to `fail`; continues in a new
 /// block when it holds.
 fn need(g: &mut Gen, pk: &Pkt, extra: u32, fail: Block) {
@@ -372,6 +421,16 @@ fn parse_op(g: &mut Gen, pk: &Pkt, si: u32, oi: u32, op: ParseOp, fail: Block) {
             g.b.switch_to_block(slow);
             helper(g, pk, si, oi, fail);
             g.b.ins().jump(done, &[]);
+            g.b.switch_to_block(done);
+        }
+        ParseOp::AddHeader { h, off, len, .. } => {
+            let px = super::action::Px {
+                lane: pk.lane,
+                phv: pk.phv,
+                valid: pk.valid,
+            };
+            let done = g.b.create_block();
+            super::action::add_header(g, px, h, off, len, done);
             g.b.switch_to_block(done);
         }
         ParseOp::General(_) => helper(g, pk, si, oi, fail),

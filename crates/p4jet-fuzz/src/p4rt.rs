@@ -857,7 +857,7 @@ impl Gen {
                     let i = rng.gen_range(0..info.tables.len());
                     let t = &mut info.tables[i];
                     if let Some(m) = t.match_fields.first_mut() {
-                        m.bitwidth = [0, 1, -1, 64, 129, 4096][rng.gen_range(0..6)];
+                        m.bitwidth = [0, 1, -1, 64, 129, 4096, i32::MAX, i32::MIN][rng.gen_range(0..8)];
                     }
                 }
                 3 if !info.tables.is_empty() => {
@@ -894,7 +894,7 @@ impl Gen {
                 7 if !info.actions.is_empty() => {
                     let i = rng.gen_range(0..info.actions.len());
                     for p in &mut info.actions[i].params {
-                        p.bitwidth = [0, 1, 33, 100_000][rng.gen_range(0..4)];
+                        p.bitwidth = [0, 1, 33, 100_000, -8, i32::MAX][rng.gen_range(0..6)];
                     }
                 }
                 8 => {
@@ -918,7 +918,7 @@ impl Gen {
                 9 => {
                     for c in &mut info.controller_packet_metadata {
                         for m in &mut c.metadata {
-                            m.bitwidth = [0, 7, 9, 300][rng.gen_range(0..4)];
+                            m.bitwidth = [0, 7, 9, 300, -1, i32::MAX][rng.gen_range(0..6)];
                         }
                     }
                 }
@@ -928,9 +928,20 @@ impl Gen {
                     p.with_selector = !p.with_selector;
                 }
                 _ => {
-                    info.registers.iter_mut().for_each(|r| r.size = -1);
-                    info.counters.iter_mut().for_each(|c| c.size = 0);
-                    info.value_sets.iter_mut().for_each(|v| v.size = -2);
+                    let big = rng.gen_bool(0.5);
+                    info.registers
+                        .iter_mut()
+                        .for_each(|r| r.size = if big { i32::MAX } else { -1 });
+                    info.counters
+                        .iter_mut()
+                        .for_each(|c| c.size = if big { i64::MAX } else { 0 });
+                    info.meters.iter_mut().for_each(|c| c.size = -1);
+                    info.value_sets
+                        .iter_mut()
+                        .for_each(|v| v.size = if big { i32::MAX } else { -2 });
+                    for t in &mut info.tables {
+                        t.size = if big { i64::MAX } else { -1 };
+                    }
                 }
             }
         }

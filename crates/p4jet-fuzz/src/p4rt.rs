@@ -42,8 +42,8 @@ pub fn parse_p4info(text: &str) -> Result<cfg::P4Info, String> {
     let desc = pool
         .get_message_by_name("p4.config.v1.P4Info")
         .ok_or("no p4.config.v1.P4Info in the schema")?;
-    let m = prost_reflect::DynamicMessage::parse_text_format(desc, text)
-        .map_err(|e| e.to_string())?;
+    let m =
+        prost_reflect::DynamicMessage::parse_text_format(desc, text).map_err(|e| e.to_string())?;
     cfg::P4Info::decode(m.encode_to_vec().as_slice()).map_err(|e| e.to_string())
 }
 
@@ -482,7 +482,9 @@ impl Gen {
                     action: Some(self.action(rng, refs)),
                     weight: [1, 1, 2, 3, 0, -1][rng.gen_range(0..6)],
                     watch_kind: if rng.gen_range(0..6) == 0 {
-                        Some(p4::action_profile_action::WatchKind::WatchPort(bits(rng, 9)))
+                        Some(p4::action_profile_action::WatchKind::WatchPort(bits(
+                            rng, 9,
+                        )))
                     } else {
                         None
                     },
@@ -857,7 +859,8 @@ impl Gen {
                     let i = rng.gen_range(0..info.tables.len());
                     let t = &mut info.tables[i];
                     if let Some(m) = t.match_fields.first_mut() {
-                        m.bitwidth = [0, 1, -1, 64, 129, 4096, i32::MAX, i32::MIN][rng.gen_range(0..8)];
+                        m.bitwidth =
+                            [0, 1, -1, 64, 129, 4096, i32::MAX, i32::MIN][rng.gen_range(0..8)];
                     }
                 }
                 3 if !info.tables.is_empty() => {
@@ -995,7 +998,9 @@ impl Gen {
                 p4_device_config: json,
                 cookie: rng
                     .gen_bool(0.5)
-                    .then(|| p4::forwarding_pipeline_config::Cookie { cookie: rng.r#gen() }),
+                    .then(|| p4::forwarding_pipeline_config::Cookie {
+                        cookie: rng.r#gen(),
+                    }),
             }),
         }
     }
@@ -1145,7 +1150,10 @@ pub fn message(g: &Gen, rng: &mut StdRng, seeds: &[Vec<u8>]) -> (Kind, Vec<u8>) 
             Kind::PacketOut,
             stream(Update::Packet(g.packet_out(rng, seeds))),
         ),
-        _ => (Kind::DigestAck, stream(Update::DigestAck(g.digest_ack(rng)))),
+        _ => (
+            Kind::DigestAck,
+            stream(Update::DigestAck(g.digest_ack(rng))),
+        ),
     }
 }
 
@@ -1287,8 +1295,7 @@ impl Bench {
         if self.dev.check_read(&r).is_err() {
             return false;
         }
-        let (tx, mut rx) =
-            tokio::sync::mpsc::channel::<Result<p4::ReadResponse, tonic::Status>>(8);
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<p4::ReadResponse, tonic::Status>>(8);
         std::thread::scope(|s| {
             let drain = s.spawn(move || {
                 let mut ok = true;
@@ -1555,8 +1562,12 @@ pub fn campaign_with(
     let shares: u64 = with_info.iter().map(|p| weight(p)).sum::<u64>().max(1);
     let mut tally = Tally::default();
     let (mut over_grpc, mut damaged) = (0u64, 0u64);
+    let mut before = 0u64;
     for (pi, p) in with_info.iter().enumerate() {
-        let per = messages * weight(p) / shares;
+        // shares by weight, rounded so that they add up to `messages`
+        let after = before + weight(p);
+        let per = messages * after / shares - messages * before / shares;
+        before = after;
         let mut rng = StdRng::seed_from_u64(seed ^ (pi as u64).wrapping_mul(0x9E37_79B9));
         let g = match p.p4info.as_deref().map(parse_p4info) {
             Some(Ok(info)) => Gen::new(info, p.json.clone()),
@@ -1626,7 +1637,8 @@ pub fn campaign_with(
                         p.name,
                         match &answer {
                             Err(e) => format!("the server stopped answering: {e}"),
-                            Ok(()) => format!("a panic in the server: {}", crate::harness::last_panic()),
+                            Ok(()) =>
+                                format!("a panic in the server: {}", crate::harness::last_panic()),
                         },
                         path.display()
                     ));

@@ -69,7 +69,11 @@ fn p4info_of_every_corpus_program_reads() {
     for p in &programs {
         if let Some(t) = &p.p4info {
             let info = p4rt::parse_p4info(t).unwrap_or_else(|e| panic!("{}: {e}", p.name));
-            assert!(!info.tables.is_empty() || !info.actions.is_empty(), "{}", p.name);
+            assert!(
+                !info.tables.is_empty() || !info.actions.is_empty(),
+                "{}",
+                p.name
+            );
             n += 1;
         }
     }

@@ -337,7 +337,11 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            PacketIo::from_p4info(&info(9)).unwrap().packet_out.unwrap().bytes(),
+            PacketIo::from_p4info(&info(9))
+                .unwrap()
+                .packet_out
+                .unwrap()
+                .bytes(),
             2
         );
         for w in [i32::MAX, 0, -1, 32768] {

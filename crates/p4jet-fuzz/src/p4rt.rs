@@ -70,7 +70,7 @@ fn fixed(rng: &mut StdRng, w: i32) -> Vec<u8> {
     let w = w.clamp(1, 2048) as usize;
     let n = w.div_ceil(8);
     let mut v: Vec<u8> = (0..n).map(|_| rng.r#gen()).collect();
-    if w % 8 != 0 {
+    if !w.is_multiple_of(8) {
         v[0] &= (1u8 << (w % 8)) - 1;
     }
     if rng.gen_range(0..4) == 0 {

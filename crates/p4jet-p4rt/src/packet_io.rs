@@ -332,7 +332,6 @@ mod tests {
                         ..Default::default()
                     },
                 ],
-                ..Default::default()
             }],
             ..Default::default()
         };

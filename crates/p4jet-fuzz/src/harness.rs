@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 static HOOK: Once = Once::new();
 static LAST_PANIC: Mutex<String> = Mutex::new(String::new());
-static PANICS: AtomicU64 = AtomicU64::new(0);
+static SERVER_PANICS: AtomicU64 = AtomicU64::new(0);
+
+/// The name of the P4Runtime server's threads (its tokio runtime's).
+const SERVER_THREADS: &str = "p4runtime";
 
 /// Panics are caught per case: the default hook's message goes to a buffer instead
 /// of the terminal.
@@ -19,7 +22,12 @@ fn quiet_hook() {
     HOOK.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
             let msg = format!("{info}");
-            PANICS.fetch_add(1, Ordering::Relaxed);
+            if std::thread::current()
+                .name()
+                .is_some_and(|n| n.starts_with(SERVER_THREADS))
+            {
+                SERVER_PANICS.fetch_add(1, Ordering::Relaxed);
+            }
             if let Ok(mut l) = LAST_PANIC.lock() {
                 *l = msg;
             }
@@ -27,11 +35,11 @@ fn quiet_hook() {
     });
 }
 
-/// Panics seen in this process so far, on any thread (a server running in process
-/// included).
-pub fn panic_count() -> u64 {
+/// Panics seen so far on the threads of a P4Runtime server running in this process
+/// (named `p4runtime`): they are not caught by [`guarded`].
+pub fn server_panic_count() -> u64 {
     quiet_hook();
-    PANICS.load(Ordering::Relaxed)
+    SERVER_PANICS.load(Ordering::Relaxed)
 }
 
 /// The message of the last panic seen.

@@ -27,7 +27,9 @@ use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::http::uri::PathAndQuery;
 
 use crate::corpus::CorpusProgram;
-use crate::harness::{Report, Watchdog, guarded, held_clock, panic_count, rss_kib, save_crash};
+use crate::harness::{
+    Report, Watchdog, guarded, held_clock, rss_kib, save_crash, server_panic_count,
+};
 
 /// The device id the devices run as.
 const DEVICE_ID: u64 = 1;
@@ -1626,10 +1628,10 @@ pub fn campaign_with(
                 && rng.gen_range(0..grpc_every) == 0
             {
                 over_grpc += 1;
-                let before = panic_count();
+                let before = server_panic_count();
                 r.send(kind, &buf, &mut rng);
                 let answer = r.probe();
-                let after = panic_count();
+                let after = server_panic_count();
                 if after != before || answer.is_err() {
                     let path = save_crash(crashes, "p4rt-grpc", rep.panics.len(), &case);
                     rep.panics.push(format!(

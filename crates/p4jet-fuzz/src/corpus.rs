@@ -19,6 +19,8 @@ pub struct CorpusProgram {
     pub seeds: Vec<Vec<u8>>,
     /// What the generators need.
     pub info: ProgramInfo,
+    /// Its P4Info in protobuf text format (`NAME.p4info.txtpb`), if it has one.
+    pub p4info: Option<String>,
 }
 
 /// Loads every program of `dir` (sorted by name); `only` restricts by name.
@@ -47,12 +49,14 @@ pub fn load(dir: &Path, only: &[String]) -> Result<Vec<CorpusProgram>, String> {
             .unwrap_or_default();
         let parsed = p4jet_json::parse(&json).map_err(|e| format!("{name}: {e}"))?;
         let info = ProgramInfo::new(&parsed);
+        let p4info = std::fs::read_to_string(d.join(format!("{name}.p4info.txtpb"))).ok();
         out.push(CorpusProgram {
             name,
             json,
             commands,
             seeds: stf_seeds(&d.join("tests")),
             info,
+            p4info,
         });
     }
     if out.is_empty() {

@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 
 static HOOK: Once = Once::new();
 static LAST_PANIC: Mutex<String> = Mutex::new(String::new());
+static SERVER_PANICS: AtomicU64 = AtomicU64::new(0);
+
+/// The name of the P4Runtime server's threads (its tokio runtime's).
+const SERVER_THREADS: &str = "p4runtime";
 
 /// Panics are caught per case: the default hook's message goes to a buffer instead
 /// of the terminal.
@@ -18,11 +22,29 @@ fn quiet_hook() {
     HOOK.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
             let msg = format!("{info}");
+            if std::thread::current()
+                .name()
+                .is_some_and(|n| n.starts_with(SERVER_THREADS))
+            {
+                SERVER_PANICS.fetch_add(1, Ordering::Relaxed);
+            }
             if let Ok(mut l) = LAST_PANIC.lock() {
                 *l = msg;
             }
         }));
     });
+}
+
+/// Panics seen so far on the threads of a P4Runtime server running in this process
+/// (named `p4runtime`): they are not caught by [`guarded`].
+pub fn server_panic_count() -> u64 {
+    quiet_hook();
+    SERVER_PANICS.load(Ordering::Relaxed)
+}
+
+/// The message of the last panic seen.
+pub fn last_panic() -> String {
+    LAST_PANIC.lock().map(|l| l.clone()).unwrap_or_default()
 }
 
 /// Runs `f`; a panic becomes `Err(message)`.
@@ -61,9 +83,11 @@ pub fn rss_kib() -> u64 {
 }
 
 /// Watches a heartbeat: when it stops for longer than the limit, the case being run
-/// is written to the crash directory and the process exits with status 3.
+/// is written to the crash directory and the process exits with status 3. Every
+/// minute it writes the progress to standard error (cases started, resident memory).
 pub struct Watchdog {
     beat: Arc<AtomicU64>,
+    started: Arc<AtomicU64>,
     case: Arc<Mutex<Vec<u8>>>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -75,14 +99,27 @@ impl Watchdog {
         let beat = Arc::new(AtomicU64::new(0));
         let case = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (b, c, s) = (beat.clone(), case.clone(), stop.clone());
+        let started = Arc::new(AtomicU64::new(0));
+        let (b, c, s, n) = (beat.clone(), case.clone(), stop.clone(), started.clone());
         let path: PathBuf = crashes.join(format!("{target}-hang.bin"));
         let target = target.to_string();
         let thread = std::thread::spawn(move || {
             let mut last = b.load(Ordering::Relaxed);
             let mut since = Instant::now();
+            let t0 = Instant::now();
+            let mut report = t0 + Duration::from_secs(60);
             while !s.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(100));
+                if Instant::now() >= report {
+                    report += Duration::from_secs(60);
+                    let k = n.load(Ordering::Relaxed);
+                    eprintln!(
+                        "p4jet-fuzz: {target}: {k} cases started in {:.0} s ({:.0}/s), RSS {} KiB",
+                        t0.elapsed().as_secs_f64(),
+                        k as f64 / t0.elapsed().as_secs_f64(),
+                        rss_kib()
+                    );
+                }
                 let now = b.load(Ordering::Relaxed);
                 if now != last {
                     last = now;
@@ -104,6 +141,7 @@ impl Watchdog {
         });
         Watchdog {
             beat,
+            started,
             case,
             stop,
             thread: Some(thread),
@@ -116,6 +154,7 @@ impl Watchdog {
             c.clear();
             c.extend_from_slice(bytes);
         }
+        self.started.fetch_add(1, Ordering::Relaxed);
         self.beat.fetch_add(1, Ordering::Relaxed);
     }
 

@@ -74,7 +74,7 @@ fn random_value(rng: &mut StdRng, strings: &[String]) -> Value {
 }
 
 /// Every string in the document (names to swap around).
-fn strings(v: &Value, out: &mut Vec<String>) {
+pub(crate) fn strings(v: &Value, out: &mut Vec<String>) {
     match v {
         Value::String(s) if s.len() < 64 => out.push(s.clone()),
         Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
@@ -93,7 +93,7 @@ fn count(v: &Value) -> usize {
 }
 
 /// One structural mutation at a random node.
-fn mutate_tree(doc: &mut Value, strs: &[String], rng: &mut StdRng) {
+pub(crate) fn mutate_tree(doc: &mut Value, strs: &[String], rng: &mut StdRng) {
     let n = count(doc);
     let mut i = rng.gen_range(0..n);
     let target = nth_mut(doc, &mut i);
@@ -169,7 +169,7 @@ fn nth_mut<'a>(v: &'a mut Value, i: &mut usize) -> Option<&'a mut Value> {
 }
 
 /// Byte-level damage to the text.
-fn damage_text(t: &mut Vec<u8>, rng: &mut StdRng) {
+pub(crate) fn damage_text(t: &mut Vec<u8>, rng: &mut StdRng) {
     match rng.gen_range(0..4) {
         0 => t.truncate(rng.gen_range(0..=t.len())),
         1 if !t.is_empty() => {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use p4jet_fuzz::harness::Report;
-use p4jet_fuzz::{cli, corpus, frames, json, thrift};
+use p4jet_fuzz::{cli, corpus, frames, json, p4rt, thrift};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Target {
@@ -19,6 +19,8 @@ enum Target {
     Cli,
     /// Thrift messages against the runtime API.
     Thrift,
+    /// P4Runtime messages against the P4Runtime device (and its gRPC server).
+    P4rt,
 }
 
 #[derive(Parser)]
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
         Target::Json => json::campaign(&programs, a.iterations, a.seed, &a.crashes, limit),
         Target::Cli => cli::campaign(&programs, a.iterations, a.seed, &a.crashes, limit),
         Target::Thrift => thrift::campaign(&programs, a.iterations, a.seed, &a.crashes, limit),
+        Target::P4rt => p4rt::campaign(&programs, a.iterations, a.seed, &a.crashes, limit),
     };
     println!("{r}");
     if r.panics.is_empty() {

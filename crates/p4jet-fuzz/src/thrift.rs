@@ -255,9 +255,11 @@ pub fn campaign(
     };
     let dog = Watchdog::start("thrift", crashes, hang_limit);
     let start = Instant::now();
-    let per = messages / programs.len().max(1) as u64;
+    let n = programs.len().max(1) as u64;
     let (mut dispatched, mut over_tcp) = (0u64, 0u64);
     for (pi, p) in programs.iter().enumerate() {
+        // equal shares, rounded so that they add up to `messages`
+        let per = messages * (pi as u64 + 1) / n - messages * pi as u64 / n;
         let mut rng = StdRng::seed_from_u64(seed ^ (pi as u64).wrapping_mul(0x2545_F491));
         let Ok(mut sw) = Switch::new(&p.json, held_clock()) else {
             continue;

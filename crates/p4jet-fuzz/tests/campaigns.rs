@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use p4jet_fuzz::{cli, corpus, frames, json, thrift};
+use p4jet_fuzz::{cli, corpus, frames, json, p4rt, thrift};
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus")
@@ -50,4 +50,32 @@ fn thrift_messages() {
     let r = thrift::campaign(&programs, 30_000, 14, &crashes(), HANG);
     eprintln!("{r}");
     assert!(r.panics.is_empty(), "{r}");
+}
+
+#[test]
+fn p4runtime_messages() {
+    let programs = corpus::load(&corpus_dir(), &[]).unwrap();
+    // one case in 50 also over gRPC: about 400 exchanges with a running server
+    let r = p4rt::campaign_with(&programs, 20_000, 15, &crashes(), HANG, 50);
+    eprintln!("{r}");
+    assert!(r.panics.is_empty(), "{r}");
+    assert!(r.cases >= 19_000, "{r}");
+}
+
+#[test]
+fn p4info_of_every_corpus_program_reads() {
+    let programs = corpus::load(&corpus_dir(), &[]).unwrap();
+    let mut n = 0;
+    for p in &programs {
+        if let Some(t) = &p.p4info {
+            let info = p4rt::parse_p4info(t).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+            if p.name == "p4rt_switch" {
+                assert_eq!(info.tables.len(), 4);
+                assert_eq!(info.digests.len(), 1);
+                assert_eq!(info.value_sets.len(), 1);
+            }
+            n += 1;
+        }
+    }
+    assert!(n >= 25, "{n} programs with a P4Info");
 }

@@ -21,20 +21,38 @@ pub struct ControllerHeader {
     pub fields: Vec<(u32, String, u32)>,
 }
 
+/// The largest controller header accepted, in bits: every PacketOut and PacketIn
+/// carries one, so a P4Info giving its fields absurd widths (`bitwidth: 2147483647`)
+/// would make each packet cost hundreds of megabytes.
+pub const MAX_HEADER_BITS: u64 = 8 * 4096;
+
 impl ControllerHeader {
-    fn from_p4info(c: &ControllerPacketMetadata) -> ControllerHeader {
-        ControllerHeader {
-            name: c
-                .preamble
-                .as_ref()
-                .map(|p| p.name.clone())
-                .unwrap_or_default(),
-            fields: c
-                .metadata
-                .iter()
-                .map(|m| (m.id, m.name.clone(), m.bitwidth.max(0) as u32))
-                .collect(),
+    fn from_p4info(c: &ControllerPacketMetadata) -> Result<ControllerHeader, String> {
+        let name = c
+            .preamble
+            .as_ref()
+            .map(|p| p.name.clone())
+            .unwrap_or_default();
+        let mut total = 0u64;
+        let mut fields = Vec::with_capacity(c.metadata.len());
+        for m in &c.metadata {
+            if m.bitwidth <= 0 {
+                return Err(format!(
+                    "controller header {name}: metadata {} ({}) has bitwidth {}",
+                    m.id, m.name, m.bitwidth
+                ));
+            }
+            total += m.bitwidth as u64;
+            if total > MAX_HEADER_BITS {
+                return Err(format!(
+                    "controller header {name}: wider than {MAX_HEADER_BITS} bits (metadata {} \
+                     ({}) has bitwidth {})",
+                    m.id, m.name, m.bitwidth
+                ));
+            }
+            fields.push((m.id, m.name.clone(), m.bitwidth as u32));
         }
+        Ok(ControllerHeader { name, fields })
     }
 
     /// Total bits of the fields.
@@ -77,16 +95,19 @@ fn header_kind(c: &ControllerPacketMetadata) -> Option<&'static str> {
 
 impl PacketIo {
     /// The controller headers of a P4Info.
-    pub fn from_p4info(p4info: &P4Info) -> PacketIo {
+    ///
+    /// Fails on a field of width 0 (or less) and on a header wider than
+    /// [`MAX_HEADER_BITS`].
+    pub fn from_p4info(p4info: &P4Info) -> Result<PacketIo, String> {
         let mut io = PacketIo::default();
         for c in &p4info.controller_packet_metadata {
             match header_kind(c) {
-                Some("packet_in") => io.packet_in = Some(ControllerHeader::from_p4info(c)),
-                Some("packet_out") => io.packet_out = Some(ControllerHeader::from_p4info(c)),
+                Some("packet_in") => io.packet_in = Some(ControllerHeader::from_p4info(c)?),
+                Some("packet_out") => io.packet_out = Some(ControllerHeader::from_p4info(c)?),
                 _ => {}
             }
         }
-        io
+        Ok(io)
     }
 
     /// The frame a PacketOut becomes: the packet_out header built from its metadata
@@ -282,5 +303,49 @@ mod tests {
         assert_eq!(pi.metadata[0].value, vec![3]);
         assert_eq!(pi.metadata[1].value, vec![0]);
         assert!(io().packet_in(&[0x01]).is_none());
+    }
+
+    /// Found by p4jet-fuzz p4rt: a pipeline whose P4Info gave a packet_out field
+    /// `bitwidth: 2147483647` was accepted, and every PacketOut then built a 256 MiB
+    /// header bit by bit.
+    #[test]
+    fn absurd_controller_header_widths_are_refused() {
+        use crate::proto::p4::config::v1::{Preamble, controller_packet_metadata::Metadata};
+        let info = |w: i32| P4Info {
+            controller_packet_metadata: vec![ControllerPacketMetadata {
+                preamble: Some(Preamble {
+                    id: 1,
+                    name: "packet_out".into(),
+                    ..Default::default()
+                }),
+                metadata: vec![
+                    Metadata {
+                        id: 1,
+                        name: "egress_port".into(),
+                        bitwidth: w,
+                        ..Default::default()
+                    },
+                    Metadata {
+                        id: 2,
+                        name: "_pad".into(),
+                        bitwidth: 7,
+                        ..Default::default()
+                    },
+                ],
+            }],
+            ..Default::default()
+        };
+        assert_eq!(
+            PacketIo::from_p4info(&info(9))
+                .unwrap()
+                .packet_out
+                .unwrap()
+                .bytes(),
+            2
+        );
+        for w in [i32::MAX, 0, -1, 32768] {
+            let e = PacketIo::from_p4info(&info(w)).unwrap_err();
+            assert!(e.contains("packet_out"), "{w}: {e}");
+        }
     }
 }

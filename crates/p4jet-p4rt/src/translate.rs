@@ -219,7 +219,7 @@ impl Program {
             .map_err(|e| Fail::invalid(format!("the bmv2 JSON does not load: {e}")))?;
         let join = p4jet_runtime::p4info::join(&schema, &p4info_objects(&p4info))
             .map_err(|e| Fail::invalid(format!("the bmv2 JSON does not match the P4Info: {e}")))?;
-        let io = PacketIo::from_p4info(&p4info);
+        let io = PacketIo::from_p4info(&p4info).map_err(Fail::invalid)?;
         Ok(Program {
             p4info,
             device_config,

@@ -170,7 +170,15 @@ fn write_frame(w: &mut impl Write, framing: Framing, msg: &[u8]) -> io::Result<(
 /// Reads one framed message (None at end of stream).
 fn read_frame(r: &mut impl Read, framing: Framing) -> io::Result<Option<Vec<u8>>> {
     let mut first = [0u8; 1];
-    if r.read(&mut first)? == 0 {
+    // a signal delivered to the thread while it waits (EINTR) is not an error: wait on
+    // (read_exact does the same for the rest of the frame)
+    let got = loop {
+        match r.read(&mut first) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => break other?,
+        }
+    };
+    if got == 0 {
         return Ok(None);
     }
     let mut len = [0u8; 8];

@@ -208,34 +208,23 @@ pub struct PairRun {
 impl Pair<'_> {
     /// Runs `steps` on both, in `dir`.
     pub fn run(&self, steps: &[Step], reads: &[String], dir: &Path) -> PairRun {
-        let opts = Options {
-            ports: (0..self.cfg.ports).collect(),
-            final_reads: reads.to_vec(),
-            // bmv2's egress queues hold 64 frames and drop when full: deep queues keep
-            // a fast writer from losing frames there
-            ..Options::default()
-        };
+        self.run_on(&self.cfg.program, steps, reads, dir, None)
+    }
+
+    /// Runs `steps` on both at once with `program`, bmv2's frames paced by `pace`.
+    fn run_on(
+        &self,
+        program: &Path,
+        steps: &[Step],
+        reads: &[String],
+        dir: &Path,
+        pace: Option<usize>,
+    ) -> PairRun {
         let (a, b) = std::thread::scope(|s| {
-            let ha = s.spawn(|| {
-                play(
-                    &self.cfg.reference,
-                    &self.cfg.cli,
-                    &self.cfg.program,
-                    steps,
-                    &dir.join("bmv2"),
-                    &opts,
-                )
-            });
-            let hb = s.spawn(|| {
-                play(
-                    &self.cfg.p4jet,
-                    &self.cfg.cli,
-                    &self.cfg.program,
-                    steps,
-                    &dir.join("p4jet"),
-                    &opts,
-                )
-            });
+            let ha =
+                s.spawn(|| self.play_side(true, program, steps, reads, &dir.join("bmv2"), pace));
+            let hb =
+                s.spawn(|| self.play_side(false, program, steps, reads, &dir.join("p4jet"), None));
             (
                 ha.join()
                     .unwrap_or_else(|_| Err("bmv2 runner panicked".into())),
@@ -304,28 +293,8 @@ impl Pair<'_> {
         if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&zpath, zeroed)) {
             return Rerun::Failed(format!("{}: {e}", zpath.display()));
         }
-        let (a, b) = std::thread::scope(|s| {
-            let ha = s.spawn(|| {
-                self.play_side(
-                    true,
-                    &zpath,
-                    steps,
-                    reads,
-                    &dir.join("zeroed-bmv2"),
-                    Some(PACE),
-                )
-            });
-            let hb = s.spawn(|| {
-                self.play_side(false, &zpath, steps, reads, &dir.join("zeroed-p4jet"), None)
-            });
-            (
-                ha.join()
-                    .unwrap_or_else(|_| Err("bmv2 runner panicked".into())),
-                hb.join()
-                    .unwrap_or_else(|_| Err("p4jet runner panicked".into())),
-            )
-        });
-        match (a, b) {
+        let r = self.run_on(&zpath, steps, reads, &dir.join("zeroed"), Some(PACE));
+        match (r.bmv2, r.p4jet) {
             (Ok(a), Ok(b)) => {
                 let d = real(compare(self.info, &a, &b, false));
                 if d.is_empty() {

@@ -110,6 +110,34 @@ fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus")
 }
 
+/// A corpus program's JSON, the first 6 frames of its STF test `stf` (or of its first
+/// STF test when there is no such file) and its commands (value-set entries left out:
+/// the stock CLI's pvs_add crashes bmv2 1.15).
+fn corpus_case(name: &str, stf: &str) -> (PathBuf, Vec<(u32, Vec<u8>)>, String) {
+    let dir = corpus().join(name);
+    let mut stf_path = dir.join("tests").join(stf);
+    if !stf_path.is_file() {
+        let mut all: Vec<PathBuf> = std::fs::read_dir(dir.join("tests"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "stf"))
+            .collect();
+        all.sort();
+        stf_path = all[0].clone();
+    }
+    let commands = std::fs::read_to_string(dir.join(format!("{name}.commands")))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.starts_with("pvs_"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    (
+        dir.join(format!("{name}.json")),
+        stf_packets(&stf_path, 6),
+        commands,
+    )
+}
+
 #[test]
 fn per_packet_lines_match_bmv2() {
     let Some(shared) = shared_dir() else {
@@ -161,27 +189,7 @@ fn per_packet_lines_match_bmv2() {
         ("p4rt_switch", "-"),
         ("udp_tcp_checksum", "-"),
     ] {
-        let dir = corpus().join(name);
-        let program = dir.join(format!("{name}.json"));
-        let mut stf_path = dir.join("tests").join(stf);
-        if !stf_path.is_file() {
-            // the first STF test of the program
-            let mut all: Vec<PathBuf> = std::fs::read_dir(dir.join("tests"))
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .filter(|p| p.extension().is_some_and(|x| x == "stf"))
-                .collect();
-            all.sort();
-            stf_path = all[0].clone();
-        }
-        let frames = stf_packets(&stf_path, 6);
-        // value-set entries are left out: the stock CLI's pvs_add crashes bmv2 1.15
-        let commands: String = std::fs::read_to_string(dir.join(format!("{name}.commands")))
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| !l.starts_with("pvs_"))
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let (program, frames, commands) = corpus_case(name, stf);
         let want = run_logged(
             &SwitchSpec::bmv2(&bmv2),
             &cli,
@@ -357,25 +365,7 @@ fn dumped_packet_data_matches_bmv2() {
         ("mirror_clone", "ingress_mirror.stf", "40"),
         ("v1model_misc", "truncate.stf", "200"),
     ] {
-        let dir = corpus().join(name);
-        let program = dir.join(format!("{name}.json"));
-        let mut stf_path = dir.join("tests").join(stf);
-        if !stf_path.is_file() {
-            let mut all: Vec<PathBuf> = std::fs::read_dir(dir.join("tests"))
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .filter(|p| p.extension().is_some_and(|x| x == "stf"))
-                .collect();
-            all.sort();
-            stf_path = all[0].clone();
-        }
-        let frames = stf_packets(&stf_path, 6);
-        let commands: String = std::fs::read_to_string(dir.join(format!("{name}.commands")))
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| !l.starts_with("pvs_"))
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let (program, frames, commands) = corpus_case(name, stf);
         let mut b = SwitchSpec::bmv2(&bmv2);
         let mut p = SwitchSpec::p4jet(Path::new(p4jet()));
         for s in [&mut b, &mut p] {

@@ -24,17 +24,29 @@ fn skip(msg: &str) {
     skipped(&msg);
 }
 
-#[test]
-fn p4jet_matches_bmv2_on_random_entries_and_frames() {
+/// The reference simple_switch and the stock CLI, or None after saying why the test
+/// is skipped.
+fn reference() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     let Some(shared) = shared_dir() else {
-        return skip("../shared is absent");
+        skip("../shared is absent");
+        return None;
     };
     let bmv2 = shared.join("reference/bin/simple_switch");
     if !bmv2.is_file() {
-        return skip("no reference simple_switch in ../shared/reference");
+        skip("no reference simple_switch in ../shared/reference");
+        return None;
     }
     let Some(cli) = stock_cli() else {
-        return skip("no stock simple_switch_CLI");
+        skip("no stock simple_switch_CLI");
+        return None;
+    };
+    Some((bmv2, cli))
+}
+
+#[test]
+fn p4jet_matches_bmv2_on_random_entries_and_frames() {
+    let Some((bmv2, cli)) = reference() else {
+        return;
     };
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus");
     let work = tmpdir("differential");
@@ -91,15 +103,8 @@ fn p4jet_matches_bmv2_on_random_entries_and_frames() {
 /// resubmitted packets are lost) stays unexplained.
 #[test]
 fn played_again_stale_fields_are_explained_and_real_differences_are_not() {
-    let Some(shared) = shared_dir() else {
-        return skip("../shared is absent");
-    };
-    let bmv2 = shared.join("reference/bin/simple_switch");
-    if !bmv2.is_file() {
-        return skip("no reference simple_switch in ../shared/reference");
-    }
-    let Some(cli) = stock_cli() else {
-        return skip("no stock simple_switch_CLI");
+    let Some((bmv2, cli)) = reference() else {
+        return;
     };
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus");
     let work = tmpdir("differential-rerun");

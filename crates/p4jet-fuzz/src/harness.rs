@@ -236,3 +236,57 @@ impl fmt::Display for Report {
         Ok(())
     }
 }
+
+/// How a control message is encoded, for [`damage`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// Thrift binary protocol: 4-byte big-endian lengths and counts.
+    Thrift,
+    /// Protocol buffers: varint lengths, tags with wire types.
+    Protobuf,
+}
+
+/// Byte damage to an encoded message, one to three times: a bit flipped, the message
+/// cut, a byte set to an edge value, a length made huge (a 4-byte length for Thrift,
+/// a varint of 5 bytes for protobuf), for protobuf a tag given a wire type that does
+/// not fit, or random bytes inserted.
+pub fn damage(b: &mut Vec<u8>, rng: &mut rand::rngs::StdRng, wire: Wire) {
+    use rand::Rng;
+    let (kinds, insert_max) = match wire {
+        Wire::Thrift => (5, 16),
+        Wire::Protobuf => (6, 12),
+    };
+    for _ in 0..rng.gen_range(1..=3) {
+        let n = b.len();
+        match (rng.gen_range(0..kinds), wire) {
+            (0, _) if n > 0 => {
+                let i = rng.gen_range(0..n);
+                b[i] ^= 1 << rng.gen_range(0..8);
+            }
+            (1, _) if n > 0 => b.truncate(rng.gen_range(0..n)),
+            (2, _) if n > 0 => {
+                let i = rng.gen_range(0..n);
+                b[i] = [0x00, 0xff, 0x7f, 0x80][rng.gen_range(0..4)];
+            }
+            (3, Wire::Thrift) if n > 4 => {
+                let i = rng.gen_range(0..n - 4);
+                b[i..i + 4].copy_from_slice(&[0x7f, 0xff, 0xff, 0xff]);
+            }
+            (3, Wire::Protobuf) if n > 1 => {
+                let i = rng.gen_range(0..n);
+                b.splice(i..(i + 1).min(n), [0xff, 0xff, 0xff, 0xff, 0x0f]);
+            }
+            (4, Wire::Protobuf) if n > 2 => {
+                let i = rng.gen_range(0..n);
+                b[i] = (b[i] & 0xf8) | rng.gen_range(3..8);
+            }
+            _ => {
+                let i = rng.gen_range(0..=n);
+                let x: Vec<u8> = (0..rng.gen_range(1..insert_max))
+                    .map(|_| rng.r#gen())
+                    .collect();
+                b.splice(i..i, x);
+            }
+        }
+    }
+}

@@ -28,7 +28,7 @@ use tonic::codegen::http::uri::PathAndQuery;
 
 use crate::corpus::CorpusProgram;
 use crate::harness::{
-    Report, Watchdog, guarded, held_clock, rss_kib, save_crash, server_panic_count,
+    Report, Watchdog, Wire, damage, guarded, held_clock, rss_kib, save_crash, server_panic_count,
 };
 
 /// The device id the devices run as.
@@ -1159,40 +1159,6 @@ pub fn message(g: &Gen, rng: &mut StdRng, seeds: &[Vec<u8>]) -> (Kind, Vec<u8>) 
     }
 }
 
-/// Byte damage to an encoded message: bits flipped, cut, a length or varint made
-/// huge, bytes inserted.
-pub fn damage(b: &mut Vec<u8>, rng: &mut StdRng) {
-    for _ in 0..rng.gen_range(1..=3) {
-        let n = b.len();
-        match rng.gen_range(0..6) {
-            0 if n > 0 => {
-                let i = rng.gen_range(0..n);
-                b[i] ^= 1 << rng.gen_range(0..8);
-            }
-            1 if n > 0 => b.truncate(rng.gen_range(0..n)),
-            2 if n > 0 => {
-                let i = rng.gen_range(0..n);
-                b[i] = [0x00, 0xff, 0x7f, 0x80][rng.gen_range(0..4)];
-            }
-            3 if n > 1 => {
-                // a length (or any varint) made huge: 5 continuation bytes
-                let i = rng.gen_range(0..n);
-                b.splice(i..(i + 1).min(n), [0xff, 0xff, 0xff, 0xff, 0x0f]);
-            }
-            4 if n > 2 => {
-                // a field tag replaced by a wire type that does not fit
-                let i = rng.gen_range(0..n);
-                b[i] = (b[i] & 0xf8) | rng.gen_range(3..8);
-            }
-            _ => {
-                let i = rng.gen_range(0..=n);
-                let x: Vec<u8> = (0..rng.gen_range(1..12)).map(|_| rng.r#gen()).collect();
-                b.splice(i..i, x);
-            }
-        }
-    }
-}
-
 /// What running cases did, for the report.
 #[derive(Debug, Default, Clone)]
 pub struct Tally {
@@ -1599,7 +1565,7 @@ pub fn campaign_with(
         while done < per {
             let (kind, mut buf) = message(&g, &mut rng, &p.seeds);
             if rng.gen_range(0..10) < 3 {
-                damage(&mut buf, &mut rng);
+                damage(&mut buf, &mut rng, Wire::Protobuf);
                 damaged += 1;
             }
             let case = saved(kind, &buf);

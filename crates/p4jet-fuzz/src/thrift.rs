@@ -22,7 +22,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::corpus::CorpusProgram;
-use crate::harness::{Report, Watchdog, guarded, held_clock, rss_kib, save_crash};
+use crate::harness::{Report, Watchdog, Wire, damage, guarded, held_clock, rss_kib, save_crash};
 
 /// Methods never called: they touch ports (interfaces of this machine).
 const SKIP: &[&str] = &["bm_dev_mgr_add_port", "bm_dev_mgr_remove_port"];
@@ -142,33 +142,6 @@ pub fn call(rng: &mut StdRng, names: &[String], seq: i32) -> Vec<u8> {
     encode_message(&full, MessageType::Call, seq, &args)
 }
 
-fn damage(b: &mut Vec<u8>, rng: &mut StdRng) {
-    for _ in 0..rng.gen_range(1..=3) {
-        let n = b.len();
-        match rng.gen_range(0..5) {
-            0 if n > 0 => {
-                let i = rng.gen_range(0..n);
-                b[i] ^= 1 << rng.gen_range(0..8);
-            }
-            1 if n > 0 => b.truncate(rng.gen_range(0..n)),
-            2 if n > 0 => {
-                let i = rng.gen_range(0..n);
-                b[i] = [0x00, 0xff, 0x7f, 0x80][rng.gen_range(0..4)];
-            }
-            3 if n > 4 => {
-                // a length or count field made huge
-                let i = rng.gen_range(0..n - 4);
-                b[i..i + 4].copy_from_slice(&[0x7f, 0xff, 0xff, 0xff]);
-            }
-            _ => {
-                let i = rng.gen_range(0..=n);
-                let x: Vec<u8> = (0..rng.gen_range(1..16)).map(|_| rng.r#gen()).collect();
-                b.splice(i..i, x);
-            }
-        }
-    }
-}
-
 /// Decodes every message of `buf` and dispatches the calls; returns how many were
 /// dispatched.
 pub fn decode_and_dispatch(sw: &mut Switch, buf: &[u8]) -> usize {
@@ -278,7 +251,7 @@ pub fn campaign(
                 buf.extend(call(&mut rng, &names, k));
             }
             if rng.gen_range(0..3) == 0 {
-                damage(&mut buf, &mut rng);
+                damage(&mut buf, &mut rng, Wire::Thrift);
             }
             dog.case(&buf);
             match guarded(|| decode_and_dispatch(&mut sw, &buf)) {

@@ -43,12 +43,39 @@ fn reference() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     Some((bmv2, cli))
 }
 
+/// The slice's settings for corpus program `name`: its commands in every third chunk
+/// when it has them, 2 chunks of 3,000 frames.
+fn corpus_config(name: &str, bmv2: &Path, cli: &Path, work: &Path) -> DiffConfig {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/corpus")
+        .join(name);
+    let commands = dir.join(format!("{name}.commands"));
+    DiffConfig {
+        program: dir.join(format!("{name}.json")),
+        commands: commands.is_file().then_some(commands),
+        seeds: corpus_seeds(&dir),
+        chunk: 3000,
+        chunks: 2,
+        first_chunk: 0,
+        seed: 20_260_101,
+        reference: SwitchSpec::bmv2(bmv2),
+        p4jet: SwitchSpec::p4jet(Path::new(p4jet())),
+        cli: StockCli {
+            path: cli.to_path_buf(),
+        },
+        work: work.join(name),
+        found: None,
+        max_minimize: 0,
+        ports: 8,
+        keep: false,
+    }
+}
+
 #[test]
 fn p4jet_matches_bmv2_on_random_entries_and_frames() {
     let Some((bmv2, cli)) = reference() else {
         return;
     };
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus");
     let work = tmpdir("differential");
     let mut failures = vec![];
     let mut total = 0;
@@ -66,25 +93,7 @@ fn p4jet_matches_bmv2_on_random_entries_and_frames() {
         "recirc_resubmit",
         "p4_14_router",
     ] {
-        let dir = corpus.join(name);
-        let commands = dir.join(format!("{name}.commands"));
-        let cfg = DiffConfig {
-            program: dir.join(format!("{name}.json")),
-            commands: commands.is_file().then_some(commands),
-            seeds: corpus_seeds(&dir),
-            chunk: 3000,
-            chunks: 2,
-            first_chunk: 0,
-            seed: 20_260_101,
-            reference: SwitchSpec::bmv2(&bmv2),
-            p4jet: SwitchSpec::p4jet(Path::new(p4jet())),
-            cli: StockCli { path: cli.clone() },
-            work: work.join(name),
-            found: None,
-            max_minimize: 0,
-            ports: 8,
-            keep: false,
-        };
+        let cfg = corpus_config(name, &bmv2, &cli, &work);
         let s = run(&cfg, &mut |l| eprintln!("{l}")).unwrap();
         total += s.frames;
         if s.chunks_differing > 0 {
@@ -106,27 +115,14 @@ fn played_again_stale_fields_are_explained_and_real_differences_are_not() {
     let Some((bmv2, cli)) = reference() else {
         return;
     };
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus");
     let work = tmpdir("differential-rerun");
-    let cfg = |name: &str, p4jet: SwitchSpec| {
-        let dir = corpus.join(name);
-        DiffConfig {
-            program: dir.join(format!("{name}.json")),
-            commands: None,
-            seeds: corpus_seeds(&dir),
-            chunk: 4000,
-            chunks: 1,
-            first_chunk: 0,
-            seed: 1,
-            reference: SwitchSpec::bmv2(&bmv2),
-            p4jet,
-            cli: StockCli { path: cli.clone() },
-            work: work.join(name),
-            found: None,
-            max_minimize: 0,
-            ports: 8,
-            keep: false,
-        }
+    let cfg = |name: &str, p4jet: SwitchSpec| DiffConfig {
+        commands: None,
+        chunk: 4000,
+        chunks: 1,
+        seed: 1,
+        p4jet,
+        ..corpus_config(name, &bmv2, &cli, &work)
     };
     let s = run(
         &cfg("length_ops", SwitchSpec::p4jet(Path::new(p4jet()))),

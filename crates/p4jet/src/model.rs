@@ -32,7 +32,7 @@ use crate::bench::{Measure, NULL_PROGRAM, Setup, measure_parallel};
 use crate::run::Mode;
 
 /// Version of the profile's format (a profile of another version is recalibrated).
-pub const PROFILE_VERSION: u32 = 1;
+pub const PROFILE_VERSION: u32 = 2;
 
 /// `p4jet model` options.
 #[derive(Args, Debug)]
@@ -170,10 +170,18 @@ pub struct Profile {
     pub call_ns: f64,
     /// Per primitive past the first of an action (ns).
     pub prim_ns: f64,
-    /// Lookup (and a one-primitive action) by kind against size.
+    /// Lookup (and a one-primitive action) by kind against size. `lpm_wide` is an LPM
+    /// table the DIR-16-8-8 array cannot hold (a key wider than 32 bits or with other
+    /// fields: hash tables per prefix length searched by binary search), measured with
+    /// [`WIDE_LPM_PROBES`] probes per lookup.
     pub lookups: Vec<LookupCurve>,
-    /// Mean latency / (queue × ns per packet), null program.
-    pub latency_factor: f64,
+    /// Per hash probe of a wide LPM lookup above or below the calibrated
+    /// [`WIDE_LPM_PROBES`] (ns).
+    pub lpm_probe_ns: f64,
+    /// CPU ns of a packet's cost spent before its latency clock starts (receiving it
+    /// into the switch): with Q packets queued at batch B, mean latency is
+    /// `Q·ns − B·inject_ns` (null program: `ns − latency / B` at Q = B).
+    pub inject_ns: f64,
     /// p99 / mean latency, null program.
     pub p99_factor: f64,
     /// Each calibration point: (name, ns per packet).
@@ -190,6 +198,70 @@ impl Profile {
             _ => "ternary",
         };
         self.lookups.iter().find(|c| c.kind == k)
+    }
+
+    /// (cost at the table's size, cost in cache) of one apply of a keyed table; `None`
+    /// for a kind the profile has no curve for. A wide LPM table is priced by its probes
+    /// (a profile without the wide curve prices it as a narrow one).
+    pub fn lookup_cost(&self, t: &TableShape) -> Option<(f64, f64)> {
+        if t.lpm_probes > 0
+            && let Some(c) = self.lookups.iter().find(|c| c.kind == "lpm_wide")
+        {
+            let d = (t.lpm_probes as f64 - WIDE_LPM_PROBES as f64) * self.lpm_probe_ns;
+            return Some(((c.at(t.entries) + d).max(0.0), (c.in_cache() + d).max(0.0)));
+        }
+        self.lookup(t.kind?)
+            .map(|c| (c.at(t.entries), c.in_cache()))
+    }
+}
+
+/// Probes per lookup of the calibration's wide LPM table (32 prefix lengths: a binary
+/// search over 32 lengths takes at most ceil(log2(33)) = 6 probes).
+pub const WIDE_LPM_PROBES: usize = 6;
+
+/// What a table's lookups cost depends on: its kind, entries and, for a wide LPM table,
+/// the probes of the binary search over its prefix lengths.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TableShape {
+    /// Match kind; `None` for a keyless table.
+    pub kind: Option<MatchKind>,
+    /// Entries.
+    pub entries: usize,
+    /// Wide LPM: hash probes per lookup (ceil(log2(lengths + 1))); 0 otherwise.
+    pub lpm_probes: usize,
+}
+
+/// Probes of a binary search over `lengths` distinct prefix lengths.
+pub fn probes_for_lengths(lengths: usize) -> usize {
+    let mut p = 0;
+    while (1usize << p) < lengths + 1 {
+        p += 1;
+    }
+    p.max(1)
+}
+
+impl TableShape {
+    /// The shape of `t` holding `entries` entries with `lengths` distinct prefix lengths
+    /// (`None`: not known, as at load time before a controller adds entries; every
+    /// length of the field is assumed then).
+    pub fn of(t: &p4jet_ir::TableInfo, entries: usize, lengths: Option<usize>) -> TableShape {
+        if t.keys.is_empty() {
+            return TableShape::default();
+        }
+        let lpm: Vec<&p4jet_ir::TableKey> =
+            t.keys.iter().filter(|k| k.kind == MatchKind::Lpm).collect();
+        let wide = t.match_type == MatchKind::Lpm
+            && lpm.len() == 1
+            && (t.keys.len() > 1 || lpm[0].width > 32);
+        TableShape {
+            kind: Some(t.match_type),
+            entries,
+            lpm_probes: if wide {
+                probes_for_lengths(lengths.unwrap_or(lpm[0].width as usize + 1))
+            } else {
+                0
+            },
+        }
     }
 }
 
@@ -250,8 +322,12 @@ pub struct TableFeature {
     pub kind: String,
     /// Entries loaded.
     pub entries: usize,
+    /// Wide LPM: hash probes per lookup; 0 otherwise.
+    pub lpm_probes: usize,
     /// Primitives of its most expensive action.
     pub prims: usize,
+    #[serde(skip)]
+    shape: TableShape,
 }
 
 /// What the model counts in a program.
@@ -348,16 +424,36 @@ fn action_prims(prog: &Program, a: u32, depth: usize) -> usize {
 impl Features {
     /// The features of a loaded switch (entries as loaded) for frames of `frame_bytes`.
     pub fn of(sw: &Switch, profile: Option<&Profile>, frame_bytes: f64) -> Features {
-        let entries: Vec<usize> = sw
-            .with_state(|s| s.tables.iter().map(|t| t.entries.len()).collect())
+        let prog = &sw.engine.prog;
+        let shapes: Vec<TableShape> = sw
+            .with_state(|s| {
+                s.tables
+                    .iter()
+                    .zip(&prog.tables)
+                    .map(|(t, ti)| {
+                        let mut lengths = std::collections::BTreeSet::new();
+                        if ti.match_type == MatchKind::Lpm {
+                            for (_, key, _) in t.entries.iter() {
+                                lengths.extend(key.fields.iter().filter_map(|m| match m {
+                                    p4jet_tables::FieldMatch::Lpm { prefix_len, .. } => {
+                                        Some(*prefix_len)
+                                    }
+                                    _ => None,
+                                }));
+                            }
+                        }
+                        TableShape::of(ti, t.entries.len(), Some(lengths.len()))
+                    })
+                    .collect()
+            })
             .unwrap_or_default();
-        Features::of_program(&sw.engine.prog, &entries, profile, frame_bytes)
+        Features::of_program(prog, &shapes, profile, frame_bytes)
     }
 
-    /// The features of a program whose table `i` holds `entries[i]` entries.
+    /// The features of a program whose table `i` has shape `entries[i]`.
     pub fn of_program(
         prog: &Program,
-        entries: &[usize],
+        entries: &[TableShape],
         profile: Option<&Profile>,
         frame_bytes: f64,
     ) -> Features {
@@ -396,12 +492,15 @@ impl Features {
                             f.keyed_tables += 1;
                             format!("{:?}", ti.match_type).to_lowercase()
                         };
+                        let shape = entries.get(*t as usize).copied().unwrap_or_default();
                         f.tables.push(TableFeature {
                             name: ti.name.clone(),
                             control: name,
                             kind,
-                            entries: entries.get(*t as usize).copied().unwrap_or(0),
+                            entries: shape.entries,
+                            lpm_probes: shape.lpm_probes,
                             prims,
+                            shape,
                         });
                     }
                     ControlNode::Call {
@@ -412,7 +511,9 @@ impl Features {
                             control: name,
                             kind: "keyless".into(),
                             entries: 0,
+                            lpm_probes: 0,
                             prims: action_prims(prog, *action, 0),
+                            shape: TableShape::default(),
                         });
                     }
                     ControlNode::Cond { .. } => {}
@@ -433,7 +534,12 @@ impl Features {
 }
 
 /// Cost of one control node alone (ns; a unit cost without a profile).
-fn node_cost(prog: &Program, node: &ControlNode, entries: &[usize], p: Option<&Profile>) -> f64 {
+fn node_cost(
+    prog: &Program,
+    node: &ControlNode,
+    entries: &[TableShape],
+    p: Option<&Profile>,
+) -> f64 {
     match node {
         ControlNode::Table(t) => {
             let Some(ti) = prog.tables.get(*t as usize) else {
@@ -452,8 +558,8 @@ fn node_cost(prog: &Program, node: &ControlNode, entries: &[usize], p: Option<&P
             if ti.keys.is_empty() {
                 p.call_ns + extra
             } else {
-                let n = entries.get(*t as usize).copied().unwrap_or(0);
-                p.lookup(ti.match_type).map_or(p.call_ns, |c| c.at(n)) + extra
+                let shape = entries.get(*t as usize).copied().unwrap_or_default();
+                p.lookup_cost(&shape).map_or(p.call_ns, |c| c.0) + extra
             }
         }
         ControlNode::Call { action, .. } => p.map_or(1.0, |p| {
@@ -468,7 +574,7 @@ fn node_cost(prog: &Program, node: &ControlNode, entries: &[usize], p: Option<&P
 fn costliest_path(
     prog: &Program,
     control: &p4jet_ir::Control,
-    entries: &[usize],
+    entries: &[TableShape],
     p: Option<&Profile>,
 ) -> Vec<u32> {
     let n = control.nodes.len();
@@ -485,7 +591,7 @@ fn costliest_path(
         i: u32,
         prog: &Program,
         control: &p4jet_ir::Control,
-        entries: &[usize],
+        entries: &[TableShape],
         p: Option<&Profile>,
         memo: &mut Vec<Option<(f64, Option<u32>)>>,
         depth: usize,
@@ -585,20 +691,11 @@ pub fn predict(f: &Features, p: &Profile, batch: BatchArg, queue: Option<usize>)
     let (mut ingress, mut egress, mut memory) = (0.0, 0.0, 0.0);
     for t in &f.tables {
         let extra = t.prims.saturating_sub(1) as f64 * p.prim_ns;
-        let (c, stall) = match t.kind.as_str() {
-            "keyless" => (p.call_ns + extra, 0.0),
-            k => {
-                let kind = match k {
-                    "exact" => MatchKind::Exact,
-                    "lpm" => MatchKind::Lpm,
-                    _ => MatchKind::Ternary,
-                };
-                p.lookup(kind).map_or((p.call_ns + extra, 0.0), |c| {
-                    let at = c.at(t.entries);
-                    (at + extra, (at - c.in_cache()).max(0.0))
-                })
-            }
-        };
+        let (c, stall) = p
+            .lookup_cost(&t.shape)
+            .map_or((p.call_ns + extra, 0.0), |(at, base)| {
+                (at + extra, (at - base).max(0.0))
+            });
         memory += stall;
         if t.control == "egress" {
             egress += c;
@@ -633,7 +730,9 @@ pub fn predict(f: &Features, p: &Profile, batch: BatchArg, queue: Option<usize>)
         .map(|s| s.0.clone())
         .unwrap_or_default();
     let q = queue.unwrap_or(b).max(1);
-    let lat = p.latency_factor * q as f64 * total / 1000.0;
+    // a packet waits for the Q ahead of it, less the receive work of the batches that
+    // come in while it waits (done before their clocks start)
+    let lat = ((q as f64 * total - b as f64 * p.inject_ns) / 1000.0).max(total / 1000.0);
     Prediction {
         ns_per_packet: total,
         mpps_per_core: 1000.0 / total,
@@ -673,16 +772,7 @@ pub fn auto_batch(f: &Features, p: &Profile) -> (usize, usize) {
         let hit = f
             .tables
             .iter()
-            .filter(|t| t.kind != "keyless")
-            .filter_map(|t| {
-                let kind = match t.kind.as_str() {
-                    "exact" => MatchKind::Exact,
-                    "lpm" => MatchKind::Lpm,
-                    _ => MatchKind::Ternary,
-                };
-                p.lookup(kind)
-                    .map(|c| (c.at(t.entries) - c.in_cache(), c.in_cache()))
-            })
+            .filter_map(|t| p.lookup_cost(&t.shape).map(|(at, base)| (at - base, base)))
             .max_by(|a, b| a.0.total_cmp(&b.0));
         match hit {
             Some((stall, base)) if base > 0.0 => ((stall / base).ceil() as usize)
@@ -749,7 +839,12 @@ pub fn resolve_at_load(
             }
         };
         let e = p4jet_engine::load(j, p4jet_engine::EngineConfig::default()).ok()?;
-        let sizes: Vec<usize> = e.prog.tables.iter().map(|t| t.max_size as usize).collect();
+        let sizes: Vec<TableShape> = e
+            .prog
+            .tables
+            .iter()
+            .map(|t| TableShape::of(t, t.max_size as usize, None))
+            .collect();
         let f = Features::of_program(&e.prog, &sizes, Some(&p), 64.0);
         Some(auto_batch(&f, &p))
     });
@@ -774,8 +869,12 @@ pub fn resolve_at_load(
 pub struct Micro {
     /// Headers extracted and emitted (Ethernet counts; at least 1).
     pub headers: usize,
-    /// A table keyed on `h0.a` (32 bits) of this kind, its action setting the port.
+    /// A table keyed on `h0.a` (32 bits) of this kind, its action setting the port;
+    /// `lpm_wide`: keyed on `h0.b` exact and `h0.a` LPM (the binary search over prefix
+    /// lengths).
     pub table: Option<&'static str>,
+    /// `lpm_wide`: distinct prefix lengths of the entries (1: all /24; else 1..=this).
+    pub lpm_lengths: u32,
     /// Keyless tables, each running one primitive.
     pub calls: usize,
     /// Extra primitives in the first keyless call.
@@ -830,8 +929,14 @@ impl Micro {
         let mut next_id = 0usize;
         let mut chain: Vec<String> = vec![];
         if let Some(kind) = self.table {
-            let mt = if kind == "ternary" { "ternary" } else { kind };
-            tables.push(json!({"name": "t", "id": next_id, "key": [{"match_type": mt, "name": "a", "target": [hf, if n > 1 { "a" } else { "dst" }], "mask": null}],
+            let mt = if kind == "lpm_wide" { "lpm" } else { kind };
+            let a = json!({"match_type": mt, "name": "a", "target": [hf, if n > 1 { "a" } else { "dst" }], "mask": null});
+            let key = if kind == "lpm_wide" {
+                json!([{"match_type": "exact", "name": "b", "target": [hf, "b"], "mask": null}, a])
+            } else {
+                json!([a])
+            };
+            tables.push(json!({"name": "t", "id": next_id, "key": key,
                 "match_type": mt, "type": "simple", "max_size": 2_000_000, "with_counters": false,
                 "support_timeout": false, "direct_meters": null, "action_ids": [0], "actions": ["fwd"],
                 "base_default_next": null, "next_tables": {"fwd": null},
@@ -922,6 +1027,8 @@ impl Micro {
         let mut rng = SplitMix(0x5eed ^ entries as u64);
         let mut cmds = String::new();
         let mut keys: Vec<u32> = Vec::with_capacity(entries);
+        // lpm_wide entries: (exact part, prefix, length)
+        let mut wide: Vec<(u32, u32, u32)> = vec![];
         if let Some(kind) = self.table {
             for i in 0..entries {
                 // distinct keys: a bijection of i scattered over the 32-bit space
@@ -931,7 +1038,29 @@ impl Micro {
                 };
                 keys.push(k);
             }
-            if kind == "lpm" {
+            if kind == "lpm_wide" {
+                // an exact part per entry, the LPM part's length from 1..=lengths
+                let lengths = self.lpm_lengths.max(1);
+                keys.clear();
+                for (i, _) in (0..entries).enumerate() {
+                    let len = if lengths == 1 {
+                        24
+                    } else {
+                        1 + i as u32 % lengths
+                    };
+                    let b = (i as u32).wrapping_mul(0x9E37_79B1);
+                    let a = (i as u32).wrapping_mul(0x85EB_CA6B) & (u32::MAX << (32 - len));
+                    let port = 1 + (i % 3);
+                    cmds.push_str(&format!(
+                        "table_add t fwd 0x{b:08x} {}.{}.{}.{}/{len} => {port}\n",
+                        a >> 24,
+                        (a >> 16) & 255,
+                        (a >> 8) & 255,
+                        a & 255
+                    ));
+                    wide.push((b, a, len));
+                }
+            } else if kind == "lpm" {
                 // distinct /24s (scattered top 24 bits)
                 keys = (0..entries as u32)
                     .map(|i| (i.wrapping_mul(0x9E37_79B1) >> 8) << 8)
@@ -939,7 +1068,7 @@ impl Micro {
                 keys.sort_unstable();
                 keys.dedup();
             }
-            for (i, k) in keys.iter().enumerate() {
+            for (i, k) in keys.iter().enumerate().filter(|_| kind != "lpm_wide") {
                 let port = 1 + (i % 3);
                 match kind {
                     "exact" => cmds.push_str(&format!("table_add t fwd 0x{k:08x} => {port}\n")),
@@ -970,7 +1099,16 @@ impl Micro {
             f[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 1]);
             f[6..12].copy_from_slice(&[0x02, 0, (r >> 16) as u8, (r >> 8) as u8, r as u8, 2]);
             f[12..14].copy_from_slice(&[0x12, 0x34]);
-            if n > 1 {
+            if n > 1 && !wide.is_empty() {
+                let (b, a, len) = wide[(r >> 32) as usize % wide.len()];
+                let low = if len == 32 {
+                    0
+                } else {
+                    r as u32 & (u32::MAX >> len)
+                };
+                f[14..18].copy_from_slice(&(a | low).to_be_bytes());
+                f[18..22].copy_from_slice(&b.to_be_bytes());
+            } else if n > 1 {
                 let key = if keys.is_empty() {
                     r as u32
                 } else {
@@ -1045,9 +1183,10 @@ fn cpu_model() -> String {
 }
 
 /// Table sizes the calibration measures lookups at, by kind.
-pub const CALIBRATION_SIZES: [(&str, &[usize]); 3] = [
+pub const CALIBRATION_SIZES: [(&str, &[usize]); 4] = [
     ("exact", &[100, 10_000, 1_000_000]),
     ("lpm", &[100, 10_000, 1_000_000]),
+    ("lpm_wide", &[100, 10_000, 1_000_000]),
     ("ternary", &[100, 10_000, 100_000]),
 ];
 
@@ -1116,7 +1255,20 @@ pub fn calibrate(
         )
     });
     let header_ns = (sxy / sxx.max(1e-9)).max(0.0);
-    let base2 = parse.iter().find(|p| p.0 == 2).map_or(null_ns, |p| p.1);
+    // the parse points carry 8 headers' worth of bytes; every point below is measured on
+    // 64-byte frames, so its base is the 2-header program on 64-byte frames (taking the
+    // parse point instead charged each later cost the 160 bytes' copy it did not do)
+    let base2 = point(
+        "base (2 headers)".into(),
+        &Micro {
+            headers: 2,
+            ..Micro::default()
+        },
+        0,
+        64,
+        batch,
+    )?
+    .0;
     let ck = Micro {
         headers: 2,
         checksum: true,
@@ -1149,6 +1301,7 @@ pub fn calibrate(
             let m = Micro {
                 headers: 2,
                 table: Some(kind),
+                lpm_lengths: 32,
                 ..Micro::default()
             };
             let ns = point(format!("{kind} {n}"), &m, n, 64, batch)?.0;
@@ -1165,9 +1318,25 @@ pub fn calibrate(
             points: pts,
         });
     }
+    // a wide LPM lookup with one prefix length (one probe) against 32 lengths
+    // (WIDE_LPM_PROBES probes), both at the smallest size: the cost of a probe
+    let one = Micro {
+        headers: 2,
+        table: Some("lpm_wide"),
+        lpm_lengths: 1,
+        ..Micro::default()
+    };
+    let n0 = CALIBRATION_SIZES[2].1[0];
+    let one_ns =
+        (point(format!("lpm_wide {n0}, 1 length"), &one, n0, 64, batch)?.0 - base2).max(0.0);
+    let wide0 = lookups
+        .iter()
+        .find(|c| c.kind == "lpm_wide")
+        .map_or(one_ns, |c| c.in_cache());
+    let lpm_probe_ns = ((wide0 - one_ns) / (WIDE_LPM_PROBES - 1) as f64).max(0.0);
     let load1 = crate::bench::load_average();
     let lat_mean = null_m.latency.mean_ns();
-    let latency_factor = lat_mean / (batch as f64 * null_ns.max(1.0));
+    let inject_ns = (null_ns - lat_mean / batch as f64).clamp(0.0, null_ns);
     let p99_factor = null_m.latency.quantile_ns(0.99) as f64 / lat_mean.max(1.0);
     Ok(Profile {
         version: PROFILE_VERSION,
@@ -1186,7 +1355,8 @@ pub fn calibrate(
         call_ns,
         prim_ns,
         lookups,
-        latency_factor,
+        lpm_probe_ns,
+        inject_ns,
         p99_factor,
         points,
     })
@@ -1274,8 +1444,8 @@ fn print_profile(p: &Profile) {
     );
     let _ = writeln!(
         o,
-        "header {:.1} ns, checksum {:.1} ns, keyless call {:.1} ns, primitive {:.1} ns",
-        p.header_ns, p.checksum_ns, p.call_ns, p.prim_ns
+        "header {:.1} ns, checksum {:.1} ns, keyless call {:.1} ns, primitive {:.1} ns, wide LPM probe {:.1} ns",
+        p.header_ns, p.checksum_ns, p.call_ns, p.prim_ns, p.lpm_probe_ns
     );
     for c in &p.lookups {
         let pts: Vec<String> = c
@@ -1303,9 +1473,14 @@ fn print_prediction(prog: &Path, f: &Features, p: &Prediction, profile: &Path) {
     );
     for t in &f.tables {
         if t.kind != "keyless" {
+            let probes = if t.lpm_probes > 0 {
+                format!(", {} probes", t.lpm_probes)
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 o,
-                "  {:<8} {:<24} {:<8} {} entries",
+                "  {:<8} {:<24} {:<8} {} entries{probes}",
                 t.control, t.name, t.kind, t.entries
             );
         }
@@ -1336,4 +1511,122 @@ fn print_prediction(prog: &Path, f: &Features, p: &Prediction, profile: &Path) {
         "latency          mean {:.2} us, p99 {:.2} us with {} packets queued",
         p.latency_mean_us, p.latency_p99_us, p.queue
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_are_the_binary_search_depth() {
+        assert_eq!(probes_for_lengths(0), 1);
+        assert_eq!(probes_for_lengths(1), 1);
+        assert_eq!(probes_for_lengths(2), 2);
+        assert_eq!(probes_for_lengths(3), 2);
+        assert_eq!(probes_for_lengths(32), WIDE_LPM_PROBES);
+        assert_eq!(probes_for_lengths(129), 8);
+    }
+
+    fn key(kind: MatchKind, width: u32) -> p4jet_ir::TableKey {
+        p4jet_ir::TableKey {
+            kind,
+            source: p4jet_ir::KeySource::Field(p4jet_ir::FieldRef::Static(0)),
+            width,
+            mask: None,
+            name: "k".into(),
+        }
+    }
+
+    #[test]
+    fn only_lpm_tables_outside_the_dir_array_are_wide() {
+        let json = Micro {
+            headers: 2,
+            table: Some("lpm"),
+            ..Micro::default()
+        }
+        .json();
+        let e = p4jet_engine::load(&json, p4jet_engine::EngineConfig::default()).unwrap();
+        let mut t = e.prog.tables[0].clone();
+        // one 32-bit LPM field: DIR-16-8-8, no probes
+        assert_eq!(TableShape::of(&t, 10, Some(5)).lpm_probes, 0);
+        // a 128-bit LPM field: probes by the lengths loaded, or all 129 when unknown
+        t.keys = vec![key(MatchKind::Lpm, 128)];
+        assert_eq!(TableShape::of(&t, 10, Some(5)).lpm_probes, 3);
+        assert_eq!(TableShape::of(&t, 10, None).lpm_probes, 8);
+        // a 32-bit LPM field next to an exact one
+        t.keys = vec![key(MatchKind::Exact, 32), key(MatchKind::Lpm, 32)];
+        assert_eq!(TableShape::of(&t, 10, Some(32)).lpm_probes, 6);
+        t.keys.clear();
+        assert!(TableShape::of(&t, 10, None).kind.is_none());
+    }
+
+    fn profile() -> Profile {
+        Profile {
+            version: PROFILE_VERSION,
+            engine: "jit".into(),
+            cpu: String::new(),
+            created: 0,
+            load_average: [0.0; 6],
+            batch: 32,
+            null_ns: 25.0,
+            byte_ns: 0.0,
+            batch_ns: 0.0,
+            header_ns: 2.0,
+            checksum_ns: 4.0,
+            call_ns: 3.0,
+            prim_ns: 3.0,
+            lookups: vec![
+                LookupCurve {
+                    kind: "lpm".into(),
+                    points: vec![(100, 10.0), (10_000, 20.0)],
+                },
+                LookupCurve {
+                    kind: "lpm_wide".into(),
+                    points: vec![(100, 60.0), (10_000, 90.0)],
+                },
+            ],
+            lpm_probe_ns: 10.0,
+            inject_ns: 5.0,
+            p99_factor: 1.1,
+            points: vec![],
+        }
+    }
+
+    #[test]
+    fn a_wide_lookup_costs_its_probes() {
+        let p = profile();
+        let wide = |probes, entries| TableShape {
+            kind: Some(MatchKind::Lpm),
+            entries,
+            lpm_probes: probes,
+        };
+        assert_eq!(p.lookup_cost(&wide(6, 100)), Some((60.0, 60.0)));
+        assert_eq!(p.lookup_cost(&wide(3, 100)), Some((30.0, 30.0)));
+        assert_eq!(p.lookup_cost(&wide(8, 10_000)), Some((110.0, 80.0)));
+        let narrow = TableShape {
+            lpm_probes: 0,
+            ..wide(0, 10_000)
+        };
+        assert_eq!(p.lookup_cost(&narrow), Some((20.0, 10.0)));
+        assert_eq!(p.lookup_cost(&TableShape::default()), None);
+    }
+
+    #[test]
+    fn latency_is_the_queue_ahead_less_the_receive_work_before_the_clock() {
+        let p = profile();
+        let f = Features {
+            parsed_headers: 1,
+            frame_bytes: 64.0,
+            ..Features::default()
+        };
+        let pr = predict(&f, &p, BatchArg::Fixed(32), Some(128));
+        // 25 ns io + 2 ns of header
+        assert!((pr.ns_per_packet - 27.0).abs() < 1e-9, "{pr:?}");
+        let want = (128.0 * 27.0 - 32.0 * 5.0) / 1000.0;
+        assert!((pr.latency_mean_us - want).abs() < 1e-9, "{pr:?}");
+        assert!((pr.latency_p99_us - want * 1.1).abs() < 1e-9);
+        // never below one packet's own time
+        let pr = predict(&f, &p, BatchArg::Fixed(32), Some(1));
+        assert!((pr.latency_mean_us - 0.027).abs() < 1e-9, "{pr:?}");
+    }
 }

@@ -39,12 +39,25 @@ fn model_calibrates_predicts_and_chooses_the_batch() {
     ok(&out, "calibrate");
     let p: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&prof).unwrap()).unwrap();
-    for k in ["null_ns", "header_ns", "call_ns", "checksum_ns"] {
+    for k in [
+        "null_ns",
+        "header_ns",
+        "call_ns",
+        "checksum_ns",
+        "lpm_probe_ns",
+        "inject_ns",
+    ] {
         let v = p[k].as_f64().unwrap();
         assert!(v.is_finite() && v >= 0.0, "{k}: {p}");
     }
     assert!(p["null_ns"].as_f64().unwrap() > 0.0);
-    assert_eq!(p["lookups"].as_array().unwrap().len(), 3);
+    let kinds: Vec<&str> = p["lookups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["exact", "lpm", "lpm_wide", "ternary"]);
 
     // a prediction for the router with the generator's tables
     let g = dir.join("v4");
@@ -91,6 +104,60 @@ fn model_calibrates_predicts_and_chooses_the_batch() {
         .map(|s| s[1].as_f64().unwrap())
         .sum();
     assert!((stages - ns).abs() < 1e-6 * ns, "stages add up: {v}");
+
+    // simple_router's routes are a 32-bit LPM (the DIR array: no probes); the IPv6
+    // router's are wide: a binary search over the loaded entries' prefix lengths
+    let tables = f["tables"].as_array().unwrap();
+    assert!(tables.iter().all(|t| t["lpm_probes"] == 0), "{v}");
+    let g6 = dir.join("v6");
+    let out = Command::new(p4jet())
+        .args([
+            "gen",
+            "ipv6",
+            "--entries",
+            "100",
+            "--packets",
+            "200",
+            "--out",
+        ])
+        .arg(&g6)
+        .output()
+        .unwrap();
+    ok(&out, "gen ipv6");
+    let cmds = std::fs::read_to_string(g6.join("commands.txt")).unwrap();
+    let lengths: std::collections::BTreeSet<&str> = cmds
+        .lines()
+        .filter(|l| l.contains("IngressImpl.routes"))
+        .filter_map(|l| l.split_whitespace().nth(3)?.split_once('/').map(|x| x.1))
+        .collect();
+    assert!(lengths.len() > 1, "{cmds}");
+    let out = Command::new(p4jet())
+        .arg("model")
+        .arg(corpus_json("ipv6_router"))
+        .arg("--commands")
+        .arg(g6.join("commands.txt"))
+        .arg("--profile")
+        .arg(&prof)
+        .arg("--json")
+        .output()
+        .unwrap();
+    ok(&out, "model ipv6");
+    let v6: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let routes = v6["features"]["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "IngressImpl.routes")
+        .unwrap()
+        .clone();
+    // ceil(log2(lengths + 1)) probes
+    let want = (usize::BITS - lengths.len().leading_zeros()) as u64;
+    assert_eq!(
+        routes["lpm_probes"],
+        want,
+        "{} lengths: {v6}",
+        lengths.len()
+    );
 
     // bench --batch auto takes the model's batch and says so
     let out = Command::new(p4jet())

@@ -740,6 +740,12 @@ impl Core {
         self.cfg.batch.max(1)
     }
 
+    /// Changes the packets per batch from the next batch on (`run --batch auto`
+    /// adjusts it while forwarding).
+    pub fn set_batch_size(&mut self, batch: usize) {
+        self.cfg.batch = batch.max(1);
+    }
+
     /// Ingress half of a step: the queue configuration, one batch (resubmitted and
     /// recirculated packets first, then received ones if `take_input`), ingress and the
     /// after-ingress decisions. What is to leave waits in the fast lane or the traffic

@@ -95,6 +95,9 @@ pub(crate) struct Common {
     pub files: bool,
     pub exit_when_done: bool,
     pub batch: usize,
+    /// `--batch auto`: each run-to-completion thread adjusts its batch from the cost
+    /// it measures ([`crate::model::BatchTuner`]).
+    pub tune_batch: bool,
     /// The per-packet log (`--log-console`, `--log-file`).
     pub log: Option<Mutex<crate::logfile::LogSink>>,
     /// The notification socket (`--notifications-addr`): learning and port messages.
@@ -871,12 +874,25 @@ fn rtc_thread(
     let mut errors = vec![];
     let mut rep = Reporter::new(&lane.name, lane.slot, c.board.clone());
     let mut flushed = Instant::now();
+    let mut batch = c.batch;
+    let mut tuner = c.tune_batch.then(|| crate::model::BatchTuner::new(batch));
+    let mut changes = 0u64;
     let r = (|| -> Result<(), String> {
         let mut turn = Instant::now();
         let mut was_busy = false;
+        let mut last_got = 0;
         while !c.stop.load(Ordering::Relaxed) {
             let now = Instant::now();
             load.add(was_busy, now - turn);
+            // a turn that took a whole batch: the batch size limited it
+            if let Some(t) = tuner.as_mut()
+                && last_got >= batch
+                && let Some(nb) = t.observe(last_got as u64, (now - turn).as_nanos() as f64)
+            {
+                batch = nb;
+                changes += 1;
+                w.core.set_batch_size(nb);
+            }
             turn = now;
             let ctl = lane.port_cmds();
             if !ctl.is_empty() && hand_over(&mut w, &mut lane, &mut tx, &c, &mut errors, ctl) {
@@ -888,14 +904,15 @@ fn rtc_thread(
             let (got, ended) = if c.files {
                 let (n, ended) = read_pcaps(
                     &lane.ports,
-                    c.batch * FILE_BATCHES,
+                    batch * FILE_BATCHES,
                     c.fifo_wait,
                     &mut |n, f| w.inject(n, f),
                 )?;
-                (n + lane.rx_live(c.batch, &mut w, &mut errors), ended)
+                (n + lane.rx_live(batch, &mut w, &mut errors), ended)
             } else {
-                (lane.rx_live(c.batch, &mut w, &mut errors), false)
+                (lane.rx_live(batch, &mut w, &mut errors), false)
             };
+            last_got = got;
             rep.turn(got > 0);
             was_busy = got > 0;
             // packets of rate-limited queues leave later: never wait for them here
@@ -929,6 +946,13 @@ fn rtc_thread(
     lane.flush_all(&mut w.core, &mut errors);
     rep.tick(&mut w.core, &mut errors, true);
     lane.report_ports();
+    if let Some(t) = &tuner {
+        eprintln!(
+            "p4jet: {}: batch {} at the end (--batch auto: {changes} changes while forwarding)",
+            lane.name,
+            t.batch()
+        );
+    }
     r?;
     Ok(Done::Rtc(Box::new(w)))
 }

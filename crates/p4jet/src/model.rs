@@ -861,6 +861,120 @@ pub fn resolve_at_load(
 }
 
 // ---------------------------------------------------------------------------------
+// Run time: the batch adjusted from measured cost
+
+/// Packets a [`BatchTuner`] measures per decision.
+pub const TUNE_WINDOW: u64 = 1 << 18;
+/// The smallest gain (cost per packet) that makes a [`BatchTuner`] keep a new batch.
+pub const TUNE_GAIN: f64 = 0.03;
+
+/// Adjusts a forwarding thread's batch while it runs (`run --batch auto`): the model
+/// chooses the first batch at load time, before a controller has filled the tables;
+/// the tuner then measures the cost per packet of the thread's saturated turns (turns
+/// that took a whole batch, so the batch size is what limits the rate) over windows of
+/// [`TUNE_WINDOW`] packets and tries the neighbouring power of two (8..256), keeping it
+/// when it is at least [`TUNE_GAIN`] cheaper and going back otherwise. After probes in
+/// both directions fail it waits (1, 2, 4 ... 64 windows) before probing again, so a
+/// settled thread spends at most one window in 64 on a worse batch. Sans I/O: the
+/// caller feeds it measurements and applies the batch it returns.
+#[derive(Debug, Clone)]
+pub struct BatchTuner {
+    batch: usize,
+    /// Cost per packet at `batch`, from the last window measured there.
+    base: Option<f64>,
+    /// A probe under way: the batch to go back to.
+    trial_from: Option<usize>,
+    /// Next probe doubles (true) or halves the batch.
+    up: bool,
+    /// Consecutive failed probes.
+    failures: u32,
+    /// Windows to wait before the next probe, and the current back-off.
+    rest: u32,
+    backoff: u32,
+    packets: u64,
+    ns: f64,
+}
+
+impl BatchTuner {
+    /// Smallest and largest batch tried.
+    pub const MIN: usize = 8;
+    /// See [`BatchTuner::MIN`].
+    pub const MAX: usize = 256;
+
+    /// A tuner starting at `batch` (clamped to 8..256; the model's choice).
+    pub fn new(batch: usize) -> BatchTuner {
+        BatchTuner {
+            batch: batch.clamp(Self::MIN, Self::MAX),
+            base: None,
+            trial_from: None,
+            up: true,
+            failures: 0,
+            rest: 0,
+            backoff: 1,
+            packets: 0,
+            ns: 0.0,
+        }
+    }
+
+    /// The batch in use.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// A saturated turn forwarded `packets` in `ns` nanoseconds. Returns the batch to
+    /// use from now on when it changes.
+    pub fn observe(&mut self, packets: u64, ns: f64) -> Option<usize> {
+        self.packets += packets;
+        self.ns += ns;
+        if self.packets < TUNE_WINDOW {
+            return None;
+        }
+        let cost = self.ns / self.packets as f64;
+        self.packets = 0;
+        self.ns = 0.0;
+        if let Some(from) = self.trial_from.take() {
+            let base = self.base.unwrap_or(f64::INFINITY);
+            if cost < base * (1.0 - TUNE_GAIN) {
+                // keep it, and probe further the same way next window
+                self.base = Some(cost);
+                self.failures = 0;
+                self.backoff = 1;
+                return None;
+            }
+            self.batch = from;
+            self.base = None;
+            self.up = !self.up;
+            self.failures += 1;
+            if self.failures >= 2 {
+                self.failures = 0;
+                self.rest = self.backoff;
+                self.backoff = (self.backoff * 2).min(64);
+            }
+            return Some(from);
+        }
+        self.base = Some(cost);
+        if self.rest > 0 {
+            self.rest -= 1;
+            return None;
+        }
+        let next = |up: bool, b: usize| {
+            if up {
+                (b < Self::MAX).then_some(b * 2)
+            } else {
+                (b > Self::MIN).then_some(b / 2)
+            }
+        };
+        let to = next(self.up, self.batch).or_else(|| {
+            self.up = !self.up;
+            next(self.up, self.batch)
+        })?;
+        self.trial_from = Some(self.batch);
+        self.batch = to;
+        Some(to)
+    }
+}
+
+// ---------------------------------------------------------------------------------
 // Calibration: micro-programs
 
 /// A micro-benchmark program: Ethernet plus `headers - 1` 20-byte headers, optionally
@@ -1516,6 +1630,75 @@ fn print_prediction(prog: &Path, f: &Features, p: &Prediction, profile: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cost curve with its minimum at batch 128: per-batch overhead against cache
+    /// pressure, with ±1% deterministic noise.
+    fn cost(b: usize, i: &mut u64) -> f64 {
+        *i = i
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let noise = 1.0 + ((*i >> 33) as f64 / (1u64 << 31) as f64 - 0.5) * 0.02;
+        (100.0 + 2000.0 / b as f64 + 0.12 * b as f64) * noise
+    }
+
+    /// Feeds `windows` windows of saturated turns; returns the batch of each window.
+    fn run(t: &mut BatchTuner, windows: usize, seed: &mut u64) -> Vec<usize> {
+        let mut seen = vec![];
+        for _ in 0..windows {
+            let b = t.batch();
+            seen.push(b);
+            let turns = TUNE_WINDOW.div_ceil(b as u64);
+            for _ in 0..turns {
+                let c = cost(b, seed);
+                if let Some(nb) = t.observe(b as u64, c * b as f64) {
+                    assert_eq!(nb, t.batch());
+                    break;
+                }
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn the_tuner_finds_the_cheapest_batch_and_stays_there() {
+        for start in [8, 32, 256] {
+            let mut t = BatchTuner::new(start);
+            let mut seed = start as u64;
+            let seen = run(&mut t, 400, &mut seed);
+            // settled: most of the last 200 windows at the best batch, the others probes
+            let late = &seen[200..];
+            let at_best = late.iter().filter(|b| **b == 128).count();
+            assert!(at_best * 10 >= late.len() * 9, "from {start}: {late:?}");
+            assert!(late.iter().all(|b| [64, 128, 256].contains(b)), "{late:?}");
+        }
+    }
+
+    #[test]
+    fn the_tuner_keeps_the_batch_when_sizes_cost_the_same() {
+        let mut t = BatchTuner::new(32);
+        let (mut changes, mut late) = (0, 0);
+        let mut last = 32;
+        for w in 0..300u64 {
+            let b = t.batch();
+            if b != last {
+                changes += 1;
+                late += usize::from(w >= 200);
+                last = b;
+            }
+            for _ in 0..TUNE_WINDOW.div_ceil(b as u64) {
+                // flat: 50 ns whatever the batch, ±0.5%
+                let c = 50.0 * (1.0 + ((w % 3) as f64 - 1.0) * 0.005);
+                if t.observe(b as u64, c * b as f64).is_some() {
+                    break;
+                }
+            }
+        }
+        // probes back off (1, 2, 4 ... 64 windows between pairs of probes): once
+        // settled, at most two probes (there and back) per 64 windows
+        assert!(changes < 60, "{changes} changes");
+        assert!(late <= 8, "{late} changes in the last 100 windows");
+        assert!([16, 32, 64].contains(&t.batch()));
+    }
 
     #[test]
     fn probes_are_the_binary_search_depth() {

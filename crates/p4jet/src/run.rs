@@ -683,6 +683,7 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         files,
         exit_when_done: a.exit_when_done,
         batch: batch.max(1),
+        tune_batch: a.batch == crate::model::BatchArg::Auto && a.mode == Mode::Rtc && !files,
         log: log.map(Mutex::new),
         notify,
         fifo_wait: Duration::from_secs_f64(a.pcap_fifo_wait.clamp(0.0, 1e9)),

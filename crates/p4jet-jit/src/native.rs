@@ -98,6 +98,7 @@ pub(crate) fn helpers() -> Helpers {
     m.insert(H::RunAction, h_run_action as *const () as usize);
     m.insert(H::Prim, h_prim as *const () as usize);
     m.insert(H::PayloadSum, h_payload_sum as *const () as usize);
+    m.insert(H::Count, h_count as *const () as usize);
     Helpers(m)
 }
 
@@ -732,6 +733,14 @@ unsafe extern "C" fn h_payload_sum(_env: *mut Env, lane: *mut Lane) -> u64 {
     let ctx = unsafe { ctx(lane) };
     let d = ctx.pkt.data();
     p4jet_engine::hash::payload_ones_sum(d.get(ctx.payload_off.min(d.len())..).unwrap_or(&[]))
+}
+
+/// `n` lookups of table `t`, all misses: a table the generated code applied inline
+/// (`codegen::control`'s `inline_default`), counted as `h_lookup` counts them.
+unsafe extern "C" fn h_count(env: *mut Env, t: u32, n: u64) {
+    // SAFETY: called by generated code with its env.
+    let c = unsafe { call(env) };
+    c.sc.count_table(t, n, 0);
 }
 
 /// The finalized module's function addresses.

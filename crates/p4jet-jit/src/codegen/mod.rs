@@ -59,6 +59,8 @@ pub(crate) enum H {
     Prim,
     /// `(env, lane) -> sum`: the payload's ones'-complement sum, not folded.
     PayloadSum,
+    /// `(env, table, n)`: `n` lookups of a table applied inline, all misses.
+    Count,
 }
 
 impl H {
@@ -76,6 +78,7 @@ impl H {
             H::RunAction => (&[I64, I64, I32, I64, I64], &[I32]),
             H::Prim => (&[I64, I64, I32, I32, I64, I64], &[I32]),
             H::PayloadSum => (&[I64, I64], &[I64]),
+            H::Count => (&[I64, I32, I64], &[]),
         }
     }
 }

@@ -760,6 +760,232 @@ fn csum16_fold(mut sum: u64) -> u64 {
     (!sum) & 0xffff
 }
 
+/// One piece of a [`FixedInput`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FixedPiece {
+    /// `len` bytes of the PHV from byte `byte`.
+    Phv {
+        /// First PHV byte.
+        byte: u32,
+        /// Bytes.
+        len: u32,
+    },
+    /// One constant byte.
+    Byte(u8),
+}
+
+/// A calculation's input laid out at load time for packets in which every header it
+/// reads is valid: whole bytes at fixed places of the PHV and constant bytes, then the
+/// payload when `payload`. With every header in `headers` valid, [`FixedInput::bytes`]
+/// (then the payload) is exactly what [`build_planned`] builds, so code generated from
+/// it needs no per-packet input building; with one of them invalid the general code
+/// decides.
+#[derive(Debug, Clone)]
+pub struct FixedInput {
+    /// The headers that must be valid (sorted, without repeats).
+    pub headers: Vec<u32>,
+    /// The pieces in order (adjacent PHV runs merged).
+    pub pieces: Vec<FixedPiece>,
+    /// The payload follows the pieces.
+    pub payload: bool,
+    /// Bytes of the pieces.
+    pub len: u32,
+}
+
+/// The [`FixedInput`] of calculation `calc`, when its inputs are whole bytes from byte
+/// boundaries (fields, constants, fixed-length headers) and the payload, if any, comes
+/// last.
+pub fn fixed_input(p: &Program, calc: &Calculation) -> Option<FixedInput> {
+    let plan = plan(p, calc)?;
+    let mut fi = FixedInput {
+        headers: vec![],
+        pieces: vec![],
+        payload: false,
+        len: 0,
+    };
+    let push_phv = |fi: &mut FixedInput, header: u32, byte: u32, len: u32| {
+        fi.headers.push(header);
+        if len == 0 {
+            return;
+        }
+        fi.len += len;
+        if let Some(FixedPiece::Phv { byte: b, len: l }) = fi.pieces.last_mut()
+            && *b + *l == byte
+        {
+            *l += len;
+            return;
+        }
+        fi.pieces.push(FixedPiece::Phv { byte, len });
+    };
+    for item in &plan.items {
+        if fi.payload || !whole_bytes(item) {
+            // something after the payload, or bits across bytes
+            return None;
+        }
+        match item {
+            PlanItem::Run {
+                header,
+                start,
+                bits,
+            } => push_phv(&mut fi, *header, u32::try_from(start / 8).ok()?, bits / 8),
+            PlanItem::Header(h) => {
+                let hi = p.headers.get(*h as usize)?;
+                if hi.varbit_slot.is_some() {
+                    return None;
+                }
+                push_phv(&mut fi, *h, hi.offset, hi.max_bytes);
+            }
+            PlanItem::Const { be, skip, width } => {
+                for b in be.get((skip / 8) as usize..((skip + width) / 8) as usize)? {
+                    fi.pieces.push(FixedPiece::Byte(*b));
+                    fi.len += 1;
+                }
+            }
+            PlanItem::Payload => fi.payload = true,
+        }
+    }
+    fi.headers.sort_unstable();
+    fi.headers.dedup();
+    Some(fi)
+}
+
+impl FixedInput {
+    /// The pieces' bytes from `phv` (None: a piece is not in it).
+    pub fn bytes(&self, phv: &[u8]) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.len as usize);
+        for pc in &self.pieces {
+            match *pc {
+                FixedPiece::Phv { byte, len } => {
+                    out.extend_from_slice(phv.get(byte as usize..(byte + len) as usize)?)
+                }
+                FixedPiece::Byte(b) => out.push(b),
+            }
+        }
+        Some(out)
+    }
+
+    /// Every piece's PHV byte in order (None for a constant byte): where generated code
+    /// loads the input from.
+    pub fn sources(&self) -> Vec<Option<u32>> {
+        let mut out = Vec::with_capacity(self.len as usize);
+        for pc in &self.pieces {
+            match *pc {
+                FixedPiece::Phv { byte, len } => out.extend((byte..byte + len).map(Some)),
+                FixedPiece::Byte(_) => out.push(None),
+            }
+        }
+        out
+    }
+}
+
+/// A CRC of fixed parameters computed a byte at a time through a 256-entry table in
+/// the form generated code runs it: a reflected CRC (`crc16`, `crc32`) shifts its
+/// register right, `r = (r >> 8) ^ table[(r ^ byte) & 0xff]`, with no reflection of
+/// bytes or result; a plain one (`crcCCITT`) shifts left,
+/// `r = ((r << 8) ^ table[((r >> (width - 8)) ^ byte) & 0xff]) & mask`. Both end with
+/// `r ^ xor_out`.
+#[derive(Debug, Clone, Copy)]
+pub struct CrcTable {
+    /// The byte table.
+    pub table: &'static [u64; 256],
+    /// Shifts right (reflected input and output).
+    pub reflected: bool,
+    /// Width in bits.
+    pub width: u32,
+    /// The register's initial value (reflected for a reflected CRC).
+    pub init: u64,
+    /// Final xor.
+    pub xor_out: u64,
+}
+
+/// A reflected CRC's byte table: each byte value run through the reversed polynomial.
+fn crc_table_reflected(params: &CrcParams) -> [u64; 256] {
+    let poly = reflect(params.poly, params.width);
+    let mut t = [0u64; 256];
+    for (b, slot) in t.iter_mut().enumerate() {
+        let mut r = b as u64;
+        for _ in 0..8 {
+            r = if r & 1 != 0 { (r >> 1) ^ poly } else { r >> 1 };
+        }
+        *slot = r;
+    }
+    t
+}
+
+/// The tables of [`CrcTable`]: `crc16` and `crc32` reflected, `crcCCITT` plain.
+static CRC_FAST: std::sync::LazyLock<[[u64; 256]; 3]> = std::sync::LazyLock::new(|| {
+    [
+        crc_table_reflected(&CrcParams::CRC16),
+        crc_table_reflected(&CrcParams::CRC32),
+        crc_table(&CrcParams::CCITT),
+    ]
+});
+
+impl CrcTable {
+    /// The table form of `algo`: bmv2's fixed CRCs (`crc16`, `crc32`, `crcCCITT`); None
+    /// for the others (a configurable CRC's parameters come from the control plane).
+    pub fn of(algo: HashAlgo) -> Option<CrcTable> {
+        let (params, i) = match algo {
+            HashAlgo::Crc16 => (CrcParams::CRC16, 0),
+            HashAlgo::Crc32 => (CrcParams::CRC32, 1),
+            HashAlgo::CrcCcitt => (CrcParams::CCITT, 2),
+            _ => return None,
+        };
+        let table = &CRC_FAST[i];
+        let m = mask_bits(params.width);
+        match (params.refin, params.refout) {
+            (true, true) => Some(CrcTable {
+                table,
+                reflected: true,
+                width: params.width,
+                init: reflect(params.init & m, params.width),
+                xor_out: params.xor_out & m,
+            }),
+            (false, false) => Some(CrcTable {
+                table,
+                reflected: false,
+                width: params.width,
+                init: params.init & m,
+                xor_out: params.xor_out & m,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The register after byte `b`.
+    #[inline(always)]
+    pub fn step(&self, r: u64, b: u8) -> u64 {
+        if self.reflected {
+            (r >> 8) ^ self.table[((r ^ u64::from(b)) & 0xff) as usize]
+        } else {
+            let i = ((r >> (self.width - 8)) ^ u64::from(b)) & 0xff;
+            ((r << 8) ^ self.table[i as usize]) & mask_bits(self.width)
+        }
+    }
+
+    /// The CRC of `data` ([`crc`] of the same parameters).
+    pub fn run(&self, data: &[u8]) -> u64 {
+        let r = data.iter().fold(self.init, |r, &b| self.step(r, b));
+        r ^ self.xor_out
+    }
+}
+
+/// The low `width` bits set (`width` in 1..=64).
+fn mask_bits(width: u32) -> u64 {
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    }
+}
+
+/// [`ones_sum`] of a packet's payload: the sum, not folded, that an internet checksum
+/// over a fixed input followed by the payload adds for the payload (generated code sums
+/// the fixed part itself).
+pub fn payload_ones_sum(payload: &[u8]) -> u64 {
+    ones_sum(payload)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -807,6 +1033,67 @@ mod tests {
                 at += take;
             }
             assert_eq!(st.finish(), csum16(&data), "round {round}: {data:?}");
+        }
+    }
+
+    /// The table CRCs in the form generated code runs them (reflected ones shifting
+    /// right, no byte reflection) equal the byte-wise and bit-wise CRCs.
+    #[test]
+    fn crc_tables_equal_reference_crcs() {
+        assert_eq!(
+            CrcTable::of(HashAlgo::Crc16).unwrap().run(b"123456789"),
+            0xBB3D
+        );
+        assert_eq!(
+            CrcTable::of(HashAlgo::Crc32).unwrap().run(b"123456789"),
+            0xCBF4_3926
+        );
+        assert_eq!(
+            CrcTable::of(HashAlgo::CrcCcitt).unwrap().run(b"123456789"),
+            0x29B1
+        );
+        assert!(CrcTable::of(HashAlgo::Crc16Custom).is_none());
+        assert!(CrcTable::of(HashAlgo::Csum16).is_none());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn crc_table_forms_equal_bitwise(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80)) {
+            for (algo, params) in [
+                (HashAlgo::Crc16, CrcParams::CRC16),
+                (HashAlgo::Crc32, CrcParams::CRC32),
+                (HashAlgo::CrcCcitt, CrcParams::CCITT),
+            ] {
+                let t = CrcTable::of(algo).unwrap();
+                proptest::prop_assert_eq!(t.run(&data), crc_bitwise(&params, &data));
+                proptest::prop_assert_eq!(t.run(&data), run(algo, &data, None));
+            }
+        }
+
+        /// The payload's unfolded sum, folded and complemented, is the checksum of the
+        /// payload, at every length and parity; and appended at an odd offset it is
+        /// byte-swapped (what generated code does after an odd fixed input).
+        #[test]
+        fn payload_sum_is_the_checksum(
+            head in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..9),
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+            fill in 0u8..3,
+        ) {
+            let data: Vec<u8> = match fill {
+                0 => data,
+                1 => vec![0xff; data.len()],
+                _ => vec![0; data.len()],
+            };
+            proptest::prop_assert_eq!((!fold16(payload_ones_sum(&data))) & 0xffff, csum16(&data));
+            let mut st = CsumStream::default();
+            st.add(&head);
+            st.add(&data);
+            let whole = [head.clone(), data.clone()].concat();
+            proptest::prop_assert_eq!(st.finish(), csum16(&whole));
+            let p = fold16(payload_ones_sum(&data));
+            let p = if head.len() % 2 == 1 { u64::from((p as u16).swap_bytes()) } else { p };
+            let h = fold16(ones_sum(&head));
+            proptest::prop_assert_eq!((!fold16(h + p)) & 0xffff, csum16(&whole));
         }
     }
 

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use p4jet_engine::PacketCtx;
 use p4jet_engine::eval::{EvalCtx, eval_bits, eval_bool};
 use p4jet_engine::hash::{
-    build_input, build_planned, csum_quad, csum16, csum16_planned, csum16_quad, plan,
+    self, CrcTable, build_input, build_planned, csum_quad, csum16, csum16_planned, csum16_quad,
+    fixed_input, plan,
 };
 use p4jet_engine::phv::Phv;
 use p4jet_engine::plan::{Cond, FlatExpr};
@@ -117,6 +118,58 @@ fn planned_inputs_equal_resolved_inputs() {
     assert!(planned >= 10, "only {planned} calculations planned");
     assert!(direct > 0, "no checksum summed directly from the PHV");
     assert!(quads > 0, "no checksum summed as four pieces");
+}
+
+/// A calculation's fixed layout (`hash::fixed_input`) gives the bytes the general input
+/// building gives whenever the headers it reads are valid, and the table CRCs of
+/// generated code (`hash::CrcTable`) the CRCs of `hash::run`, for every calculation of
+/// every corpus program that has one.
+#[test]
+fn fixed_inputs_equal_resolved_inputs() {
+    let mut rnd = rng(0x5851_f42d_4c95_7f2d);
+    let (mut fixed, mut checked) = (0, 0);
+    for (path, p) in corpus() {
+        for c in &p.calculations {
+            let Some(fi) = fixed_input(&p, c) else {
+                continue;
+            };
+            fixed += 1;
+            let what = format!("{}: calculation {}", path.display(), c.name);
+            for round in 0..200 {
+                let mut phv = random_phv(&p, round, &mut rnd);
+                if round % 4 != 3 {
+                    // mostly the case the layout is for: every header it reads valid
+                    for h in &fi.headers {
+                        phv.valid[*h as usize] = true;
+                    }
+                }
+                let payload: Vec<u8> = (0..rnd() % 40).map(|_| rnd() as u8).collect();
+                let mut want = vec![];
+                let ec = EvalCtx {
+                    phv: &phv,
+                    ahead: &[],
+                    action: None,
+                };
+                build_input(&p, &ec, c, &payload, &mut want);
+                if !fi.headers.iter().all(|h| phv.valid[*h as usize]) {
+                    continue;
+                }
+                checked += 1;
+                let mut got = fi.bytes(&phv.data).unwrap();
+                assert_eq!(got.len(), fi.len as usize, "{what}");
+                assert_eq!(fi.sources().len(), got.len(), "{what}: one source per byte");
+                if fi.payload {
+                    got.extend_from_slice(&payload);
+                }
+                assert_eq!(got, want, "{what}");
+                if let Some(t) = CrcTable::of(c.algo) {
+                    assert_eq!(t.run(&want), hash::run(c.algo, &want, None), "{what}");
+                }
+            }
+        }
+    }
+    assert!(fixed >= 10, "only {fixed} calculations with a fixed layout");
+    assert!(checked >= 1000, "only {checked} inputs checked");
 }
 
 #[test]

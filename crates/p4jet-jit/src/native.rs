@@ -5,8 +5,9 @@
 //! the pointers of its [`Lane`]s and [`Env`] — a PHV (whose `PHV_PAD` bytes of padding
 //! keep every 8-byte window load in bounds), its validity bytes, the frame bytes it
 //! checked against the frame's length, the action data it checked against the data's
-//! length, the key, hit and waiting buffers of `Env` — and it calls only the helpers
-//! below, with the pointers it was given.
+//! length, the key, hit and waiting buffers of `Env`, the static CRC tables of
+//! `p4jet_engine::hash::CrcTable` at indexes masked to 0..=255 — and it calls only the
+//! helpers below, with the pointers it was given.
 //!
 //! The contract the Rust side keeps: every pointer in a `Lane` or an `Env` comes from a
 //! reference that lives, unmoved, for the whole call; nothing else touches those
@@ -96,6 +97,8 @@ pub(crate) fn helpers() -> Helpers {
     m.insert(H::Lookup, h_lookup as *const () as usize);
     m.insert(H::RunAction, h_run_action as *const () as usize);
     m.insert(H::Prim, h_prim as *const () as usize);
+    m.insert(H::PayloadSum, h_payload_sum as *const () as usize);
+    m.insert(H::Count, h_count as *const () as usize);
     Helpers(m)
 }
 
@@ -721,6 +724,23 @@ unsafe extern "C" fn h_prim(
     // SAFETY: as `h_run_action`.
     let (c, ex, ctx, data) = unsafe { (call(env), externs(env), ctx(lane), bytes(data, len)) };
     u32::from(c.e.step_prim(c.cs, ex, ctx, action, pc, data, c.sc, c.now_us))
+}
+
+/// The ones'-complement sum (not folded: `hash::payload_ones_sum`) of the packet's
+/// payload, for a checksum over a fixed input and the payload (`codegen::hash`).
+unsafe extern "C" fn h_payload_sum(_env: *mut Env, lane: *mut Lane) -> u64 {
+    // SAFETY: called by generated code with one of its lanes.
+    let ctx = unsafe { ctx(lane) };
+    let d = ctx.pkt.data();
+    p4jet_engine::hash::payload_ones_sum(d.get(ctx.payload_off.min(d.len())..).unwrap_or(&[]))
+}
+
+/// `n` lookups of table `t`, all misses: a table the generated code applied inline
+/// (`codegen::control`'s `inline_default`), counted as `h_lookup` counts them.
+unsafe extern "C" fn h_count(env: *mut Env, t: u32, n: u64) {
+    // SAFETY: called by generated code with its env.
+    let c = unsafe { call(env) };
+    c.sc.count_table(t, n, 0);
 }
 
 /// The finalized module's function addresses.

@@ -14,6 +14,7 @@ use p4jet_ir::expr::{BinOp, UnOp};
 use p4jet_ir::{FieldLoc, Prim};
 
 use super::checksum::cond_inline;
+use super::hash::hash_prim;
 use super::{Gen, H, mask64};
 
 /// A packet inside a control: its lane and PHV pointers.
@@ -278,6 +279,18 @@ fn emit_op(g: &mut Gen, pc: usize, op: &Op, cx: &Cx) {
         }
         Op::Prim => {
             let body = &prog.actions[cx.a as usize].body;
+            if let Some(h) = body.get(pc).and_then(|p| hash_prim(prog, p)) {
+                // compiled when every header of its input is valid
+                let ok = g.all_valid(cx.px.valid, &h.input.headers);
+                let fast = g.b.create_block();
+                let slow = g.b.create_block();
+                g.b.ins().brif(ok, fast, &[], slow, &[]);
+                g.b.switch_to_block(fast);
+                g.hash_prim(phv, &h);
+                g.b.ins().jump(next, &[]);
+                g.b.switch_to_block(slow);
+                return prim(g, pc, cx);
+            }
             match body.get(pc) {
                 Some(Prim::Jump(t)) => {
                     g.b.ins().jump(cx.target(*t), &[]);

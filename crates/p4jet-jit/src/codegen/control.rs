@@ -34,6 +34,9 @@ struct Region<'c> {
     ir: &'c p4jet_ir::Control,
     /// Per node: the mask variable of a table node's waiting packets.
     at: &'c [Option<Variable>],
+    /// Per table: the packets that applied it inline ([`inline_default`]) in this
+    /// call, counted as its lookups at the end.
+    counts: &'c [Option<Variable>],
     /// The packet.
     px: Px,
     /// `1 << lane index`.
@@ -72,6 +75,31 @@ fn order_free(p: &p4jet_ir::Program, a: u32, depth: u32) -> bool {
         })
 }
 
+/// Table `t`'s action when applying it is that action: a keyless table (no entry is
+/// ever looked up) whose default entry the control plane may not change, a plain call
+/// without action data of an action in the table's list that runs in any order
+/// (`order_free`), and no direct counter or meter — p4c's `tbl_*` tables that wrap
+/// the statements of a control. Such a table is applied inline, on the packet's
+/// straight-line stretch: the action, one more lookup (a miss) counted, and the
+/// miss's successor. Returns (action, its slot in the table's list).
+fn inline_default(e: &p4jet_engine::Engine, t: u32) -> Option<(u32, usize)> {
+    let ti = e.prog.tables.get(t as usize)?;
+    let tp = e.plan().tables.get(t as usize)?;
+    let call = ti.default_entry.as_ref()?;
+    let plain = ti.kind == p4jet_ir::TableKind::Simple && ti.action_profile.is_none();
+    let slot = ti.action_slot(call.action)?;
+    (ti.key_bytes == 0
+        && matches!(tp.key, Key::Empty)
+        && ti.default_entry_const
+        && plain
+        && !tp.direct
+        && ti.direct_counter.is_none()
+        && ti.direct_meter.is_none()
+        && call.data.is_empty()
+        && order_free(&e.prog, call.action, 0))
+    .then_some((call.action, slot))
+}
+
 /// Emits the control function's body: `(env, lanes, n)` with `n` at most 64.
 pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
     let e = g.e;
@@ -94,11 +122,29 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
         g.b.ins().return_(&[z]);
         return;
     };
+    let inline: Vec<Option<(u32, usize)>> = ctl
+        .nodes
+        .iter()
+        .map(|n| match n {
+            Node::Apply { table } => inline_default(e, *table),
+            _ => None,
+        })
+        .collect();
     let at: Vec<Option<Variable>> = ctl
         .nodes
         .iter()
-        .map(|n| matches!(n, Node::Apply { .. }).then(|| g.var(0)))
+        .zip(&inline)
+        .map(|(n, i)| (matches!(n, Node::Apply { .. }) && i.is_none()).then(|| g.var(0)))
         .collect();
+    let mut counts: Vec<Option<Variable>> = vec![None; e.prog.tables.len()];
+    for (n, i) in ctl.nodes.iter().zip(&inline) {
+        if let (Node::Apply { table }, Some(_)) = (n, i)
+            && let Some(c) = counts.get_mut(*table as usize)
+            && c.is_none()
+        {
+            *c = Some(g.var(0));
+        }
+    }
     // every packet from the first node to its first table
     let i_var = g.var(0);
     let head = g.b.create_block();
@@ -123,6 +169,7 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
         ctl,
         ir,
         at: &at,
+        counts: &counts,
         px,
         bit,
         done: next_i,
@@ -148,7 +195,21 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
         let next = g.b.create_block();
         g.b.ins().brif(here, body, &[], next, &[]);
         g.b.switch_to_block(body);
-        apply(g, ctl, ir, &at, *table, lanes, here);
+        apply(g, ctl, ir, &at, &counts, *table, lanes, here);
+        g.b.ins().jump(next, &[]);
+        g.b.switch_to_block(next);
+    }
+    // the lookups of the tables applied inline
+    for (t, c) in counts.iter().enumerate() {
+        let Some(c) = c else { continue };
+        let n = g.b.use_var(*c);
+        let count = g.b.create_block();
+        let next = g.b.create_block();
+        g.b.ins().brif(n, count, &[], next, &[]);
+        g.b.switch_to_block(count);
+        let env = g.env;
+        let tk = g.k32(t as u32);
+        g.call(H::Count, &[env, tk, n]);
         g.b.ins().jump(next, &[]);
         g.b.switch_to_block(next);
     }
@@ -177,12 +238,18 @@ impl Region<'_> {
             let b = self.blocks[&n];
             g.b.switch_to_block(b);
             match &self.ctl.nodes[n as usize] {
-                Node::Apply { .. } => {
-                    // the packet waits at this table
-                    if let Some(v) = self.at.get(n as usize).copied().flatten() {
-                        g.or_into(v, self.bit);
+                Node::Apply { table } => {
+                    let table = *table;
+                    match inline_default(g.e, table) {
+                        Some((a, slot)) => self.apply_inline(g, table, a, slot),
+                        None => {
+                            // the packet waits at this table
+                            if let Some(v) = self.at.get(n as usize).copied().flatten() {
+                                g.or_into(v, self.bit);
+                            }
+                            g.b.ins().jump(self.done, &[]);
+                        }
                     }
-                    g.b.ins().jump(self.done, &[]);
                 }
                 Node::Cond { test, t, f } => {
                     let expr = match self.ir.nodes.get(n as usize) {
@@ -219,12 +286,35 @@ impl Region<'_> {
     }
 }
 
+impl Region<'_> {
+    /// Table `t` applied inline ([`inline_default`]): its action `a` (slot `slot`), one
+    /// lookup counted, on to the miss's successor (or the end, when the action exits).
+    fn apply_inline(&mut self, g: &mut Gen, t: u32, a: u32, slot: usize) {
+        if let Some(c) = self.counts.get(t as usize).copied().flatten() {
+            let v = g.b.use_var(c);
+            let v = g.b.ins().iadd_imm_s(v, 1);
+            g.b.def_var(c, v);
+        }
+        let null = g.k(0);
+        let exit = action::emit(g, a, self.px, null, null);
+        let to = match &g.e.plan().tables[t as usize].next {
+            ApplyNext::Same(x) => *x,
+            ApplyNext::HitMiss { miss, .. } => *miss,
+            ApplyNext::ByAction { slots, .. } => slots.get(slot).copied().flatten(),
+        };
+        let nb = self.block(g, to);
+        g.b.ins().brif(exit, self.done, &[], nb, &[]);
+    }
+}
+
 /// Applies table `t` (node of `ctl`) to the packets of `here`.
+#[allow(clippy::too_many_arguments)]
 fn apply(
     g: &mut Gen,
     ctl: &ControlPlan,
     ir: &p4jet_ir::Control,
     at: &[Option<Variable>],
+    counts: &[Option<Variable>],
     t: u32,
     lanes: Value,
     here: Value,
@@ -309,6 +399,7 @@ fn apply(
         ctl,
         ir,
         at,
+        counts,
         px,
         bit,
         done: after,

@@ -9,6 +9,7 @@ use cranelift_codegen::ir::{BlockArg, InstBuilder, Value, types};
 use p4jet_engine::plan::checksum::CsumOp;
 
 use super::checksum::{csum_inline, test_compiles};
+use super::hash::csum_update;
 use super::{Gen, H};
 use crate::abi::{FORCE, GROW, ctx, off};
 
@@ -123,6 +124,22 @@ fn deparse_one(g: &mut Gen, lane: Value, done: cranelift_codegen::ir::Block) {
                         let next = g.b.create_block();
                         g.b.ins().brif(go, run, &[], next, &[]);
                         g.b.switch_to_block(run);
+                        let fixed =
+                            g.e.prog
+                                .checksums
+                                .get(*index as usize)
+                                .and_then(|ck| csum_update(&g.e.prog, ck));
+                        if let Some(c) = fixed {
+                            // compiled when every header of its input is valid
+                            let ok = g.all_valid(valid, &c.input.headers);
+                            let fast = g.b.create_block();
+                            let slow = g.b.create_block();
+                            g.b.ins().brif(ok, fast, &[], slow, &[]);
+                            g.b.switch_to_block(fast);
+                            g.csum_update_fixed(phv, lane, &c);
+                            g.b.ins().jump(next, &[]);
+                            g.b.switch_to_block(slow);
+                        }
                         let env = g.env;
                         let ik = g.k32(*index);
                         g.call(H::UpdateOne, &[env, lane, ik]);

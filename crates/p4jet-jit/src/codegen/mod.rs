@@ -12,6 +12,7 @@ pub(crate) mod arch;
 pub(crate) mod checksum;
 pub(crate) mod control;
 pub(crate) mod deparse;
+pub(crate) mod hash;
 pub(crate) mod parse;
 pub(crate) mod walk;
 
@@ -56,6 +57,10 @@ pub(crate) enum H {
     RunAction,
     /// `(env, lane, action, pc, data, len) -> exit`
     Prim,
+    /// `(env, lane) -> sum`: the payload's ones'-complement sum, not folded.
+    PayloadSum,
+    /// `(env, table, n)`: `n` lookups of a table applied inline, all misses.
+    Count,
 }
 
 impl H {
@@ -72,6 +77,8 @@ impl H {
             H::Lookup => (&[I64, I32, I32], &[I32]),
             H::RunAction => (&[I64, I64, I32, I64, I64], &[I32]),
             H::Prim => (&[I64, I64, I32, I32, I64, I64], &[I32]),
+            H::PayloadSum => (&[I64, I64], &[I64]),
+            H::Count => (&[I64, I32, I64], &[]),
         }
     }
 }

@@ -324,13 +324,6 @@ pub(crate) struct Tss {
     /// value words, mask words, entry index, then per range field its bounds
     /// as numbers (`0..=u64::MAX` for an entry without range check)
     small_rec: Vec<u64>,
-    /// with exactly one range field: the elementary intervals of the
-    /// records' ranges on it, as their first values ascending (the first is
-    /// 0), and per interval the records whose range covers it (bit `i`:
-    /// record `i` of `small_rec`, so bits ascend in rank order); a batch
-    /// finds the interval and verifies only those records
-    small_iv: Vec<u64>,
-    small_ivm: Vec<u8>,
     /// per range field, when none straddles two key words: (word, right
     /// shift to its first byte, mask of its bytes); `None` otherwise
     rword: Option<Vec<(usize, u32, u64)>>,
@@ -402,8 +395,6 @@ impl Tss {
             live: 0,
             small: Vec::new(),
             small_rec: Vec::new(),
-            small_iv: Vec::new(),
-            small_ivm: Vec::new(),
             rword,
             bounds: Vec::new(),
             active: Vec::new(),
@@ -887,8 +878,6 @@ impl Tss {
     /// Rebuild `small_rec` from `small`.
     fn rebuild_small_rec(&mut self) {
         self.small_rec.clear();
-        self.small_iv.clear();
-        self.small_ivm.clear();
         if !self.small_flat() {
             return;
         }
@@ -908,33 +897,6 @@ impl Tss {
                     self.small_rec.extend_from_slice(&[0, u64::MAX]);
                 }
             }
-        }
-        if nr == 1 && self.small.len() <= 8 {
-            let stride = 2 * w + 3;
-            let bounds: Vec<(u64, u64)> = self
-                .small_rec
-                .chunks_exact(stride)
-                .map(|r| (r[2 * w + 1], r[2 * w + 2]))
-                .collect();
-            let mut iv: Vec<u64> = vec![0];
-            for &(lo, hi) in &bounds {
-                iv.push(lo);
-                if let Some(h) = hi.checked_add(1) {
-                    iv.push(h);
-                }
-            }
-            iv.sort_unstable();
-            iv.dedup();
-            for &start in &iv {
-                let mut m = 0u8;
-                for (i, &(lo, hi)) in bounds.iter().enumerate() {
-                    if lo <= start && start <= hi {
-                        m |= 1 << i;
-                    }
-                }
-                self.small_ivm.push(m);
-            }
-            self.small_iv = iv;
         }
     }
 
@@ -1008,31 +970,6 @@ impl Tss {
                 };
             }
             let mut found = None;
-            if R == 1 && !self.small_ivm.is_empty() {
-                // the interval holding x: the number of interval starts
-                // after the first that are <= x
-                let mut at = 0;
-                for b in &self.small_iv[1..] {
-                    at += usize::from(x[0] >= *b);
-                }
-                let mut m = self.small_ivm[at];
-                let stride = 2 * W + 1 + 2 * R;
-                while m != 0 {
-                    let r = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    let rec = &self.small_rec[r * stride..(r + 1) * stride];
-                    let mut d = 0u64;
-                    for w in 0..W {
-                        d |= rec[w] ^ (k[w] & rec[W + w]);
-                    }
-                    if d == 0 {
-                        found = Some(rec[2 * W] as u32);
-                        break;
-                    }
-                }
-                emit(i, found);
-                continue;
-            }
             for rec in self.small_rec.chunks_exact(2 * W + 1 + 2 * R) {
                 let mut d = 0u64;
                 for w in 0..W {

@@ -280,6 +280,16 @@ fn bits_upto(mut x: u64, cap: usize) -> usize {
     c
 }
 
+/// `stored == k & m` for `W` words.
+#[inline(always)]
+fn meq_w<const W: usize>(stored: &[u64; W], k: &[u64; W], m: &[u64; W]) -> bool {
+    let mut d = 0u64;
+    for i in 0..W {
+        d |= stored[i] ^ (k[i] & m[i]);
+    }
+    d == 0
+}
+
 fn subset(a: &[u64], b: &[u64]) -> bool {
     a.iter().zip(b).all(|(x, y)| x & !y == 0)
 }
@@ -1119,6 +1129,71 @@ impl Tss {
         }
     }
 
+    /// [`Tss::probe_hint`] for a key of `W` words: the record and masks are
+    /// sliced once with constant lengths (no per-word bounds checks).
+    #[inline(always)]
+    fn probe_w<const W: usize>(
+        &self,
+        j: usize,
+        h: u64,
+        hint: u32,
+        k: &[u64; W],
+        key: &[u8],
+        best: &mut u64,
+    ) {
+        let s = 3 * W + 2;
+        let v = &self.visit[j];
+        let m: &[u64; W] = match self.vmask[j * W..].first_chunk::<W>() {
+            Some(m) => m,
+            None => return self.probe_hint(j, h, hint, k, key, best),
+        };
+        let tu = &self.tuples[v.tuple as usize];
+        let keq = |g: u32| {
+            tu.grec
+                .get(g as usize * s..)
+                .and_then(<[u64]>::first_chunk::<W>)
+                .is_some_and(|gk| meq_w(gk, k, m))
+        };
+        let g = if hint != u32::MAX && keq(hint) {
+            hint
+        } else {
+            let Some(g) = tu.map.find(h, keq) else {
+                return;
+            };
+            g
+        };
+        let Some(rec) = tu.grec.get(g as usize * s..g as usize * s + s) else {
+            return self.probe_hint(j, h, hint, k, key, best);
+        };
+        let r0 = rec[W];
+        if r0 >= *best {
+            return;
+        }
+        let flags = rec[W + 1];
+        let head_ok = v.pure || {
+            let (hv, hm) = rec[W + 2..].split_at(W);
+            let (Some(hv), Some(hm)) = (hv.first_chunk::<W>(), hm.first_chunk::<W>()) else {
+                return self.probe_hint(j, h, hint, k, key, best);
+            };
+            meq_w(hv, k, hm) && (flags & HEAD_CHECK == 0 || self.ranges_ok(r0 as u32, key))
+        };
+        if head_ok {
+            *best = r0;
+            return;
+        }
+        if flags & MORE != 0 {
+            for &r in &tu.chains[g as usize][1..] {
+                if r >= *best {
+                    break;
+                }
+                if self.verify(r as u32, k, key) {
+                    *best = r;
+                    break;
+                }
+            }
+        }
+    }
+
     /// `lookup_each` of a large table, `W` key words, `NA` pruning fields
     /// (`views`, copied out of the bounds once per batch): stages of `d` keys
     /// (the bounds' level-1 slots of every key prefetched, then their level-2
@@ -1262,7 +1337,7 @@ impl Tss {
                     if self.visit[t].best >= best {
                         break;
                     }
-                    self.probe_hint(t, hs[j][c], hint[j][c], &ks[j], key, &mut best);
+                    self.probe_w::<W>(t, hs[j][c], hint[j][c], &ks[j], key, &mut best);
                 }
                 emit(i + j, (best != NO_RANK).then_some(best as u32));
             }

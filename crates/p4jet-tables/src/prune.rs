@@ -80,9 +80,10 @@ pub(crate) struct Bound {
     /// bits looked at: level 1 and level 2
     b1: u32,
     b2: u32,
-    /// per level-1 slot: the bound from prefixes of length `<= b1`, `| LEVEL2`
-    /// when the slot has a level-2 block
-    hot1: Vec<u8>,
+    /// per level-1 slot: the bound from prefixes of length `<= b1` (low
+    /// byte), `| LEVEL2` when the slot has a level-2 block, whose number is
+    /// in the upper 24 bits (one load per slot for a lookup)
+    hot1: Vec<u32>,
     /// per level-1 slot: bit `L` set when a prefix of length `L <= b1` covers it
     short: Vec<u32>,
     /// per level-1 slot: its level-2 block or `NO_BLOCK`
@@ -105,6 +106,69 @@ pub(crate) struct Bound {
     /// when the bytes `top` reads lie in one word of the key as words:
     /// (word, right shift to the first byte, bytes)
     word: Option<(usize, u32, u32)>,
+}
+
+/// A [`Bound`]'s lookup data in the form a staged batch uses it: the key
+/// word holding the field's first bytes, the level-1 and level-2 tables.
+#[derive(Clone, Copy)]
+pub(crate) struct BoundView<'a> {
+    /// the key word holding the field's first bytes (`None`: they straddle
+    /// two words, read from the bytes at `off`)
+    word: Option<usize>,
+    off: usize,
+    nbytes: usize,
+    sh: u32,
+    mask: u64,
+    drop: u32,
+    b2: u32,
+    hot1: &'a [u32],
+    hot2: &'a [u8],
+    /// row base of the field's candidate rows (the caller's)
+    pub(crate) base: usize,
+}
+
+impl BoundView<'_> {
+    /// [`Bound::top_of`] of a key given as `W` words and as bytes.
+    #[inline(always)]
+    pub(crate) fn top<const W: usize>(&self, k: &[u64; W], key: &[u8]) -> u32 {
+        match self.word {
+            Some(wi) => {
+                let b = (k[wi] >> self.sh) & self.mask;
+                (b.swap_bytes() >> self.drop) as u32
+            }
+            None => key[self.off..self.off + self.nbytes]
+                .iter()
+                .fold(0u32, |a, x| (a << 8) | u32::from(*x)),
+        }
+    }
+
+    /// Prefetch the level-1 slot of `x` (a [`BoundView::top`]): the first
+    /// step of a staged batch, whose keys are spread over the table.
+    #[inline(always)]
+    pub(crate) fn prefetch1(&self, x: u32) {
+        crate::prefetch::prefetch_index(self.hot1, (x >> self.b2) as usize);
+    }
+
+    /// Prefetch the level-2 byte of `x` when its slot has a block (reads
+    /// the level-1 slot: after [`BoundView::prefetch1`]).
+    #[inline(always)]
+    pub(crate) fn prefetch2(&self, x: u32) {
+        if let Some(&h) = self.hot1.get((x >> self.b2) as usize)
+            && h & u32::from(LEVEL2) != 0
+        {
+            crate::prefetch::prefetch_index(self.hot2, (h & !0xff) as usize | (x & 0xff) as usize);
+        }
+    }
+
+    /// [`Bound::bound_of`].
+    #[inline(always)]
+    pub(crate) fn bound(&self, x: u32) -> u8 {
+        let h = self.hot1[(x >> self.b2) as usize];
+        if h & u32::from(LEVEL2) == 0 {
+            return h as u8;
+        }
+        (h as u8 & !LEVEL2).max(self.hot2[(h & !0xff) as usize | (x & 0xff) as usize])
+    }
 }
 
 /// Highest set bit's index (`0` for `0`: the empty set bounds nothing
@@ -161,7 +225,7 @@ impl Bound {
     }
 
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.hot1.capacity()
+        self.hot1.capacity() * 4
             + self.short.capacity() * 4
             + self.blk.capacity() * 4
             + self.hot2.capacity()
@@ -179,8 +243,7 @@ impl Bound {
 
     /// The first `b1 + b2` bits of the field in a key given as words (`k`, see
     /// `words.rs`; used when the field's first bytes lie in one word) and bytes:
-    /// the input of [`Bound::prefetch1`], [`Bound::prefetch2`] and
-    /// [`Bound::bound_of`].
+    /// the input of [`Bound::bound_of`].
     #[inline(always)]
     pub(crate) fn top_of<K: crate::words::Words + ?Sized>(&self, k: &K, key: &[u8]) -> u32 {
         match self.word {
@@ -198,24 +261,26 @@ impl Bound {
         self.bound_of(self.top_of(k, key))
     }
 
-    /// Prefetch the level-1 slot of `x` (a [`Bound::top_of`]): the first
-    /// step of a staged batch, whose keys are spread over the table.
-    #[inline(always)]
-    pub(crate) fn prefetch1(&self, x: u32) {
-        let s = (x >> self.b2) as usize;
-        crate::prefetch::prefetch_index(&self.hot1, s);
-        crate::prefetch::prefetch_index(&self.blk, s);
-    }
-
-    /// Prefetch the level-2 byte of `x` when its slot has a block (reads
-    /// the level-1 slot: after [`Bound::prefetch1`]).
-    #[inline(always)]
-    pub(crate) fn prefetch2(&self, x: u32) {
-        let s = (x >> self.b2) as usize;
-        if self.hot1.get(s).is_some_and(|h| h & LEVEL2 != 0)
-            && let Some(&b) = self.blk.get(s)
-        {
-            crate::prefetch::prefetch_index(&self.hot2, ((b as usize) << 8) | (x & 0xff) as usize);
+    /// What a staged batch reads of this bound, copied out once per batch.
+    /// `base` is the caller's row base for this field. Like [`Bound::bound_of`]
+    /// it needs the level-1 table allocated (a field some entry contributed
+    /// to, which is every field a tuple has a non-zero length on).
+    pub(crate) fn view(&self, base: usize) -> BoundView<'_> {
+        let (word, sh, m) = match self.word {
+            Some((w, sh, m)) => (Some(w), sh, m),
+            None => (None, 0, self.nbytes.min(3) as u32),
+        };
+        BoundView {
+            word,
+            off: self.off,
+            nbytes: self.nbytes.min(3),
+            sh,
+            mask: (1u64 << (8 * m)) - 1,
+            drop: 64 - 8 * m,
+            b2: self.b2,
+            hot1: &self.hot1,
+            hot2: &self.hot2,
+            base,
         }
     }
 
@@ -224,11 +289,10 @@ impl Bound {
     pub(crate) fn bound_of(&self, x: u32) -> u8 {
         let s = (x >> self.b2) as usize;
         let h = self.hot1[s];
-        if h & LEVEL2 == 0 {
-            return h;
+        if h & u32::from(LEVEL2) == 0 {
+            return h as u8;
         }
-        let b = self.blk[s] as usize;
-        (h & !LEVEL2).max(self.hot2[(b << 8) | (x & 0xff) as usize])
+        (h as u8 & !LEVEL2).max(self.hot2[(h & !0xff) as usize | (x & 0xff) as usize])
     }
 
     /// An upper bound of the longest entry prefix on this field that `key`
@@ -265,7 +329,12 @@ impl Bound {
     }
 
     fn refresh_hot1(&mut self, s: usize) {
-        self.hot1[s] = msb(self.short[s]) | if self.blk[s] != NO_BLOCK { LEVEL2 } else { 0 };
+        let b = self.blk[s];
+        self.hot1[s] = if b != NO_BLOCK {
+            (b << 8) | u32::from(msb(self.short[s]) | LEVEL2)
+        } else {
+            u32::from(msb(self.short[s]))
+        };
     }
 
     fn refresh_hot2(&mut self, s: usize, t: usize) {

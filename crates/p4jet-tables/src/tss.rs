@@ -50,7 +50,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::hash::HashIndex;
 use crate::prefetch::prefetch_index;
-use crate::prune::{Bound, MixHasher};
+use crate::prune::{Bound, BoundView, MixHasher};
 use crate::words::{self, ByteWords, Words, meq, mhash, seed_of, to_words};
 
 /// Longest chain an entry may join in a merged (less specific) tuple.
@@ -267,6 +267,28 @@ fn dup_hash(k: &TssKey) -> u64 {
 
 /// At most this many fields prune a lookup (more would cost more than they save).
 const MAX_PRUNE: usize = 3;
+
+/// The number of one bits of `x`, counted up to `cap` (no `popcnt` in the
+/// baseline x86-64 target; candidate sets are small).
+#[inline(always)]
+fn bits_upto(mut x: u64, cap: usize) -> usize {
+    let mut c = 0;
+    while x != 0 && c < cap {
+        x &= x - 1;
+        c += 1;
+    }
+    c
+}
+
+/// `stored == k & m` for `W` words.
+#[inline(always)]
+fn meq_w<const W: usize>(stored: &[u64; W], k: &[u64; W], m: &[u64; W]) -> bool {
+    let mut d = 0u64;
+    for i in 0..W {
+        d |= stored[i] ^ (k[i] & m[i]);
+    }
+    d == 0
+}
 
 fn subset(a: &[u64], b: &[u64]) -> bool {
     a.iter().zip(b).all(|(x, y)| x & !y == 0)
@@ -988,11 +1010,31 @@ impl Tss {
     ) {
         let kb = self.kb;
         if self.live > SMALL && !self.visit.is_empty() && self.visit.len() <= u16::MAX as usize {
+            macro_rules! staged {
+                ($w:literal) => {
+                    match self.active.len() {
+                        0 => return self.staged_each::<$w, 0>(keys, n, d, &[], &mut emit),
+                        1 => {
+                            let v = self.views::<1>();
+                            return self.staged_each::<$w, 1>(keys, n, d, &v, &mut emit);
+                        }
+                        2 => {
+                            let v = self.views::<2>();
+                            return self.staged_each::<$w, 2>(keys, n, d, &v, &mut emit);
+                        }
+                        3 => {
+                            let v = self.views::<3>();
+                            return self.staged_each::<$w, 3>(keys, n, d, &v, &mut emit);
+                        }
+                        _ => {}
+                    }
+                };
+            }
             match self.w {
-                1 => return self.staged_each::<1>(keys, n, d, &mut emit),
-                2 => return self.staged_each::<2>(keys, n, d, &mut emit),
-                3 => return self.staged_each::<3>(keys, n, d, &mut emit),
-                4 => return self.staged_each::<4>(keys, n, d, &mut emit),
+                1 => staged!(1),
+                2 => staged!(2),
+                3 => staged!(3),
+                4 => staged!(4),
                 _ => {}
             }
         }
@@ -1033,12 +1075,34 @@ impl Tss {
     /// to the rank of the best entry there that matches, if better.
     #[inline(always)]
     fn probe<K: Words + ?Sized>(&self, j: usize, h: u64, k: &K, key: &[u8], best: &mut u64) {
+        self.probe_hint(j, h, u32::MAX, k, key, best);
+    }
+
+    /// [`Tss::probe`] with `hint`, the group id the first signature match
+    /// of the key's home bucket named (`u32::MAX`: none): when that group's
+    /// key is the key's, the bucket is not searched again.
+    #[inline(always)]
+    fn probe_hint<K: Words + ?Sized>(
+        &self,
+        j: usize,
+        h: u64,
+        hint: u32,
+        k: &K,
+        key: &[u8],
+        best: &mut u64,
+    ) {
         let w = self.w;
         let v = &self.visit[j];
         let m = &self.vmask[j * w..(j + 1) * w];
         let tu = &self.tuples[v.tuple as usize];
-        let Some(g) = tu.map.find(h, |g| meq(tu.gkey(g), k, m)) else {
-            return;
+        let g = if hint != u32::MAX && (hint as usize) < tu.chains.len() && meq(tu.gkey(hint), k, m)
+        {
+            hint
+        } else {
+            let Some(g) = tu.map.find(h, |g| meq(tu.gkey(g), k, m)) else {
+                return;
+            };
+            g
         };
         let rec = tu.rec(g);
         let r0 = rec[w];
@@ -1065,85 +1129,168 @@ impl Tss {
         }
     }
 
-    /// `lookup_each` of a large table with at most 64 tuples, `W` key words:
-    /// stages of `d` keys (the bounds' level-1 slots of every key prefetched,
-    /// then every candidate tuple's hash computed and its filter word and
-    /// bucket prefetched, then each key probed); a key with more than
+    /// [`Tss::probe_hint`] for a key of `W` words: the record and masks are
+    /// sliced once with constant lengths (no per-word bounds checks).
+    #[inline(always)]
+    fn probe_w<const W: usize>(
+        &self,
+        j: usize,
+        h: u64,
+        hint: u32,
+        k: &[u64; W],
+        key: &[u8],
+        best: &mut u64,
+    ) {
+        let s = 3 * W + 2;
+        let v = &self.visit[j];
+        let m: &[u64; W] = match self.vmask[j * W..].first_chunk::<W>() {
+            Some(m) => m,
+            None => return self.probe_hint(j, h, hint, k, key, best),
+        };
+        let tu = &self.tuples[v.tuple as usize];
+        let keq = |g: u32| {
+            tu.grec
+                .get(g as usize * s..)
+                .and_then(<[u64]>::first_chunk::<W>)
+                .is_some_and(|gk| meq_w(gk, k, m))
+        };
+        let g = if hint != u32::MAX && keq(hint) {
+            hint
+        } else {
+            let Some(g) = tu.map.find(h, keq) else {
+                return;
+            };
+            g
+        };
+        let Some(rec) = tu.grec.get(g as usize * s..g as usize * s + s) else {
+            return self.probe_hint(j, h, hint, k, key, best);
+        };
+        let r0 = rec[W];
+        if r0 >= *best {
+            return;
+        }
+        let flags = rec[W + 1];
+        let head_ok = v.pure || {
+            let (hv, hm) = rec[W + 2..].split_at(W);
+            let (Some(hv), Some(hm)) = (hv.first_chunk::<W>(), hm.first_chunk::<W>()) else {
+                return self.probe_hint(j, h, hint, k, key, best);
+            };
+            meq_w(hv, k, hm) && (flags & HEAD_CHECK == 0 || self.ranges_ok(r0 as u32, key))
+        };
+        if head_ok {
+            *best = r0;
+            return;
+        }
+        if flags & MORE != 0 {
+            for &r in &tu.chains[g as usize][1..] {
+                if r >= *best {
+                    break;
+                }
+                if self.verify(r as u32, k, key) {
+                    *best = r;
+                    break;
+                }
+            }
+        }
+    }
+
+    /// `lookup_each` of a large table, `W` key words, `NA` pruning fields
+    /// (`views`, copied out of the bounds once per batch): stages of `d` keys
+    /// (the bounds' level-1 slots of every key prefetched, then their level-2
+    /// bytes, then every candidate tuple's hash computed and its filter word
+    /// and bucket prefetched, then the filter tested and the first group
+    /// record prefetched, then each key probed); a key with more than
     /// `STAGE_CANDS` candidates takes the one-key path.
     #[inline(never)]
-    fn staged_each<const W: usize>(
+    fn staged_each<const W: usize, const NA: usize>(
         &self,
         keys: &[u8],
         n: usize,
         d: usize,
+        views: &[BoundView<'_>; NA],
         emit: &mut impl FnMut(usize, Option<u32>),
     ) {
         const STAGE_CANDS: usize = 8;
         let kb = self.kb;
         let cw = self.cand_words;
-        let w = self.w;
+        let nv = self.visit.len();
+        let vmask = &self.vmask[..nv * W];
+        let cand = &self.cand[..];
         let mut i = 0;
         let mut ks = [[0u64; W]; STAGE_MAX];
+        let mut tops = [[0u32; NA]; STAGE_MAX];
         let mut cands = [[0u16; STAGE_CANDS]; STAGE_MAX];
         let mut hs = [[0u64; STAGE_CANDS]; STAGE_MAX];
+        // per key and candidate: the group the home bucket's first signature
+        // match names (`u32::MAX`: none), for the probe
+        let mut hint = [[u32::MAX; STAGE_CANDS]; STAGE_MAX];
         let mut nc = [0u8; STAGE_MAX];
-        let mut tops = [[0u32; MAX_PRUNE]; STAGE_MAX];
         // per key: bit `c` set when candidate `c` passed the filter
         let mut pass = [0u8; STAGE_MAX];
         // valid tuples of the last candidate word
-        let last = match self.visit.len() % 64 {
+        let last = match nv % 64 {
             0 => u64::MAX,
             r => (1u64 << r) - 1,
         };
         while i < n {
             let m = (n - i).min(d).min(STAGE_MAX);
+            let stage = &keys[i * kb..(i + m) * kb];
             // the bounds' tables are spread over megabytes (level 2 of address
             // fields): prefetch level 1 of every key, then level 2, then read
             for j in 0..m {
-                let key = &keys[(i + j) * kb..(i + j + 1) * kb];
                 ks[j] = words::fixed_in::<W>(keys, (i + j) * kb, kb);
-                for (x, &f) in tops[j].iter_mut().zip(&self.active) {
-                    *x = self.bounds[f].top_of(&ks[j], key);
-                    self.bounds[f].prefetch1(*x);
+                let key = &stage[j * kb..(j + 1) * kb];
+                for (x, v) in tops[j].iter_mut().zip(views) {
+                    *x = v.top(&ks[j], key);
+                    v.prefetch1(*x);
                 }
             }
             for top in tops.iter().take(m) {
-                for (x, &f) in top.iter().zip(&self.active) {
-                    self.bounds[f].prefetch2(*x);
+                for (x, v) in top.iter().zip(views) {
+                    v.prefetch2(*x);
                 }
             }
             for j in 0..m {
-                let mut rows = [0usize; MAX_PRUNE];
-                for ((r, &f), &x) in rows.iter_mut().zip(&self.active).zip(&tops[j]) {
-                    *r = self.cand_base[f] + usize::from(self.bounds[f].bound_of(x)) * cw;
+                let mut rows = [0usize; NA];
+                for ((r, v), &x) in rows.iter_mut().zip(views).zip(&tops[j]) {
+                    *r = v.base + usize::from(v.bound(x)) * cw;
                 }
                 // count the candidates first (cheap) and take the one-key path
                 // when there are many: hashing them here would be wasted
                 let mut words = [0u64; 8];
-                let mut c = 0usize;
-                for (word, cwd) in words.iter_mut().enumerate().take(cw.min(8)) {
-                    let mut cand = if word + 1 == cw { last } else { u64::MAX };
-                    for r in &rows[..self.active.len()] {
-                        cand &= self.cand[r + word];
+                if cw == 1 {
+                    let mut c = last;
+                    for r in rows {
+                        c &= cand[r];
                     }
-                    *cwd = cand;
-                    while cand != 0 && c <= STAGE_CANDS {
-                        cand &= cand - 1;
-                        c += 1;
+                    if bits_upto(c, STAGE_CANDS + 1) > STAGE_CANDS {
+                        nc[j] = u8::MAX;
+                        continue;
                     }
-                }
-                if c > STAGE_CANDS || cw > 8 {
-                    nc[j] = u8::MAX;
-                    continue;
+                    words[0] = c;
+                } else {
+                    let mut c = 0usize;
+                    for (word, cwd) in words.iter_mut().enumerate().take(cw.min(8)) {
+                        let mut x = if word + 1 == cw { last } else { u64::MAX };
+                        for r in rows {
+                            x &= cand[r + word];
+                        }
+                        *cwd = x;
+                        c += bits_upto(x, STAGE_CANDS + 1);
+                    }
+                    if c > STAGE_CANDS || cw > 8 {
+                        nc[j] = u8::MAX;
+                        continue;
+                    }
                 }
                 let mut c = 0;
                 for (word, &cwd) in words.iter().enumerate().take(cw) {
-                    let mut cand = cwd;
-                    while cand != 0 {
-                        let t = 64 * word + cand.trailing_zeros() as usize;
-                        cand &= cand - 1;
+                    let mut x = cwd;
+                    while x != 0 {
+                        let t = 64 * word + x.trailing_zeros() as usize;
+                        x &= x - 1;
                         let v = &self.visit[t];
-                        let h = mhash(&ks[j], &self.vmask[t * w..(t + 1) * w], v.seed);
+                        let h = mhash(&ks[j], &vmask[t * W..t * W + W], v.seed);
                         self.filter.prefetch(h);
                         self.tuples[v.tuple as usize].map.prefetch(h);
                         cands[j][c] = t as u16;
@@ -1163,16 +1310,20 @@ impl Tss {
                             p |= 1 << c;
                             let tu =
                                 &self.tuples[self.visit[usize::from(cands[j][c])].tuple as usize];
-                            if let Some(g) = tu.map.first_candidate(hs[j][c]) {
-                                prefetch_index(&tu.grec, g as usize * (3 * w + 2));
-                            }
+                            hint[j][c] = match tu.map.first_candidate(hs[j][c]) {
+                                Some(g) => {
+                                    prefetch_index(&tu.grec, g as usize * (3 * W + 2));
+                                    g
+                                }
+                                None => u32::MAX,
+                            };
                         }
                     }
                 }
                 pass[j] = p;
             }
             for j in 0..m {
-                let key = &keys[(i + j) * kb..(i + j + 1) * kb];
+                let key = &stage[j * kb..(j + 1) * kb];
                 if nc[j] == u8::MAX {
                     emit(i + j, self.lookup_k(&ks[j], key));
                     continue;
@@ -1186,12 +1337,20 @@ impl Tss {
                     if self.visit[t].best >= best {
                         break;
                     }
-                    self.probe(t, hs[j][c], &ks[j], key, &mut best);
+                    self.probe_w::<W>(t, hs[j][c], hint[j][c], &ks[j], key, &mut best);
                 }
                 emit(i + j, (best != NO_RANK).then_some(best as u32));
             }
             i += m;
         }
+    }
+
+    /// The bound views of the `NA` pruning fields (`NA == active.len()`).
+    fn views<const NA: usize>(&self) -> [BoundView<'_>; NA] {
+        std::array::from_fn(|k| {
+            let f = self.active[k];
+            self.bounds[f].view(self.cand_base[f])
+        })
     }
 
     /// Diagnostics for one key: (tuples, candidates after the length

@@ -321,3 +321,135 @@ fn wide_and_odd_fields_against_a_scan() {
         assert_eq!(t.lookup(&key).map(|x| *x.1 as i32), want, "{key:?}");
     }
 }
+
+/// Random prefix-masked ternary rules over `widths` (bytes per field),
+/// looked up one by one and in batches (the staged path) against a scan.
+/// Masks are prefixes of random lengths on each field (so many tuples),
+/// priorities random with ties, keys half uniformly random and half drawn
+/// from the rules; a share of the rules is deleted halfway.
+/// Returns the number of tuples.
+fn ternary_against_a_scan(widths: &[usize], n: usize, seed: u64) -> usize {
+    let spec: Vec<KeyFieldSpec> = widths
+        .iter()
+        .map(|w| KeyFieldSpec {
+            kind: MatchKind::Ternary,
+            bit_width: 8 * *w as u32,
+        })
+        .collect();
+    let kb: usize = widths.iter().sum();
+    let mut t: Table<usize> = Table::new(spec, 1 << 16).unwrap();
+    t.set_cache_mode(CacheMode::Off);
+    let mut rng = Rng(seed | 1);
+    // (value, mask, priority, handle)
+    type Ternary = (Vec<u8>, Vec<u8>, i32, Option<EntryHandle>);
+    let mut rules: Vec<Ternary> = Vec::new();
+    let bases: Vec<u8> = (0..4).map(|_| rng.next() as u8).collect();
+    for _ in 0..n {
+        let mut v = Vec::new();
+        let mut m = Vec::new();
+        for &w in widths {
+            let len = [0, 8 * w, rng.below(8 * w as u64 + 1) as usize][rng.below(3) as usize];
+            for b in 0..w {
+                let mb = if 8 * (b + 1) <= len {
+                    0xff
+                } else if 8 * b >= len {
+                    0
+                } else {
+                    0xffu8 << (8 - len % 8)
+                };
+                // clustered first bytes: keys drawn at random hit them too
+                let vb = if b == 0 {
+                    bases[rng.below(4) as usize]
+                } else {
+                    rng.next() as u8
+                };
+                v.push(vb & mb);
+                m.push(mb);
+            }
+        }
+        let prio = rng.below(n as u64 / 4 + 1) as i32;
+        let mut fields = Vec::new();
+        let mut off = 0;
+        for &w in widths {
+            fields.push(FieldMatch::Ternary {
+                value: v[off..off + w].to_vec(),
+                mask: m[off..off + w].to_vec(),
+            });
+            off += w;
+        }
+        let h = t
+            .insert(
+                MatchKey {
+                    fields,
+                    priority: prio,
+                },
+                rules.len(),
+            )
+            .ok();
+        rules.push((v, m, prio, h));
+    }
+    for round in 0..2 {
+        if round == 1 {
+            for r in rules.iter_mut() {
+                if let Some(h) = r.3
+                    && rng.below(3) == 0
+                {
+                    t.delete(h).unwrap();
+                    r.3 = None;
+                }
+            }
+        }
+        let keys: Vec<Vec<u8>> = (0..1024)
+            .map(|i| {
+                let mut k: Vec<u8> = (0..kb).map(|_| rng.next() as u8).collect();
+                if i % 2 == 1 {
+                    let (v, m, _, _) = &rules[rng.below(rules.len() as u64) as usize];
+                    for ((kx, vx), mx) in k.iter_mut().zip(v).zip(m) {
+                        *kx = vx | (*kx & !mx);
+                    }
+                } else {
+                    k[0] = bases[rng.below(4) as usize] ^ (rng.below(2) as u8);
+                }
+                k
+            })
+            .collect();
+        let want = |k: &[u8]| {
+            rules
+                .iter()
+                .filter_map(|(v, m, p, h)| {
+                    let h = (*h)?;
+                    k.iter()
+                        .zip(m)
+                        .zip(v)
+                        .all(|((k, m), v)| k & m == *v)
+                        .then_some((*p, h & 0x00ff_ffff, h))
+                })
+                .min()
+                .map(|x| x.2)
+        };
+        let mut out = vec![None; 48];
+        for chunk in keys.chunks(48) {
+            let packed: Vec<u8> = chunk.concat();
+            t.lookup_batch(&packed, &mut out);
+            for (j, k) in chunk.iter().enumerate() {
+                let w = want(k);
+                assert_eq!(t.lookup(k).map(|x| x.0), w, "{widths:?} {k:?}");
+                assert_eq!(out[j].map(|x| x.0), w, "batch: {widths:?} {k:?}");
+            }
+        }
+    }
+    t.num_tuples()
+}
+
+/// The staged batch path with fields whose first bytes straddle two key
+/// words (MAC addresses at offsets 0 and 6), more than 64 tuples (several
+/// candidate words), and one, two or three pruning fields.
+#[test]
+fn staged_batches_on_other_layouts_against_a_scan() {
+    ternary_against_a_scan(&[6, 6, 2], 3000, 11);
+    ternary_against_a_scan(&[4], 400, 12);
+    ternary_against_a_scan(&[2, 4], 1500, 13);
+    ternary_against_a_scan(&[3, 5, 4, 4, 1, 7], 3000, 14);
+    let tuples = ternary_against_a_scan(&[1, 1, 1, 1, 1, 1, 3, 5], 3000, 15);
+    assert!(tuples > 64, "{tuples} tuples: one candidate word only");
+}

@@ -739,6 +739,10 @@ proptest! {
     fn range(seed: u64, ops in prop::collection::vec(any::<u8>(), 1..250)) {
         run(&[spec(MatchKind::Range, 16), spec(MatchKind::Range, 12)], 64, seed, &ops);
         run(&[spec(MatchKind::Range, 4)], 64, seed, &ops);
+        // one range field in small tables (interval lookup of batches):
+        // src_port_filter's shape, and a 64-bit field (no value after its top)
+        run(&[spec(MatchKind::Exact, 8), spec(MatchKind::Range, 16)], 64, seed, &ops);
+        run(&[spec(MatchKind::Range, 64)], 64, seed, &ops);
     }
 
     #[test]

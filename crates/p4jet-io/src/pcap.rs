@@ -12,17 +12,23 @@
 //! * Malformed input (bad magic, truncated header or record, absurd record
 //!   length) gives an `InvalidData` error carrying a [`PcapFormatError`] with
 //!   the file name and byte offset; the error repeats on later calls.
-//! * Inputs are read in chunks of 256 KiB (or what a FIFO has); [`PcapFilePort::peek`]
-//!   and [`PcapFilePort::take`] hand out the frames in place, without a copy.
+//! * A regular input file is mapped whole (read-only) and its records are parsed in
+//!   place; what it gains after opening is read once the mapping is consumed. FIFOs
+//!   (and files that cannot be mapped) are read in chunks of 256 KiB (or what a FIFO
+//!   has). [`PcapFilePort::take_frames`] hands out a run of frames (up to a
+//!   timestamp, for merging) where they lie, without a copy; [`PcapFilePort::peek`]
+//!   gives the next one's timestamp. A mapped file truncated by another process while
+//!   it is read raises `SIGBUS`, as with any mapped file.
 //! * Outputs: Ethernet linktype, microsecond timestamps, native byte order,
 //!   snaplen 65535. [`PcapFilePort`] buffers transmitted frames and writes them
-//!   with one `write(2)` once [`OUT_BUFFER`] bytes wait, on [`Port::flush`] and
+//!   with one `write(2)` or `writev(2)` (staged record buffers handed over by
+//!   [`PcapFilePort::send_records`] are written as they are) once [`OUT_BUFFER`] bytes wait, on [`Port::flush`] and
 //!   when dropped: a caller that wants a reader to see frames as they leave
 //!   flushes when it goes idle (`p4jet run` does). [`PcapRecorder`] writes each
 //!   batch at once. The global header is written when the port is opened.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Seek, SeekFrom, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -31,7 +37,7 @@ use std::time::{Duration, Instant};
 use pcap_file::pcap::{PcapHeader, PcapParser};
 use pcap_file::{DataLink, Endianness, PcapError, TsResolution};
 
-use crate::sys::{ctx, now_since_epoch, poll_one};
+use crate::sys::{MappedFile, ctx, now_since_epoch, poll_one};
 use crate::{Port, PortKind, PortStats};
 
 /// Snap length written in output files (and the per-frame truncation length).
@@ -93,15 +99,59 @@ struct Record {
     ts: Duration,
 }
 
+/// Where an input's bytes are.
+enum Src {
+    /// A regular file mapped whole: records are parsed where they lie in the page
+    /// cache, with no `read(2)` copy.
+    Map(MappedFile),
+    /// Read with `read(2)` into a buffer: FIFOs, files that cannot be mapped, and what
+    /// a file gained after it was mapped.
+    Buf(Vec<u8>),
+}
+
+impl Src {
+    #[inline(always)]
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Src::Map(m) => m.bytes(),
+            Src::Buf(b) => b,
+        }
+    }
+}
+
+/// How far ahead of the record being taken [`PcapFilePort::take_frames`] prefetches
+/// (a cache line per record: as fast as 64-byte frames' records go by).
+const PREFETCH_AHEAD: usize = 2048;
+
+/// A hint to bring the cache line of `bytes[at]` in (nothing if `at` is outside).
+#[inline(always)]
+fn prefetch(bytes: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(b) = bytes.get(at) {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: a prefetch only hints the cache and reads nothing; the address is
+        // inside `bytes` anyway.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(b).cast::<i8>()) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (bytes, at);
+}
+
+/// Bytes of a mapped input mapped in ahead of the reader at a time.
+const POPULATE: usize = 4 << 20;
+
 /// Incremental, non-blocking reader of one pcap file or FIFO.
 struct PcapInput {
     path: PathBuf,
     file: File,
     is_fifo: bool,
-    buf: Vec<u8>,
+    src: Src,
+    /// Mapped inputs: the bytes up to here are mapped in (see [`POPULATE`]); None once
+    /// the kernel refused.
+    populated: Option<usize>,
     start: usize,
     end: usize,
-    /// File offset of `buf[0]`.
+    /// File offset of the first byte of `src`.
     buf_off: u64,
     /// The global header's settings, once read.
     header: Option<InputHeader>,
@@ -132,17 +182,32 @@ impl PcapInput {
         // contract with the STF driver.
         let file = File::open(path)
             .map_err(|e| ctx(e, format_args!("opening pcap input {}", path.display())))?;
-        let is_fifo = file.metadata()?.file_type().is_fifo();
+        let meta = file.metadata()?;
+        let is_fifo = meta.file_type().is_fifo();
         if is_fifo {
             set_nonblocking(file.as_raw_fd())?;
         }
+        // a regular file is mapped (an empty one, or one the kernel will not map, is
+        // read); what it gains after this is read once the mapping is consumed
+        let mapped = match usize::try_from(meta.len()) {
+            Ok(len) if meta.is_file() && len > 0 => MappedFile::map(file.as_raw_fd(), len).ok(),
+            _ => None,
+        };
+        let (src, end) = match mapped {
+            Some(m) => {
+                let len = m.bytes().len();
+                (Src::Map(m), len)
+            }
+            None => (Src::Buf(vec![0; READ_CHUNK]), 0),
+        };
         Ok(PcapInput {
             path: path.to_path_buf(),
             file,
             is_fifo,
-            buf: vec![0; READ_CHUNK],
+            src,
+            populated: Some(0),
             start: 0,
-            end: 0,
+            end,
             buf_off: 0,
             header: None,
             eof: false,
@@ -176,7 +241,7 @@ impl PcapInput {
         let Some(h) = self.header else {
             return self.step_header();
         };
-        let avail = &self.buf[self.start..self.end];
+        let avail = &self.src.bytes()[self.start..self.end];
         if avail.len() < 16 {
             return self.incomplete();
         }
@@ -244,7 +309,7 @@ impl PcapInput {
     fn step_header(&mut self) -> io::Result<Step> {
         let here = self.buf_off + self.start as u64;
         let avail_len = self.end - self.start;
-        match PcapParser::new(&self.buf[self.start..self.end]) {
+        match PcapParser::new(&self.src.bytes()[self.start..self.end]) {
             Ok((rem, parser)) => {
                 self.start = self.end - rem.len();
                 let header = parser.header();
@@ -267,23 +332,53 @@ impl PcapInput {
         }
     }
 
+    /// A mapped input: maps the next [`POPULATE`] bytes in once the reader is within
+    /// half of that of the end of what is mapped in.
+    #[inline]
+    fn populate_ahead(&mut self) {
+        if let (Src::Map(m), Some(done)) = (&self.src, self.populated)
+            && self.start + POPULATE / 2 >= done
+            && done < self.end
+        {
+            let from = done.max(self.start);
+            self.populated = m.populate(from..from + POPULATE).then_some(from + POPULATE);
+        }
+    }
+
     /// Reads more bytes, waiting at most `wait` on a FIFO. Returns false if
     /// nothing new arrived (timeout) and the input is not at EOF.
     fn fill(&mut self, wait: Duration) -> io::Result<bool> {
         if self.eof {
             return Ok(true);
         }
+        if let Src::Map(m) = &self.src {
+            // the mapping is consumed: its unparsed tail goes into a buffer, and what
+            // the file gained since it was mapped is read after it
+            let map_len = m.bytes().len();
+            let mut buf = m.bytes()[self.start..self.end].to_vec();
+            buf.resize(buf.len().max(READ_CHUNK), 0);
+            self.file
+                .seek(SeekFrom::Start(map_len as u64))
+                .map_err(|e| ctx(e, format_args!("reading {}", self.path.display())))?;
+            self.buf_off += self.start as u64;
+            self.end -= self.start;
+            self.start = 0;
+            self.src = Src::Buf(buf);
+        }
+        let Src::Buf(buf) = &mut self.src else {
+            return Ok(false); // not reached: a mapped input was turned into a buffered one
+        };
         // Make room: move the unparsed tail to the front, grow if a record
         // does not fit.
         if self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
+            buf.copy_within(self.start..self.end, 0);
             self.buf_off += self.start as u64;
             self.end -= self.start;
             self.start = 0;
         }
-        if self.buf.len() - self.end < READ_CHUNK / 2 {
-            let new_len = self.buf.len() * 2;
-            self.buf.resize(new_len, 0);
+        if buf.len() - self.end < READ_CHUNK / 2 {
+            let new_len = buf.len() * 2;
+            buf.resize(new_len, 0);
         }
         if self.is_fifo {
             let rev = poll_one(self.file.as_raw_fd(), libc::POLLIN, wait)?;
@@ -292,7 +387,7 @@ impl PcapInput {
             }
         }
         loop {
-            match self.file.read(&mut self.buf[self.end..]) {
+            match self.file.read(&mut buf[self.end..]) {
                 Ok(0) => {
                     self.eof = true;
                     return Ok(true);
@@ -307,6 +402,19 @@ impl PcapInput {
             }
         }
     }
+}
+
+/// Writes every byte of `iov` (the slices are advanced past what was written).
+fn write_all_vectored(file: &mut File, mut iov: &mut [IoSlice<'_>]) -> io::Result<()> {
+    while !iov.is_empty() {
+        match file.write_vectored(iov) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut iov, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 fn set_nonblocking(fd: RawFd) -> io::Result<()> {
@@ -337,11 +445,24 @@ pub fn push_record(buf: &mut Vec<u8>, frame: &[u8], ts: Duration) {
 }
 
 /// Writer of one pcap file (Ethernet, microseconds), one `write` per batch.
+///
+/// Records are appended to `scratch` ([`PcapSink::push`]) or handed over in whole
+/// buffers ([`PcapSink::take_records`], no copy); [`PcapSink::commit`] writes them all,
+/// in order, with one `writev(2)` (more if the kernel takes less).
 pub struct PcapSink {
     path: PathBuf,
     file: File,
+    /// Buffers handed over, written before `scratch`.
+    queued: Vec<Vec<u8>>,
+    /// Bytes in `queued`.
+    queued_bytes: usize,
     scratch: Vec<u8>,
+    /// Written buffers for reuse.
+    free: Vec<Vec<u8>>,
 }
+
+/// Most buffers a [`PcapSink`] keeps for reuse.
+const FREE_BUFFERS: usize = 256;
 
 impl PcapSink {
     /// Creates (truncates) `path` and writes the global header.
@@ -367,8 +488,40 @@ impl PcapSink {
         Ok(PcapSink {
             path: path.to_path_buf(),
             file,
+            queued: Vec::new(),
+            queued_bytes: 0,
             scratch: Vec::with_capacity(64 * 1024),
+            free: Vec::new(),
         })
+    }
+
+    /// Takes the records in `records` (encoded by [`push_record`]) to be written after
+    /// those pending, leaving an empty buffer (of the same capacity if one was written
+    /// before) in its place.
+    pub fn take_records(&mut self, records: &mut Vec<u8>) {
+        if records.is_empty() {
+            return;
+        }
+        if !self.scratch.is_empty() {
+            let fresh = self.fresh(self.scratch.capacity());
+            let s = std::mem::replace(&mut self.scratch, fresh);
+            self.queued_bytes += s.len();
+            self.queued.push(s);
+        }
+        let fresh = self.fresh(records.capacity());
+        let r = std::mem::replace(records, fresh);
+        self.queued_bytes += r.len();
+        self.queued.push(r);
+    }
+
+    /// An empty buffer: a written one, else a new one of `cap` bytes.
+    fn fresh(&mut self, cap: usize) -> Vec<u8> {
+        self.free.pop().unwrap_or_else(|| Vec::with_capacity(cap))
+    }
+
+    /// Bytes pending (not written yet).
+    pub fn unwritten(&self) -> usize {
+        self.queued_bytes + self.scratch.len()
     }
 
     /// Appends one record to the pending batch.
@@ -377,12 +530,35 @@ impl PcapSink {
         push_record(&mut self.scratch, frame, ts);
     }
 
-    /// Writes the pending batch with one `write_all`.
+    /// Writes everything pending, in order: one `write(2)` or `writev(2)` (more if
+    /// the kernel takes less). The pending records are gone after an error too.
     pub fn commit(&mut self) -> io::Result<()> {
-        if self.scratch.is_empty() {
-            return Ok(());
+        let file = &mut self.file;
+        if self.queued.is_empty() {
+            if self.scratch.is_empty() {
+                return Ok(());
+            }
+            let r = file.write_all(&self.scratch);
+            self.scratch.clear();
+            return r.map_err(|e| ctx(e, format_args!("writing {}", self.path.display())));
         }
-        let r = self.file.write_all(&self.scratch);
+        let r = {
+            let mut iov: Vec<IoSlice<'_>> = self
+                .queued
+                .iter()
+                .chain(std::iter::once(&self.scratch))
+                .filter(|b| !b.is_empty())
+                .map(|b| IoSlice::new(b))
+                .collect();
+            write_all_vectored(file, &mut iov)
+        };
+        for mut b in self.queued.drain(..) {
+            if self.free.len() < FREE_BUFFERS {
+                b.clear();
+                self.free.push(b);
+            }
+        }
+        self.queued_bytes = 0;
         self.scratch.clear();
         r.map_err(|e| ctx(e, format_args!("writing {}", self.path.display())))
     }
@@ -399,7 +575,6 @@ pub struct PcapFilePort {
     name: String,
     input: Option<PcapInput>,
     output: Option<PcapSink>,
-    pending: Option<Record>,
     stats: PortStats,
 }
 
@@ -428,7 +603,6 @@ impl PcapFilePort {
             name: name.to_string(),
             input,
             output,
-            pending: None,
             stats: PortStats::default(),
         })
     }
@@ -452,9 +626,6 @@ impl PcapFilePort {
     /// at most `timeout` on a FIFO) if needed. Lets a caller merge several
     /// inputs in timestamp order as bmv2's file reader does.
     pub fn peek(&mut self, timeout: Option<Duration>) -> io::Result<Peek> {
-        if let Some(r) = self.pending {
-            return Ok(Peek::Ready(r.ts));
-        }
         let Some(input) = self.input.as_mut() else {
             return Ok(Peek::Exhausted);
         };
@@ -463,10 +634,7 @@ impl PcapFilePort {
         let mut since: Option<Instant> = None;
         loop {
             match input.step()? {
-                Step::Record(r) => {
-                    self.pending = Some(r);
-                    return Ok(Peek::Ready(r.ts));
-                }
+                Step::Record(r) => return Ok(Peek::Ready(r.ts)),
                 Step::Exhausted => return Ok(Peek::Exhausted),
                 Step::NeedMore => {
                     let left = if timeout.is_zero() {
@@ -482,33 +650,98 @@ impl PcapFilePort {
         }
     }
 
-    /// Takes the frame [`PcapFilePort::peek`] reported ready and gives it to `f`;
-    /// false (and `f` not called) when no frame was peeked.
+    /// Takes the next frame if one is ready (without waiting) and gives it to `f`;
+    /// false (and `f` not called) when none is.
     #[inline]
     pub fn take(&mut self, f: impl FnOnce(&[u8])) -> bool {
-        let (Some(r), Some(input)) = (self.pending.take(), self.input.as_mut()) else {
-            return false;
+        let mut f = Some(f);
+        matches!(
+            self.take_frames(1, None, |fr| {
+                if let Some(f) = f.take() {
+                    f(fr)
+                }
+            }),
+            Ok(1)
+        )
+    }
+
+    /// Hands up to `max` frames to `f`, in file order and where they lie (a mapped
+    /// file's page cache or the read buffer), while their timestamp is before `until`:
+    /// `Some((t, inclusive))` stops at the first frame later than `t`, or at `t`
+    /// itself unless `inclusive` (how a caller merging inputs by timestamp takes the
+    /// run of one input that stays earliest). Never waits: stops when the input has
+    /// nothing more yet (a FIFO) or ended. Returns the frames handed out.
+    #[inline]
+    pub fn take_frames(
+        &mut self,
+        max: usize,
+        until: Option<(Duration, bool)>,
+        mut f: impl FnMut(&[u8]),
+    ) -> io::Result<usize> {
+        let Some(input) = self.input.as_mut() else {
+            return Ok(0);
         };
-        f(&input.buf[r.data_start..r.data_start + r.data_len]);
-        input.start = r.next;
-        self.stats.rx_packets += 1;
-        self.stats.rx_bytes += r.data_len as u64;
-        true
+        input.populate_ahead();
+        let (mut n, mut bytes) = (0usize, 0u64);
+        let r = loop {
+            if n >= max {
+                break Ok(());
+            }
+            match input.step() {
+                Ok(Step::Record(r)) => {
+                    if let Some((t, inclusive)) = until
+                        && (r.ts > t || (r.ts == t && !inclusive))
+                    {
+                        break Ok(());
+                    }
+                    let data = input.src.bytes();
+                    // a mapped file's pages come from memory, not the cache: ask for
+                    // the records a few hundred ns ahead now
+                    prefetch(data, r.next + PREFETCH_AHEAD);
+                    f(&data[r.data_start..r.data_start + r.data_len]);
+                    input.start = r.next;
+                    n += 1;
+                    bytes += r.data_len as u64;
+                }
+                Ok(Step::Exhausted) => break Ok(()),
+                Ok(Step::NeedMore) => match input.fill(Duration::ZERO) {
+                    Ok(true) => {}
+                    Ok(false) => break Ok(()),
+                    Err(e) => break Err(e),
+                },
+                Err(e) => break Err(e),
+            }
+        };
+        self.stats.rx_packets += n as u64;
+        self.stats.rx_bytes += bytes;
+        // the frames handed out stay taken; an error comes with the next call too
+        // (malformed input is sticky), so report it only when nothing was taken
+        match r {
+            Err(e) if n == 0 => Err(e),
+            _ => Ok(n),
+        }
     }
 
     /// Sends `frames` frames already encoded as pcap records by [`push_record`]
     /// (`bytes`: their frame lengths summed, for the port's counters); buffered as
-    /// [`Port::send_batch`] buffers. Without an output they are dropped (counted in
-    /// `tx_dropped`).
-    pub fn send_records(&mut self, records: &[u8], frames: u64, bytes: u64) -> io::Result<()> {
+    /// [`Port::send_batch`] buffers. The port takes the buffer itself (no copy) and
+    /// leaves an empty one in `records`. Without an output they are dropped (counted
+    /// in `tx_dropped`).
+    pub fn send_records(
+        &mut self,
+        records: &mut Vec<u8>,
+        frames: u64,
+        bytes: u64,
+    ) -> io::Result<()> {
         let Some(out) = self.output.as_mut() else {
             self.stats.tx_dropped += frames;
+            records.clear();
             return Ok(());
         };
         self.stats.tx_packets += frames;
         self.stats.tx_bytes += bytes;
-        out.scratch.extend_from_slice(records);
-        if out.scratch.len() >= OUT_BUFFER {
+        out.take_records(records);
+        if out.unwritten() >= OUT_BUFFER {
             out.commit()?;
         }
         Ok(())
@@ -517,7 +750,7 @@ impl PcapFilePort {
     /// Bytes transmitted and not yet written to the output file (see
     /// [`Port::flush`]).
     pub fn unwritten(&self) -> usize {
-        self.output.as_ref().map_or(0, |o| o.scratch.len())
+        self.output.as_ref().map_or(0, PcapSink::unwritten)
     }
 }
 
@@ -537,21 +770,14 @@ impl Port for PcapFilePort {
         timeout: Option<Duration>,
         f: &mut dyn FnMut(&[u8]),
     ) -> io::Result<usize> {
-        let mut n = 0;
-        let mut wait = timeout;
-        while n < max {
-            match self.peek(wait)? {
-                Peek::Ready(_) => {}
-                Peek::Pending | Peek::Exhausted => break,
-            }
-            // After the first frame, never wait again.
-            wait = None;
-            if !self.take(&mut *f) {
-                break;
-            }
-            n += 1;
+        if max == 0 {
+            return Ok(0);
         }
-        Ok(n)
+        // waits (a FIFO) for the first frame only
+        match self.peek(timeout)? {
+            Peek::Ready(_) => self.take_frames(max, None, f),
+            Peek::Pending | Peek::Exhausted => Ok(0),
+        }
     }
 
     /// Buffers the frames; they are written once [`OUT_BUFFER`] bytes are waiting, by
@@ -567,13 +793,13 @@ impl Port for PcapFilePort {
             self.stats.tx_packets += 1;
             self.stats.tx_bytes += fr.len() as u64;
         }
-        if out.scratch.len() >= OUT_BUFFER {
+        if out.unwritten() >= OUT_BUFFER {
             out.commit()?;
         }
         Ok(frames.len())
     }
 
-    /// Writes the buffered output frames (one `write(2)`).
+    /// Writes the buffered output frames (one `write(2)` or `writev(2)`).
     fn flush(&mut self) -> io::Result<()> {
         match self.output.as_mut() {
             Some(out) => out.commit(),
@@ -596,7 +822,7 @@ impl Port for PcapFilePort {
     fn is_exhausted(&self) -> bool {
         match &self.input {
             None => true,
-            Some(i) => self.pending.is_none() && i.eof && i.start == i.end && i.failed.is_none(),
+            Some(i) => i.eof && i.start == i.end && i.failed.is_none(),
         }
     }
 
@@ -932,6 +1158,83 @@ mod tests {
         std::fs::write(&path, pcap_bytes(&frames, false, false)).unwrap();
         let mut p = PcapFilePort::open("b", Some(&path), None).unwrap();
         assert_eq!(drain(&mut p).unwrap(), frames);
+    }
+
+    #[test]
+    fn mapped_file_reads_what_it_gains_after_opening() {
+        let d = TempDir::new("grow");
+        let frames: Vec<Vec<u8>> = (0..40).map(|i| frame(i, 60 + i)).collect();
+        let bytes = pcap_bytes(&frames, false, false);
+        let path = d.0.join("g.pcap");
+        // mapped at open: the header, 10 records and half of the 11th
+        let cut = 24 + (0..10).map(|i| 16 + 60 + i).sum::<usize>() + 20;
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        let mut p = PcapFilePort::open("g", Some(&path), None).unwrap();
+        let mut got = Vec::new();
+        assert_eq!(p.take_frames(5, None, |f| got.push(f.to_vec())).unwrap(), 5);
+        // the rest is appended after the file was mapped: read after the mapping
+        let mut w = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        w.write_all(&bytes[cut..]).unwrap();
+        drop(w);
+        assert_eq!(drain(&mut p).unwrap(), frames[5..].to_vec());
+        got.extend(frames[5..].iter().cloned());
+        assert_eq!(got, frames);
+        assert!(p.is_exhausted());
+        assert_eq!(p.stats().rx_packets, 40);
+    }
+
+    #[test]
+    fn take_frames_stops_at_a_timestamp() {
+        let d = TempDir::new("until");
+        // frame i: 1000 + i s and i * 10 us
+        let frames: Vec<Vec<u8>> = (0..6).map(|i| frame(i, 64)).collect();
+        let path = d.0.join("u.pcap");
+        std::fs::write(&path, pcap_bytes(&frames, false, false)).unwrap();
+        let mut p = PcapFilePort::open("u", Some(&path), None).unwrap();
+        let t2 = Duration::new(1002, 20_000);
+        let mut n = 0;
+        // below t2 only: frames 0 and 1
+        assert_eq!(p.take_frames(10, Some((t2, false)), |_| n += 1).unwrap(), 2);
+        assert_eq!(p.peek(None).unwrap(), Peek::Ready(t2));
+        // t2 itself when inclusive, then the bound stops at frame 3
+        assert_eq!(p.take_frames(10, Some((t2, true)), |_| n += 1).unwrap(), 1);
+        assert_eq!(p.take_frames(2, None, |_| n += 1).unwrap(), 2);
+        assert!(p.take(|f| assert_eq!(f, &frames[5][..])));
+        assert!(!p.take(|_| panic!("nothing left")));
+        assert_eq!(n, 5);
+        assert!(p.is_exhausted());
+    }
+
+    #[test]
+    fn handed_over_records_are_written_in_order() {
+        let d = TempDir::new("sink");
+        let path = d.0.join("s.pcap");
+        let frames: Vec<Vec<u8>> = (0..30).map(|i| frame(i, 50 + i)).collect();
+        let mut p = PcapFilePort::open("s", None, Some(&path)).unwrap();
+        let ts = Duration::new(5, 0);
+        let mut staged = Vec::new();
+        for (k, chunk) in frames.chunks(7).enumerate() {
+            // records handed over and frames sent one by one, interleaved
+            if k % 2 == 0 {
+                let bytes: u64 = chunk.iter().map(|f| f.len() as u64).sum();
+                for f in chunk {
+                    push_record(&mut staged, f, ts);
+                }
+                p.send_records(&mut staged, chunk.len() as u64, bytes)
+                    .unwrap();
+                assert!(staged.is_empty());
+            } else {
+                let refs: Vec<&[u8]> = chunk.iter().map(|f| f.as_slice()).collect();
+                p.send_batch(&refs).unwrap();
+            }
+        }
+        assert_eq!(p.stats().tx_packets, 30);
+        p.flush().unwrap();
+        let mut q = PcapFilePort::open("r", Some(&path), None).unwrap();
+        assert_eq!(drain(&mut q).unwrap(), frames);
     }
 
     fn mkfifo(path: &Path) {

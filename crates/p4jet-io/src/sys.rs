@@ -276,6 +276,95 @@ impl Drop for Mmap {
     }
 }
 
+/// `MADV_POPULATE_READ` (Linux 5.14; not in the libc crate yet).
+const MADV_POPULATE_READ: libc::c_int = 22;
+
+/// A regular file mapped whole and read-only (`MAP_SHARED`, `PROT_READ`), unmapped
+/// on drop: the pcap reader parses records where they lie in the page cache.
+///
+/// The usual caveat of mapped files holds: if another process truncates the file while
+/// it is mapped, touching the lost pages raises `SIGBUS`.
+pub(crate) struct MappedFile {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned by this value only and never written through; moving
+// it to another thread is fine.
+unsafe impl Send for MappedFile {}
+
+impl MappedFile {
+    /// Maps the first `len` bytes (`len > 0`) of the file open on `fd` for reading.
+    pub(crate) fn map(fd: RawFd, len: usize) -> io::Result<MappedFile> {
+        if len == 0 {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        // SAFETY: asking the kernel for a fresh read-only mapping (addr NULL) of a file
+        // descriptor we hold; no existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: advice on the mapping just made; failure only loses the hint.
+        unsafe {
+            libc::madvise(p, len, libc::MADV_SEQUENTIAL);
+        }
+        Ok(MappedFile {
+            ptr: p.cast::<u8>().cast_const(),
+            len,
+        })
+    }
+
+    /// The mapped bytes.
+    #[inline]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: ptr/len describe a live read-only mapping owned by self (unmapped
+        // only on drop, after every borrow of self ended); any byte value is a valid
+        // u8. Pages of a file truncated meanwhile by another process fault with
+        // SIGBUS (documented), they are never invalid memory for Rust.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// Maps the pages of `range` in now (`MADV_POPULATE_READ`) instead of one page
+    /// fault per few pages as they are read; false if the kernel does not do it.
+    pub(crate) fn populate(&self, range: std::ops::Range<usize>) -> bool {
+        const PAGE: usize = 4096;
+        let start = range.start / PAGE * PAGE;
+        let end = range.end.min(self.len);
+        if start >= end {
+            return true;
+        }
+        // SAFETY: advice on a page-aligned sub-range of our own mapping; it changes no
+        // memory contents.
+        let r = unsafe {
+            libc::madvise(
+                self.ptr.add(start).cast_mut().cast(),
+                end - start,
+                MADV_POPULATE_READ,
+            )
+        };
+        r == 0
+    }
+}
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len describe a mapping we own and nobody uses after drop.
+        unsafe {
+            libc::munmap(self.ptr.cast_mut().cast(), self.len);
+        }
+    }
+}
+
 /// `sendto(fd, NULL, 0, MSG_DONTWAIT, NULL, 0)`: the "kick" of mmapped TX rings.
 pub(crate) fn kick_tx(fd: &OwnedFd) -> io::Result<()> {
     // SAFETY: zero-length send without buffers or address.

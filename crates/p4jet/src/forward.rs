@@ -474,14 +474,16 @@ impl Lane {
 /// output-only port of a test driver, would otherwise stop the switch). Ordering by
 /// timestamp makes runs repeatable (equal timestamps: the lower port first).
 ///
-/// Each input is locked once per call and the heads are merged with a heap; frames
-/// are handed to `inject` where they lie in the input's read buffer. Returns the
-/// frames read and whether every pcap input has ended.
+/// Each input is locked once per call and the heads are merged with a heap; the
+/// frames of the input that stays earliest are taken in one run up to the next head's
+/// timestamp (a single input: up to `max` at once), handed to `inject` where they lie
+/// (a mapped file, or an input's read buffer). Returns the frames read and whether
+/// every pcap input has ended.
 fn read_pcaps(
     ports: &[PortHandle],
     max: usize,
     fifo_wait: Duration,
-    inject: &mut dyn FnMut(u32, &[u8]),
+    mut inject: impl FnMut(u32, &[u8]),
 ) -> Result<(usize, bool), String> {
     let mut inputs: Vec<MutexGuard<'_, PortEntry>> = ports
         .iter()
@@ -508,21 +510,12 @@ fn read_pcaps(
         let PortIo::Pcap(pc) = &mut pe.io else {
             continue;
         };
-        // the same input again while its next frame is still the earliest: no heap
-        let next = heads.peek().map(|Reverse(h)| *h);
-        loop {
-            if !pc.take(|f| inject(num, f)) {
-                break;
-            }
-            n += 1;
-            if n >= max {
-                break;
-            }
-            match pc.peek(None).map_err(|e| e.to_string())? {
-                Peek::Ready(ts) if next.is_none_or(|h| (ts, i) < h) => {}
-                _ => break,
-            }
-        }
+        // the frames of this input while they stay the earliest: up to the next
+        // head's timestamp (itself too if this input's port is lower), no heap
+        let until = heads.peek().map(|Reverse((ts, j))| (*ts, i < *j));
+        n += pc
+            .take_frames(max - n, until, |f| inject(num, f))
+            .map_err(|e| e.to_string())?;
         match head(pe, fifo_wait)? {
             Head::Ready(ts) => heads.push(Reverse((ts, i))),
             Head::Wait => waiting = true,
@@ -644,7 +637,7 @@ impl TxBuf {
             }
             let r = match ports.iter().find(|h| h.num == st.port) {
                 Some(ph) => match &mut ph.lock().io {
-                    PortIo::Pcap(pc) => pc.send_records(&st.records, st.frames, st.bytes),
+                    PortIo::Pcap(pc) => pc.send_records(&mut st.records, st.frames, st.bytes),
                     PortIo::Live(_) => Err(std::io::Error::other("not a pcap-file port")),
                 },
                 None => {
@@ -902,12 +895,10 @@ fn rtc_thread(
             w.core.mark_rx();
             lane.update_pcap(&mut tx);
             let (got, ended) = if c.files {
-                let (n, ended) = read_pcaps(
-                    &lane.ports,
-                    batch * FILE_BATCHES,
-                    c.fifo_wait,
-                    &mut |n, f| w.inject(n, f),
-                )?;
+                let (n, ended) =
+                    read_pcaps(&lane.ports, batch * FILE_BATCHES, c.fifo_wait, |n, f| {
+                        w.inject(n, f)
+                    })?;
                 (n + lane.rx_live(batch, &mut w, &mut errors), ended)
             } else {
                 (lane.rx_live(batch, &mut w, &mut errors), false)
@@ -1018,9 +1009,8 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
             lane.port_cmds();
             st.core_mut().mark_rx();
             let (got, ended) = if c.files {
-                let (n, ended) = read_pcaps(&lane.ports, c.batch, c.fifo_wait, &mut |n, f| {
-                    st.inject(n, f)
-                })?;
+                let (n, ended) =
+                    read_pcaps(&lane.ports, c.batch, c.fifo_wait, |n, f| st.inject(n, f))?;
                 (n + lane.rx_live(c.batch, &mut st, &mut errors), ended)
             } else {
                 (lane.rx_live(c.batch, &mut st, &mut errors), false)

@@ -32,7 +32,7 @@ use crate::bench::{Measure, NULL_PROGRAM, Setup, measure_parallel};
 use crate::run::Mode;
 
 /// Version of the profile's format (a profile of another version is recalibrated).
-pub const PROFILE_VERSION: u32 = 2;
+pub const PROFILE_VERSION: u32 = 3;
 
 /// `p4jet model` options.
 #[derive(Args, Debug)]
@@ -168,8 +168,10 @@ pub struct Profile {
     pub checksum_ns: f64,
     /// Per keyless table (an action call of one primitive) (ns).
     pub call_ns: f64,
-    /// Per primitive past the first of an action (ns).
+    /// Per primitive past the first of an action that is not a move (ns).
     pub prim_ns: f64,
+    /// Per move (a constant, parameter or field assigned to a field) past the first (ns).
+    pub move_ns: f64,
     /// Lookup (and a one-primitive action) by kind against size. `lpm_wide` is an LPM
     /// table the DIR-16-8-8 array cannot hold (a key wider than 32 bits or with other
     /// fields: hash tables per prefix length searched by binary search), measured with
@@ -326,8 +328,12 @@ pub struct TableFeature {
     pub lpm_probes: usize,
     /// Primitives of its most expensive action.
     pub prims: usize,
+    /// Of those, moves (constant, parameter and field-to-field assignments).
+    pub moves: usize,
     #[serde(skip)]
     shape: TableShape,
+    #[serde(skip)]
+    split: Prims,
 }
 
 /// What the model counts in a program.
@@ -406,19 +412,65 @@ fn header_of_prim(prog: &Program, p: &Prim) -> Option<u32> {
     }
 }
 
-/// Cost of one action: primitives (a `Call` counts its callee's).
-fn action_prims(prog: &Program, a: u32, depth: usize) -> usize {
+/// An action's primitives: moves (a constant, an action parameter or another field
+/// written to a field: a load and a store in generated code) and the others
+/// (expressions, hashes, header operations, externs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Prims {
+    /// Constant, parameter and field-to-field assignments.
+    pub moves: usize,
+    /// Every other primitive.
+    pub general: usize,
+}
+
+impl Prims {
+    /// All primitives.
+    pub fn total(self) -> usize {
+        self.moves + self.general
+    }
+
+    /// Cost (ns) of the primitives past the first (the first is in the calibrated cost
+    /// of a call or a lookup, whose action is one move); without a profile, a count.
+    fn extra(self, p: Option<&Profile>) -> f64 {
+        let (m, g) = p.map_or((1.0, 1.0), |p| (p.move_ns, p.prim_ns));
+        if self.moves > 0 {
+            (self.moves - 1) as f64 * m + self.general as f64 * g
+        } else {
+            self.general.saturating_sub(1) as f64 * g
+        }
+    }
+}
+
+/// Primitives of one action (a `Call` counts its callee's).
+fn action_prims(prog: &Program, a: u32, depth: usize) -> Prims {
+    let mut n = Prims::default();
     let Some(act) = prog.actions.get(a as usize) else {
-        return 0;
+        return n;
     };
-    act.body
+    for p in &act.body {
+        match p {
+            Prim::Call(b) if depth < 8 => {
+                let c = action_prims(prog, *b, depth + 1);
+                n.moves += c.moves;
+                n.general += c.general;
+            }
+            Prim::Jump(_) | Prim::JumpIfZero(..) => {}
+            Prim::AssignConst { .. } | Prim::AssignParam { .. } | Prim::CopyField { .. } => {
+                n.moves += 1
+            }
+            _ => n.general += 1,
+        }
+    }
+    n
+}
+
+/// The dearest action of a table.
+fn table_prims(prog: &Program, ti: &p4jet_ir::TableInfo, p: Option<&Profile>) -> Prims {
+    ti.actions
         .iter()
-        .map(|p| match p {
-            Prim::Call(b) if depth < 8 => action_prims(prog, *b, depth + 1),
-            Prim::Jump(_) | Prim::JumpIfZero(..) => 0,
-            _ => 1,
-        })
-        .sum()
+        .map(|a| action_prims(prog, *a, 0))
+        .max_by(|a, b| a.extra(p).total_cmp(&b.extra(p)))
+        .unwrap_or_default()
 }
 
 impl Features {
@@ -473,12 +525,7 @@ impl Features {
                         let Some(ti) = prog.tables.get(*t as usize) else {
                             continue;
                         };
-                        let prims = ti
-                            .actions
-                            .iter()
-                            .map(|a| action_prims(prog, *a, 0))
-                            .max()
-                            .unwrap_or(0);
+                        let prims = table_prims(prog, ti, profile);
                         for a in &ti.actions {
                             if let Some(act) = prog.actions.get(*a as usize) {
                                 modified.extend(
@@ -499,21 +546,26 @@ impl Features {
                             kind,
                             entries: shape.entries,
                             lpm_probes: shape.lpm_probes,
-                            prims,
+                            prims: prims.total(),
+                            moves: prims.moves,
                             shape,
+                            split: prims,
                         });
                     }
                     ControlNode::Call {
                         name: n, action, ..
                     } => {
+                        let prims = action_prims(prog, *action, 0);
                         f.tables.push(TableFeature {
                             name: n.clone(),
                             control: name,
                             kind: "keyless".into(),
                             entries: 0,
                             lpm_probes: 0,
-                            prims: action_prims(prog, *action, 0),
+                            prims: prims.total(),
+                            moves: prims.moves,
                             shape: TableShape::default(),
+                            split: prims,
                         });
                     }
                     ControlNode::Cond { .. } => {}
@@ -545,16 +597,10 @@ fn node_cost(
             let Some(ti) = prog.tables.get(*t as usize) else {
                 return 0.0;
             };
-            let prims = ti
-                .actions
-                .iter()
-                .map(|a| action_prims(prog, *a, 0))
-                .max()
-                .unwrap_or(0);
+            let extra = table_prims(prog, ti, p).extra(p);
             let Some(p) = p else {
-                return 1.0 + prims as f64;
+                return 1.0 + extra;
             };
-            let extra = prims.saturating_sub(1) as f64 * p.prim_ns;
             if ti.keys.is_empty() {
                 p.call_ns + extra
             } else {
@@ -562,9 +608,9 @@ fn node_cost(
                 p.lookup_cost(&shape).map_or(p.call_ns, |c| c.0) + extra
             }
         }
-        ControlNode::Call { action, .. } => p.map_or(1.0, |p| {
-            p.call_ns + action_prims(prog, *action, 0).saturating_sub(1) as f64 * p.prim_ns
-        }),
+        ControlNode::Call { action, .. } => {
+            p.map_or(1.0, |p| p.call_ns) + action_prims(prog, *action, 0).extra(p)
+        }
         ControlNode::Cond { .. } => 0.0,
     }
 }
@@ -690,7 +736,7 @@ pub fn predict(f: &Features, p: &Profile, batch: BatchArg, queue: Option<usize>)
         p.header_ns * f.parsed_headers as f64 / 2.0 + p.checksum_ns * f.checksums_updated as f64;
     let (mut ingress, mut egress, mut memory) = (0.0, 0.0, 0.0);
     for t in &f.tables {
-        let extra = t.prims.saturating_sub(1) as f64 * p.prim_ns;
+        let extra = t.split.extra(Some(p));
         let (c, stall) = p
             .lookup_cost(&t.shape)
             .map_or((p.call_ns + extra, 0.0), |(at, base)| {
@@ -991,8 +1037,10 @@ pub struct Micro {
     pub lpm_lengths: u32,
     /// Keyless tables, each running one primitive.
     pub calls: usize,
-    /// Extra primitives in the first keyless call.
+    /// Extra primitives (`a = a + 1`) in the first keyless call.
     pub prims: usize,
+    /// Extra moves (`a = constant`) in the first keyless call.
+    pub moves: usize,
     /// An internet checksum over `h0` updated before deparsing.
     pub checksum: bool,
 }
@@ -1065,6 +1113,11 @@ impl Micro {
             if c == 0 {
                 for _ in 0..self.prims {
                     prims.push(json!({"op": "assign", "parameters": [field(hf, kf1), {"type": "expression", "value": {"type": "expression", "value": {"op": "+", "left": field(hf, kf1), "right": {"type": "hexstr", "value": "0x0001"}}}}]}));
+                }
+                // distinct fields and values, so none is a dead store
+                for m in 0..self.moves {
+                    let f = ["a", "c", "d", "e", "f"][m % 5];
+                    prims.push(json!({"op": "assign", "parameters": [field(hf, f), {"type": "hexstr", "value": format!("0x{:04x}", 0x100 + m)}]}));
                 }
             }
             actions.push(json!({"name": format!("call{c}"), "id": aid, "runtime_data": [], "primitives": prims}));
@@ -1404,6 +1457,14 @@ pub fn calibrate(
     };
     let with_prims = point("4 calls + 8 primitives".into(), &prims, 0, 64, batch)?.0;
     let prim_ns = ((with_prims - base2 - 4.0 * call_ns) / 8.0).max(0.0);
+    let moves = Micro {
+        headers: 2,
+        calls: 4,
+        moves: 8,
+        ..Micro::default()
+    };
+    let with_moves = point("4 calls + 8 moves".into(), &moves, 0, 64, batch)?.0;
+    let move_ns = ((with_moves - base2 - 4.0 * call_ns) / 8.0).max(0.0);
     let mut lookups = vec![];
     for (kind, sizes) in CALIBRATION_SIZES {
         let mut pts = vec![];
@@ -1468,6 +1529,7 @@ pub fn calibrate(
         checksum_ns,
         call_ns,
         prim_ns,
+        move_ns,
         lookups,
         lpm_probe_ns,
         inject_ns,
@@ -1558,8 +1620,8 @@ fn print_profile(p: &Profile) {
     );
     let _ = writeln!(
         o,
-        "header {:.1} ns, checksum {:.1} ns, keyless call {:.1} ns, primitive {:.1} ns, wide LPM probe {:.1} ns",
-        p.header_ns, p.checksum_ns, p.call_ns, p.prim_ns, p.lpm_probe_ns
+        "header {:.1} ns, checksum {:.1} ns, keyless call {:.1} ns, primitive {:.1} ns, move {:.1} ns, wide LPM probe {:.1} ns",
+        p.header_ns, p.checksum_ns, p.call_ns, p.prim_ns, p.move_ns, p.lpm_probe_ns
     );
     for c in &p.lookups {
         let pts: Vec<String> = c
@@ -1758,6 +1820,7 @@ mod tests {
             checksum_ns: 4.0,
             call_ns: 3.0,
             prim_ns: 3.0,
+            move_ns: 1.0,
             lookups: vec![
                 LookupCurve {
                     kind: "lpm".into(),

@@ -44,6 +44,7 @@ fn model_calibrates_predicts_and_chooses_the_batch() {
         "header_ns",
         "call_ns",
         "checksum_ns",
+        "move_ns",
         "lpm_probe_ns",
         "inject_ns",
     ] {

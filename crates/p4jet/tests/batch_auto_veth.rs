@@ -10,31 +10,11 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use common::*;
 use p4jet_io::{AfPacketOptions, AfPacketPort, Port};
-
-struct Links(Vec<String>);
-
-impl Drop for Links {
-    fn drop(&mut self) {
-        for i in &self.0 {
-            let _ = Command::new("ip")
-                .args(["link", "del", i])
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-fn rx_packets(iface: &str) -> u64 {
-    std::fs::read_to_string(format!("/sys/class/net/{iface}/statistics/rx_packets"))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0)
-}
 
 #[test]
 fn batch_auto_adjusts_while_forwarding_and_loses_nothing() {
@@ -57,19 +37,9 @@ fn batch_auto_adjusts_while_forwarding_and_loses_nothing() {
     );
 
     let tag = std::process::id() % 100_000;
-    let a = |n: u32| format!("ba{tag}a{n}");
-    let b = |n: u32| format!("ba{tag}b{n}");
-    let links = Links((0..2).map(a).collect());
-    for n in 0..2 {
-        sh(Command::new("ip").args(["link", "add", &a(n), "type", "veth", "peer", "name", &b(n)]))
-            .unwrap();
-        for i in [a(n), b(n)] {
-            let _ =
-                sh(Command::new("sysctl")
-                    .args(["-qw", &format!("net.ipv6.conf.{i}.disable_ipv6=1")]));
-            sh(Command::new("ip").args(["link", "set", &i, "up"])).unwrap();
-        }
-    }
+    let links = VethPairs::new(&format!("ba{tag}"), 2);
+    let a = |n: u32| links.a(n);
+    let b = |n: u32| links.b(n);
     let mut cmd = Command::new(p4jet());
     cmd.arg("run")
         .arg(corpus_json("basic_l2"))
@@ -117,7 +87,7 @@ fn batch_auto_adjusts_while_forwarding_and_loses_nothing() {
     }
     std::thread::sleep(Duration::from_millis(1500));
     assert!(sw.alive(), "p4jet died:\n{}", sw.stderr());
-    let arrived_far = rx_packets(&b(1));
+    let arrived_far = if_counter(&b(1), "rx_packets");
     let err = sw.terminate();
     let (line, n) = exit_books(&err);
     // received + copies = sent + dropped + queued, and every received frame left

@@ -16,31 +16,11 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
 use p4jet_io::{AfPacketOptions, AfPacketPort, Port};
-
-struct Links(Vec<String>);
-
-impl Drop for Links {
-    fn drop(&mut self) {
-        for i in &self.0 {
-            let _ = Command::new("ip")
-                .args(["link", "del", i])
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-fn counter(iface: &str, what: &str) -> u64 {
-    std::fs::read_to_string(format!("/sys/class/net/{iface}/statistics/{what}"))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0)
-}
 
 /// 64-byte IPv4 UDP frames to 239.1.1.1 (the program's group 1) from 256 sources.
 fn frames() -> Vec<Vec<u8>> {
@@ -67,20 +47,9 @@ fn flood_copies_and_a_vanished_port_keep_the_books() {
     let rate = env_u64("CONSERVATION_RATE", 5_000);
     let tag = std::process::id() % 100_000;
     // switch side cvPIDaN, far side cvPIDbN (port 0's far side is the generator's)
-    let a = |n: u32| format!("cv{tag}a{n}");
-    let b = |n: u32| format!("cv{tag}b{n}");
-    let links = Links((0..4).map(a).collect());
-    for n in 0..4 {
-        sh(Command::new("ip").args(["link", "add", &a(n), "type", "veth", "peer", "name", &b(n)]))
-            .unwrap();
-        for i in [a(n), b(n)] {
-            let _ =
-                sh(Command::new("sysctl")
-                    .args(["-qw", &format!("net.ipv6.conf.{i}.disable_ipv6=1")]));
-            sh(Command::new("ip").args(["link", "set", &i, "up"])).unwrap();
-        }
-    }
-
+    let links = VethPairs::new(&format!("cv{tag}"), 4);
+    let a = |n: u32| links.a(n);
+    let b = |n: u32| links.b(n);
     let dir = tmpdir("conservation");
     let cmds = dir.join("conservation.commands");
     let mut c = std::fs::read_to_string(corpus_file("multicast/multicast.commands")).unwrap();
@@ -119,7 +88,7 @@ fn flood_copies_and_a_vanished_port_keep_the_books() {
             std::thread::yield_now();
         }
         if !deleted && offered >= total / 2 {
-            s2_before = counter(&b(2), "rx_packets");
+            s2_before = if_counter(&b(2), "rx_packets");
             sh(Command::new("ip").args(["link", "del", &a(2)])).unwrap();
             deleted = true;
         }
@@ -128,9 +97,12 @@ fn flood_copies_and_a_vanished_port_keep_the_books() {
     // the last of the rate-limited queue leaves within 64 / rate s
     std::thread::sleep(Duration::from_millis(1500 + 64_000 / rate.max(1)));
     assert!(sw.alive(), "p4jet died:\n{}", sw.stderr());
-    let wire_sent = counter(&b(0), "tx_packets");
-    let arrived = counter(&a(0), "rx_packets");
-    let (s1, s3) = (counter(&b(1), "rx_packets"), counter(&b(3), "rx_packets"));
+    let wire_sent = if_counter(&b(0), "tx_packets");
+    let arrived = if_counter(&a(0), "rx_packets");
+    let (s1, s3) = (
+        if_counter(&b(1), "rx_packets"),
+        if_counter(&b(3), "rx_packets"),
+    );
 
     // the runtime API's books
     let (out, err, st) = p4jet_cli(thrift, "packet_books\n");

@@ -773,3 +773,61 @@ pub fn exit_books(stderr: &str) -> (String, [u64; 5]) {
     assert!(n.len() >= 5, "{line}");
     (line.to_string(), [n[0], n[1], n[2], n[3], n[4]])
 }
+
+/// Veth pairs in the root namespace, `prefix{a,b}N` for N in 0..n (the switch takes
+/// the `a` side, the test the `b` side), up, without IPv6; deleted on drop.
+pub struct VethPairs {
+    prefix: String,
+    n: u32,
+}
+
+impl VethPairs {
+    pub fn new(prefix: &str, n: u32) -> VethPairs {
+        let mut pairs = VethPairs {
+            prefix: prefix.to_string(),
+            n: 0,
+        };
+        for k in 0..n {
+            let (a, b) = (pairs.a(k), pairs.b(k));
+            sh(Command::new("ip").args(["link", "add", &a, "type", "veth", "peer", "name", &b]))
+                .unwrap();
+            pairs.n = k + 1;
+            for i in [a, b] {
+                let _ = sh(Command::new("sysctl")
+                    .args(["-qw", &format!("net.ipv6.conf.{i}.disable_ipv6=1")]));
+                sh(Command::new("ip").args(["link", "set", &i, "up"])).unwrap();
+            }
+        }
+        pairs
+    }
+
+    /// The switch's side of pair `k`.
+    pub fn a(&self, k: u32) -> String {
+        format!("{}a{k}", self.prefix)
+    }
+
+    /// The far side of pair `k`.
+    pub fn b(&self, k: u32) -> String {
+        format!("{}b{k}", self.prefix)
+    }
+}
+
+impl Drop for VethPairs {
+    fn drop(&mut self) {
+        for k in 0..self.n {
+            let _ = Command::new("ip")
+                .args(["link", "del", &self.a(k)])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// A counter of an interface from sysfs (`rx_packets`, `tx_packets`, ...); 0 when the
+/// interface is gone.
+pub fn if_counter(iface: &str, what: &str) -> u64 {
+    std::fs::read_to_string(format!("/sys/class/net/{iface}/statistics/{what}"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}

@@ -1449,22 +1449,25 @@ pub fn calibrate(
     };
     let call_ns =
         ((point("4 keyless calls".into(), &calls, 0, 64, batch)?.0 - base2) / 4.0).max(0.0);
-    let prims = Micro {
-        headers: 2,
-        calls: 4,
-        prims: 8,
-        ..Micro::default()
+    // eight more primitives of one kind in the first call: the cost of each
+    let mut eight_more = |name: &str, m: Micro| {
+        point(name.into(), &m, 0, 64, batch)
+            .map(|(ns, _)| ((ns - base2 - 4.0 * call_ns) / 8.0).max(0.0))
     };
-    let with_prims = point("4 calls + 8 primitives".into(), &prims, 0, 64, batch)?.0;
-    let prim_ns = ((with_prims - base2 - 4.0 * call_ns) / 8.0).max(0.0);
-    let moves = Micro {
-        headers: 2,
-        calls: 4,
-        moves: 8,
-        ..Micro::default()
-    };
-    let with_moves = point("4 calls + 8 moves".into(), &moves, 0, 64, batch)?.0;
-    let move_ns = ((with_moves - base2 - 4.0 * call_ns) / 8.0).max(0.0);
+    let prim_ns = eight_more(
+        "4 calls + 8 primitives",
+        Micro {
+            prims: 8,
+            ..calls.clone()
+        },
+    )?;
+    let move_ns = eight_more(
+        "4 calls + 8 moves",
+        Micro {
+            moves: 8,
+            ..calls.clone()
+        },
+    )?;
     let mut lookups = vec![];
     for (kind, sizes) in CALIBRATION_SIZES {
         let mut pts = vec![];

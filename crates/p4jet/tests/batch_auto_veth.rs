@@ -24,17 +24,7 @@ fn batch_auto_adjusts_while_forwarding_and_loses_nothing() {
     }
     let dir = tmpdir("batch_auto");
     let prof = dir.join("profile.json");
-    let out = Command::new(p4jet())
-        .args(["model", "--calibrate", "--quick", "--seconds", "0.05"])
-        .arg("--profile")
-        .arg(&prof)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    quick_profile(&prof);
 
     let tag = std::process::id() % 100_000;
     let links = VethPairs::new(&format!("ba{tag}"), 2);

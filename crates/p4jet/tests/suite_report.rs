@@ -8,7 +8,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{corpus_json, p4jet, tmpdir};
+use common::{corpus_json, p4jet, quick_profile, tmpdir};
 
 fn ok(out: &std::process::Output, what: &str) {
     assert!(
@@ -23,20 +23,7 @@ fn ok(out: &std::process::Output, what: &str) {
 fn model_calibrates_predicts_and_chooses_the_batch() {
     let dir = tmpdir("model");
     let prof = dir.join("profile.json");
-    let out = Command::new(p4jet())
-        .args([
-            "model",
-            "--calibrate",
-            "--quick",
-            "--seconds",
-            "0.05",
-            "--json",
-        ])
-        .arg("--profile")
-        .arg(&prof)
-        .output()
-        .unwrap();
-    ok(&out, "calibrate");
+    quick_profile(&prof);
     let p: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&prof).unwrap()).unwrap();
     for k in [

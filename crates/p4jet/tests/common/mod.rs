@@ -831,3 +831,19 @@ pub fn if_counter(iface: &str, what: &str) -> u64 {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0)
 }
+
+/// Writes a quick calibration of the performance model to `profile` (`p4jet model
+/// --calibrate --quick`), as `--batch auto` and `p4jet model` read it.
+pub fn quick_profile(profile: &Path) {
+    let out = Command::new(p4jet())
+        .args(["model", "--calibrate", "--quick", "--seconds", "0.05"])
+        .arg("--profile")
+        .arg(profile)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "calibrate: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

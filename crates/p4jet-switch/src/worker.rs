@@ -1356,7 +1356,9 @@ impl Core {
         // latency: the packets of a batch mostly share their injection time, so equal
         // values are counted together
         let mut lat = (0u64, 0u64);
-        let plain = !self.cfg.trace && self.moving.is_empty();
+        let plain = !self.cfg.trace;
+        // ports that take buffers (AF_XDP, DPDK): tested per packet only if any
+        let moving = !self.moving.is_empty();
         for mut ctx in batch.drain(..) {
             if !plain || ctx.req.pending || !ctx.deparsed {
                 // 1. E2E clone, 2. drop, 3. deparse, recirculate
@@ -1386,7 +1388,7 @@ impl Core {
                     ctx.log.push(line);
                 }
             }
-            if !plain
+            if moving
                 && self.moving.get(port as usize) == Some(&true)
                 && ctx.pkt.buf.is_port_owned()
             {

@@ -31,11 +31,11 @@ use p4jet_buf::PacketBuf;
 use crate::{Port, PortKind, PortStats};
 
 /// EAL arguments used when none are given: no hugepages (memory from anonymous
-/// mappings), no files under /var/run/dpdk, no telemetry socket, 256 MiB of memory,
+/// mappings), no files under /var/run/dpdk, no telemetry socket, 512 MiB of memory,
 /// notices and worse in the log. p4jet adds `-l CPU` (the first CPU it may run on) when
 /// the arguments have no core list, and to the defaults the PCI devices to probe
 /// (`-a DEVARGS` each, see [`DpdkOptions::pci`]) or `--no-pci`.
-pub const DEFAULT_EAL_ARGS: &str = "--no-huge --no-shconf --no-telemetry -m 256 --log-level=notice";
+pub const DEFAULT_EAL_ARGS: &str = "--no-huge --no-shconf --no-telemetry -m 512 --log-level=notice";
 
 /// The default EAL arguments for ports whose PCI devices are `pci`.
 pub fn default_eal_args(pci: &[String]) -> String {
@@ -211,10 +211,10 @@ fn open_device(devargs: &str, o: &DpdkOptions) -> io::Result<Arc<Device>> {
     // every descriptor may hold an mbuf, plus bursts and per-lcore caches in flight,
     // plus the received mbufs the switch holds between receive and transmit (its
     // queues and batches)
-    let want = u32::from(nq) * (u32::from(o.rx_desc) + u32::from(o.tx_desc) + 2 * 256)
+    // (about 2.3 KB each: 31 MB for one queue pair with the default descriptors)
+    let n = u32::from(nq) * (u32::from(o.rx_desc) + u32::from(o.tx_desc) + 2 * 256)
         + 2048
         + MBUFS_IN_SWITCH;
-    let n = want.next_power_of_two() - 1;
     let seq = POOL_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let pool = ffi::Pool::new(&format!("p4jet_mb{seq}"), n, 256, info.socket)
         .map_err(|e| err("mbuf pool", e))?;
@@ -481,7 +481,7 @@ impl Port for DpdkPort {
 /// Received mbufs a device's pool holds for the switch besides its descriptors: the
 /// packets waiting in the switch's queues and batches. When they are all in use, the
 /// device counts what it cannot receive in `rx_nombuf`.
-const MBUFS_IN_SWITCH: u32 = 16384;
+const MBUFS_IN_SWITCH: u32 = 8192;
 
 /// Largest frame one mbuf of the default size holds (RTE_MBUF_DEFAULT_DATAROOM).
 const MAX_MBUF_FRAME: u64 = 2048;

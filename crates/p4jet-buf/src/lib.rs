@@ -1,14 +1,20 @@
 //! Packet buffers for p4jet.
 //!
 //! A [`PacketBuf`] holds one frame, `buf[start..end]`, with headroom in front for
-//! pushed headers. Its [`Storage`] is either
+//! pushed headers. Its [`Storage`] is one of
 //!
 //! * a heap buffer, recycled through the worker's context pool (pcap files,
-//!   AF_PACKET, TAP and the in-memory benchmark), or
+//!   AF_PACKET, TAP and the in-memory benchmark),
 //! * one [`Frame`] of a [`FrameRegion`]: a page-aligned memory region cut into
 //!   equal chunks, on which AF_XDP registers its UMEM. A frame the kernel received
 //!   into a chunk is parsed, processed and deparsed in that chunk and transmitted
-//!   from it on any AF_XDP socket sharing the region: no copy between rx and tx.
+//!   from it on any AF_XDP socket sharing the region: no copy between rx and tx;
+//! * a [`PortBuffer`]: a buffer of a port's own allocator (a DPDK mbuf), released
+//!   through that allocator when dropped, and transmitted as itself by a port of
+//!   the same [`PortBufferKind`].
+//!
+//! The last two are *port-owned* ([`Storage::is_port_owned`]): the switch returns
+//! them to their owner when a packet is dropped instead of keeping them in its pools.
 //!
 //! # Chunk ownership
 //!
@@ -279,8 +285,42 @@ impl fmt::Debug for Frame {
     }
 }
 
-/// Where a packet's bytes live: a heap vector or a region [`Frame`]. A pointer and
-/// length to the bytes are kept next to the owner, so reading them costs no branch.
+/// A kind of port-owned buffer: how to give one back to its allocator. Compared by
+/// address, so each kind is one `static`.
+#[derive(Debug)]
+pub struct PortBufferKind {
+    /// Name in debug output (`"dpdk mbuf"`).
+    pub name: &'static str,
+    /// Gives the buffer `handle` back to its allocator. Must be callable from any
+    /// thread.
+    pub release: unsafe fn(NonNull<u8>),
+}
+
+/// A buffer of a port's own allocator, identified by an opaque `handle` (for DPDK,
+/// the `rte_mbuf`); released with its kind's `release` when dropped.
+pub struct PortBuffer {
+    handle: NonNull<u8>,
+    kind: &'static PortBufferKind,
+}
+
+impl PortBuffer {
+    /// The handle, if the buffer is of `kind`.
+    pub fn handle(&self, kind: &'static PortBufferKind) -> Option<NonNull<u8>> {
+        std::ptr::eq(self.kind, kind).then_some(self.handle)
+    }
+}
+
+impl Drop for PortBuffer {
+    fn drop(&mut self) {
+        // SAFETY: the handle was given to `Storage::port_buffer`, whose contract says
+        // it is owned by this value until released once, which happens here.
+        unsafe { (self.kind.release)(self.handle) }
+    }
+}
+
+/// Where a packet's bytes live: a heap vector, a region [`Frame`] or a
+/// [`PortBuffer`]. A pointer and length to the bytes are kept next to the owner, so
+/// reading them costs no branch.
 pub struct Storage {
     ptr: NonNull<u8>,
     len: usize,
@@ -290,10 +330,12 @@ pub struct Storage {
 enum Owner {
     Heap(Vec<u8>),
     Frame(Frame),
+    Port(PortBuffer),
 }
 
-// SAFETY: `ptr` is a cached view of memory owned by `owner` (a Vec, or a Frame,
-// which is Send and Sync); it adds no sharing of its own.
+// SAFETY: `ptr` is a cached view of memory owned by `owner` (a Vec; a Frame, which
+// is Send and Sync; or a port buffer, whose contract in `Storage::port_buffer`
+// makes it movable between threads); it adds no sharing of its own.
 unsafe impl Send for Storage {}
 // SAFETY: as for Send; `&Storage` only gives shared reads.
 unsafe impl Sync for Storage {}
@@ -338,10 +380,64 @@ impl Storage {
         *self = Storage::heap(v);
     }
 
+    /// Storage in a buffer of a port's allocator: `len` bytes at `ptr`, given back
+    /// with `kind.release(handle)` when dropped.
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` is valid for reads and writes and reached through nothing
+    /// else until `handle` is released (by the drop of this storage, or by whoever
+    /// takes it back with [`Storage::into_port_buffer`]); the buffer may be used and
+    /// released from any thread.
+    pub unsafe fn port_buffer(
+        ptr: NonNull<u8>,
+        len: usize,
+        handle: NonNull<u8>,
+        kind: &'static PortBufferKind,
+    ) -> Storage {
+        Storage {
+            ptr,
+            len,
+            owner: Owner::Port(PortBuffer { handle, kind }),
+        }
+    }
+
     fn into_vec(self) -> Vec<u8> {
         match self.owner {
             Owner::Heap(v) => v,
             Owner::Frame(f) => f.to_vec(),
+            Owner::Port(_) => self.to_vec(),
+        }
+    }
+
+    /// True for storage the switch does not keep when a packet ends (a region
+    /// frame, a port buffer): it goes back to its owner.
+    #[inline]
+    pub fn is_port_owned(&self) -> bool {
+        !matches!(self.owner, Owner::Heap(_))
+    }
+
+    /// The port buffer's handle, if the storage is a port buffer of `kind`.
+    #[inline]
+    pub fn port_buffer_handle(&self, kind: &'static PortBufferKind) -> Option<NonNull<u8>> {
+        match &self.owner {
+            Owner::Port(b) => b.handle(kind),
+            _ => None,
+        }
+    }
+
+    /// Takes back a port buffer of `kind` without releasing it (the caller now owns
+    /// the handle, e.g. to transmit it); the storage unchanged otherwise.
+    pub fn into_port_buffer(self, kind: &'static PortBufferKind) -> Result<NonNull<u8>, Storage> {
+        match self.owner {
+            Owner::Port(b) if std::ptr::eq(b.kind, kind) => {
+                // the handle goes to the caller: the PortBuffer must not release it
+                Ok(ManuallyDrop::new(b).handle)
+            }
+            owner => Err(Storage {
+                ptr: self.ptr,
+                len: self.len,
+                owner,
+            }),
         }
     }
 
@@ -350,7 +446,7 @@ impl Storage {
     pub fn frame(&self) -> Option<&Frame> {
         match &self.owner {
             Owner::Frame(f) => Some(f),
-            Owner::Heap(_) => None,
+            Owner::Heap(_) | Owner::Port(_) => None,
         }
     }
 
@@ -359,6 +455,11 @@ impl Storage {
         match self.owner {
             Owner::Frame(f) => Ok(f),
             Owner::Heap(v) => Err(Storage::heap(v)),
+            owner @ Owner::Port(_) => Err(Storage {
+                ptr: self.ptr,
+                len: self.len,
+                owner,
+            }),
         }
     }
 }
@@ -400,6 +501,7 @@ impl fmt::Debug for Storage {
         match &self.owner {
             Owner::Heap(v) => write!(f, "Heap({} bytes)", v.len()),
             Owner::Frame(fr) => write!(f, "{fr:?}"),
+            Owner::Port(b) => write!(f, "{}({} bytes)", b.kind.name, self.len),
         }
     }
 }
@@ -436,6 +538,17 @@ impl PacketBuf {
         }
     }
 
+    /// A buffer holding `buf[start..end]` of any storage (a port buffer as received).
+    /// `end` is clamped to the storage, `start` to `end`.
+    pub fn in_storage(buf: Storage, start: usize, end: usize) -> PacketBuf {
+        let end = end.min(buf.len());
+        PacketBuf {
+            start: start.min(end),
+            end,
+            buf,
+        }
+    }
+
     /// The region chunk and the frame's place in it, `(chunk, start, end)`; the
     /// buffer itself back if it is on the heap. The inverse of
     /// [`PacketBuf::in_frame`].
@@ -443,6 +556,19 @@ impl PacketBuf {
         let PacketBuf { buf, start, end } = self;
         match buf.into_frame() {
             Ok(f) => Ok((f, start, end)),
+            Err(buf) => Err(PacketBuf { buf, start, end }),
+        }
+    }
+
+    /// A port buffer of `kind` and the frame's place in it, `(handle, start, end)`,
+    /// without releasing it; the buffer itself back otherwise.
+    pub fn into_port_buffer(
+        self,
+        kind: &'static PortBufferKind,
+    ) -> Result<(NonNull<u8>, usize, usize), PacketBuf> {
+        let PacketBuf { buf, start, end } = self;
+        match buf.into_port_buffer(kind) {
+            Ok(h) => Ok((h, start, end)),
             Err(buf) => Err(PacketBuf { buf, start, end }),
         }
     }
@@ -582,6 +708,91 @@ mod tests {
         });
         assert_eq!(h.join().expect("thread"), 64);
         assert_eq!(r.free_count(), 64);
+    }
+
+    /// A test allocator for port buffers: boxed 512-byte arrays, counted.
+    static RELEASED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    /// # Safety
+    /// `h` came from `Box::into_raw` in `boxed` and is released once.
+    unsafe fn release_boxed(h: NonNull<u8>) {
+        // SAFETY: by the contract above.
+        drop(unsafe { Box::from_raw(h.as_ptr().cast::<[u8; 512]>()) });
+        RELEASED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    static BOXED: PortBufferKind = PortBufferKind {
+        name: "boxed",
+        release: release_boxed,
+    };
+    static OTHER: PortBufferKind = PortBufferKind {
+        name: "other",
+        release: release_boxed,
+    };
+
+    fn boxed(fill: u8) -> Storage {
+        let b = Box::into_raw(Box::new([fill; 512]));
+        let h = NonNull::new(b.cast::<u8>()).expect("box");
+        // SAFETY: the box is reached only through this storage until released by
+        // `release_boxed`, which frees it; boxes may move between threads.
+        unsafe { Storage::port_buffer(h, 512, h, &BOXED) }
+    }
+
+    #[test]
+    fn port_buffers_are_released_once_and_only_when_dropped() {
+        use std::sync::atomic::Ordering::SeqCst;
+        // one test owns the counter: the steps below run in sequence
+        let base = RELEASED.load(SeqCst);
+        let s = boxed(7);
+        assert!(s.is_port_owned());
+        assert!(s.frame().is_none());
+        assert_eq!(s.len(), 512);
+        assert!(s.iter().all(|b| *b == 7));
+        assert!(s.port_buffer_handle(&BOXED).is_some());
+        assert!(
+            s.port_buffer_handle(&OTHER).is_none(),
+            "kinds compare by address"
+        );
+        let c = s.clone();
+        assert!(!c.is_port_owned(), "a clone is a heap copy");
+        drop(s);
+        assert_eq!(RELEASED.load(SeqCst), base + 1);
+
+        // taken back: not released; the caller releases it
+        let p = PacketBuf::in_storage(boxed(1), 128, 192);
+        let p = p
+            .into_port_buffer(&OTHER)
+            .expect_err("another kind stays a buffer");
+        let (h, start, end) = p.into_port_buffer(&BOXED).expect("a boxed buffer");
+        assert_eq!((start, end), (128, 192));
+        assert_eq!(RELEASED.load(SeqCst), base + 1);
+        // SAFETY: `h` was handed back by into_port_buffer and is released once.
+        unsafe { release_boxed(h) };
+        assert_eq!(RELEASED.load(SeqCst), base + 2);
+
+        // growing past the buffer moves the bytes to the heap and releases it
+        let mut p = PacketBuf {
+            buf: boxed(3),
+            start: 100,
+            end: 110,
+        };
+        p.set(&[5; 200]);
+        assert!(p.buf.is_port_owned(), "fits: stays");
+        p.set(&[6; 1000]);
+        assert!(!p.buf.is_port_owned());
+        assert_eq!(p.data(), &[6; 1000][..]);
+        assert_eq!(RELEASED.load(SeqCst), base + 3);
+        assert!(p.into_port_buffer(&BOXED).is_err());
+        // a heap buffer is never taken for a port buffer
+        assert!(Storage::heap(vec![0; 4]).into_port_buffer(&BOXED).is_err());
+        // a port buffer is not a frame
+        assert!(boxed(0).into_frame().is_err());
+        assert_eq!(
+            PacketBuf::in_storage(boxed(1), 600, 700).len(),
+            0,
+            "clamped"
+        );
+        assert_eq!(RELEASED.load(SeqCst), base + 5);
     }
 
     proptest::proptest! {

@@ -95,6 +95,99 @@ mod dpdk {
         assert_eq!(p.stats().rx_packets, 300);
     }
 
+    /// Received frames are carried in their mbufs: changed in place (a header pushed
+    /// into the headroom, one popped), sent back as themselves, received again with
+    /// the changes; mbufs dropped anywhere go back to the pool.
+    #[test]
+    fn ring_device_carries_mbufs_from_rx_to_tx() {
+        if !eal("ring_device_carries_mbufs_from_rx_to_tx") {
+            return;
+        }
+        let mut p = DpdkPort::open("net_ring8", &DpdkOptions::default(), 0).unwrap();
+        assert!(p.moves_buffers());
+        let m = marker();
+        let sent: Vec<Vec<u8>> = (0..200u32)
+            .map(|i| test_frame(m, i, 60 + (i as usize * 53) % 1400))
+            .collect();
+        let refs: Vec<&[u8]> = sent.iter().map(|f| f.as_slice()).collect();
+        let mut done = 0;
+        while done < refs.len() {
+            done += p.send_batch(&refs[done..]).unwrap();
+        }
+        // round 1: receive in mbufs, push 4 bytes in front of even frames, cut 2 off
+        // the end of odd ones, and send each back as itself
+        let mut bufs = vec![];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while bufs.len() < sent.len() && Instant::now() < deadline {
+            p.recv_bufs(32, &mut |b| bufs.push(b)).unwrap();
+        }
+        assert_eq!(bufs.len(), sent.len());
+        let mut want = vec![];
+        for (i, mut b) in bufs.into_iter().enumerate() {
+            assert!(b.buf.is_port_owned(), "frame {i} is in its mbuf");
+            assert_eq!(b.data(), &sent[i][..], "frame {i} as received");
+            if i % 2 == 0 {
+                assert!(b.start >= 4, "headroom in front of the frame");
+                b.start -= 4;
+                let s = b.start;
+                b.buf[s..s + 4].copy_from_slice(&[0xee, 0xee, i as u8, 0xee]);
+            } else {
+                b.truncate(b.len() - 2);
+            }
+            want.push(b.data().to_vec());
+            while let Err(back) = p.send_buf(b) {
+                p.flush().unwrap();
+                b = back;
+            }
+        }
+        p.flush().unwrap();
+        assert!(!p.tx_pending());
+        let s = p.stats();
+        assert_eq!(s.tx_in_place, 200, "every mbuf sent as itself");
+        assert_eq!(s.tx_packets, 400);
+        // round 2: the changed frames come back; a copy of a heap buffer is sent too
+        let mut got = vec![];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while got.len() < want.len() && Instant::now() < deadline {
+            p.recv_bufs(32, &mut |b| got.push(b.data().to_vec()))
+                .unwrap();
+        }
+        assert_frames_eq(&got, &want, "carried mbufs tx -> rx");
+        let mut heap = p4jet_buf::PacketBuf::with_capacity(64);
+        heap.set(&sent[0]);
+        p.send_buf(heap).unwrap();
+        p.flush().unwrap();
+        let mut again = vec![];
+        while again.is_empty() && Instant::now() < deadline {
+            p.recv_bufs(32, &mut |b| again.push(b.data().to_vec()))
+                .unwrap();
+        }
+        assert_eq!(
+            again,
+            vec![sent[0].clone()],
+            "a heap buffer is copied into an mbuf"
+        );
+        assert_eq!(p.stats().tx_in_place, 200);
+        // many more frames than the pool has mbufs, received and dropped: every
+        // dropped buffer frees its mbuf, or the ring would run dry
+        let mut total = 0;
+        let frame = test_frame(m, 7, 64);
+        let burst: Vec<&[u8]> = (0..64).map(|_| &frame[..]).collect();
+        for _ in 0..2000 {
+            let n = p.send_batch(&burst).unwrap();
+            let mut r = 0;
+            p.recv_bufs(64, &mut |b| {
+                assert!(b.buf.is_port_owned());
+                r += 1;
+            })
+            .unwrap();
+            assert_eq!(r, n, "what was sent comes back");
+            total += r;
+        }
+        assert_eq!(total, 2000 * 64);
+        assert_eq!(p.device_stats().unwrap().rx_nombuf, 0);
+    }
+
     #[test]
     fn queue_pair_per_worker() {
         if !eal("queue_pair_per_worker") {

@@ -354,13 +354,14 @@ impl Core {
     /// Returns a context to the pool (inlined: the common case is one push).
     #[inline(always)]
     fn free(&mut self, ctx: Pkt) {
-        if !ctx.log.is_empty() || !ctx.arch.preserved.is_empty() || ctx.pkt.buf.frame().is_some() {
+        if !ctx.log.is_empty() || !ctx.arch.preserved.is_empty() || ctx.pkt.buf.is_port_owned() {
             return self.free_slow(ctx);
         }
         self.pool.push(ctx);
     }
 
-    /// [`Core::free`] of a context with a trace, preserved fields or a UMEM chunk.
+    /// [`Core::free`] of a context with a trace, preserved fields or a port-owned buffer
+    /// (an AF_XDP UMEM chunk, a DPDK mbuf).
     #[cold]
     #[inline(never)]
     fn free_slow(&mut self, mut ctx: Pkt) {
@@ -368,8 +369,9 @@ impl Core {
             self.trace_out.append(&mut ctx.log);
         }
         ctx.arch.preserved.clear();
-        if ctx.pkt.buf.frame().is_some() {
-            // a UMEM chunk goes back to its region (the fill rings need it), not to
+        if ctx.pkt.buf.is_port_owned() {
+            // a UMEM chunk or an mbuf goes back to its owner (the fill rings and
+            // the device's receive queue need it), not to
             // the pool with the context
             ctx.pkt = self.spare.pop().unwrap_or_default();
         }
@@ -527,19 +529,20 @@ impl Core {
         }
     }
 
-    /// Queues a received frame in the buffer it arrived in (an AF_XDP UMEM chunk):
+    /// Queues a received frame in the buffer it arrived in (an AF_XDP UMEM chunk, a
+    /// DPDK mbuf):
     /// the packet is processed there and, sent to a port that takes buffers
     /// ([`Core::set_moving_ports`]), leaves from there.
     pub fn inject_buf(&mut self, port: u32, buf: PacketBuf) {
         let mut ctx = self.alloc();
         let old = std::mem::replace(&mut ctx.pkt, buf);
-        if old.buf.frame().is_none() && old.capacity() > 0 && self.spare.len() < SPARE_BUFFERS {
+        if !old.buf.is_port_owned() && old.capacity() > 0 && self.spare.len() < SPARE_BUFFERS {
             self.spare.push(old);
         }
         self.queue_received(ctx, port);
     }
 
-    /// Frames in UMEM chunks ([`Core::inject_buf`]) transmitted on these ports leave
+    /// Frames in port-owned buffers ([`Core::inject_buf`]) transmitted on these ports leave
     /// as buffers, collected by [`Core::take_moved`], instead of being copied through
     /// the `tx` callback; the port then sends them from their chunk. Frames in heap
     /// buffers still go through `tx`. Replaces the previous set.
@@ -1353,7 +1356,9 @@ impl Core {
         // latency: the packets of a batch mostly share their injection time, so equal
         // values are counted together
         let mut lat = (0u64, 0u64);
-        let plain = !self.cfg.trace && self.moving.is_empty();
+        let plain = !self.cfg.trace;
+        // ports that take buffers (AF_XDP, DPDK): tested per packet only if any
+        let moving = !self.moving.is_empty();
         for mut ctx in batch.drain(..) {
             if !plain || ctx.req.pending || !ctx.deparsed {
                 // 1. E2E clone, 2. drop, 3. deparse, recirculate
@@ -1383,9 +1388,9 @@ impl Core {
                     ctx.log.push(line);
                 }
             }
-            if !plain
+            if moving
                 && self.moving.get(port as usize) == Some(&true)
-                && ctx.pkt.buf.frame().is_some()
+                && ctx.pkt.buf.is_port_owned()
             {
                 let mut b = std::mem::take(&mut ctx.pkt);
                 b.truncate(n);

@@ -135,7 +135,7 @@ pub struct RunArgs {
     #[arg(long = "port-type", value_enum, default_value_t = PortType::Auto)]
     pub port_type: PortType,
     /// EAL arguments for DPDK ports (`-i PORT@dpdk:DEVARGS`), instead of the default
-    /// `--no-huge --no-shconf --no-telemetry -m 256` (no hugepages, nothing on disk),
+    /// `--no-huge --no-shconf --no-telemetry -m 512` (no hugepages, nothing on disk),
     /// e.g. `--dpdk-eal "-l 1 --huge-dir /dev/hugepages -a 0000:01:00.0"`.
     #[arg(long = "dpdk-eal", value_name = "ARGS", allow_hyphen_values = true)]
     pub dpdk_eal: Option<String>,

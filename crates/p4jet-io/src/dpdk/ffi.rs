@@ -4,6 +4,21 @@
 use std::ffi::{CStr, CString, c_char, c_int, c_uint};
 use std::ptr::NonNull;
 
+use p4jet_buf::{PacketBuf, PortBufferKind, Storage};
+
+/// Packet buffers that are DPDK mbufs (one segment): the handle is the `rte_mbuf`.
+pub(super) static MBUF: PortBufferKind = PortBufferKind {
+    name: "dpdk mbuf",
+    release: release_mbuf,
+};
+
+/// # Safety
+/// `h` is an `rte_mbuf` owned by the caller, not used after this.
+unsafe fn release_mbuf(h: NonNull<u8>) {
+    // SAFETY: by the contract above; rte_pktmbuf_free may run on any thread.
+    unsafe { p4j_free(h.as_ptr().cast()) }
+}
+
 /// An `rte_mbuf` (opaque).
 #[repr(C)]
 pub(super) struct Mbuf {
@@ -52,6 +67,11 @@ struct RxDesc {
     data: *const u8,
     data_len: u32,
     pkt_len: u32,
+    buf: *mut u8,
+    buf_len: u16,
+    data_off: u16,
+    nb_segs: u16,
+    pad: u16,
 }
 
 unsafe extern "C" {
@@ -82,6 +102,15 @@ unsafe extern "C" {
     fn p4j_rx_burst(port: u16, q: u16, m: *mut *mut Mbuf, out: *mut RxDesc, n: u16) -> u16;
     fn p4j_mbuf_copy(m: *const Mbuf, dst: *mut u8, len: u32) -> c_int;
     fn p4j_free_bulk(m: *mut *mut Mbuf, n: c_uint);
+    fn p4j_free(m: *mut Mbuf);
+    fn p4j_tx_mbufs(
+        port: u16,
+        q: u16,
+        m: *mut *mut Mbuf,
+        off: *const u16,
+        len: *const u16,
+        n: u16,
+    ) -> u16;
     fn p4j_tx_copy(
         port: u16,
         q: u16,
@@ -295,6 +324,11 @@ impl RxBurst {
                 data: std::ptr::null(),
                 data_len: 0,
                 pkt_len: 0,
+                buf: std::ptr::null_mut(),
+                buf_len: 0,
+                data_off: 0,
+                nb_segs: 0,
+                pad: 0,
             }; BURST],
             n: 0,
         }
@@ -333,6 +367,45 @@ impl RxBurst {
         // SAFETY: `scratch` has pkt_len writable bytes; the mbuf chain is held.
         let r = unsafe { p4j_mbuf_copy(self.mbufs[i], scratch.as_mut_ptr(), d.pkt_len) };
         (r == 0).then_some(scratch.as_slice())
+    }
+
+    /// Hands every frame of the burst to `f` as a packet buffer: a one-segment mbuf
+    /// *is* the buffer (a [`MBUF`] port buffer, the frame where the device put it);
+    /// a chain is copied into a heap buffer and freed. Returns the frames handed over.
+    pub fn take_bufs(&mut self, f: &mut dyn FnMut(PacketBuf)) -> usize {
+        let n = std::mem::take(&mut self.n);
+        for i in 0..n {
+            let d = self.descs[i];
+            let m = self.mbufs[i];
+            let one = d.nb_segs == 1 && d.data_len == d.pkt_len;
+            match (NonNull::new(d.buf), NonNull::new(m.cast::<u8>())) {
+                (Some(buf), Some(h)) if one => {
+                    let start = usize::from(d.data_off);
+                    let end = start + d.data_len as usize;
+                    // SAFETY: the mbuf came from rx_burst and is owned by no one else;
+                    // its buffer is buf_len bytes at buf_addr and is reached only
+                    // through this storage until MBUF's release frees the mbuf (or
+                    // `send_buf` takes it back to transmit it); mbufs may be freed
+                    // from any thread.
+                    let s = unsafe { Storage::port_buffer(buf, usize::from(d.buf_len), h, &MBUF) };
+                    f(PacketBuf::in_storage(s, start, end));
+                }
+                _ => {
+                    let mut p = PacketBuf::with_capacity(d.pkt_len as usize);
+                    p.end = p.start + d.pkt_len as usize;
+                    let at = p.start;
+                    // SAFETY: p has pkt_len writable bytes from `at`; the mbuf chain
+                    // is held until it is freed just below.
+                    let r = unsafe { p4j_mbuf_copy(m, p.buf[at..].as_mut_ptr(), d.pkt_len) };
+                    // SAFETY: m came from rx_burst and is freed once, here.
+                    unsafe { p4j_free(m) };
+                    if r == 0 {
+                        f(p);
+                    }
+                }
+            }
+        }
+        n
     }
 
     /// Returns the burst's mbufs to their pool.
@@ -379,4 +452,90 @@ pub(super) fn tx_copy(port: u16, q: u16, pool: &Pool, frames: &[&[u8]]) -> (usiz
         )
     };
     (usize::from(done), too_big)
+}
+
+/// Mbufs waiting to be transmitted on one queue (carried through the switch, not
+/// copied): each with the frame's offset and length in its buffer.
+pub(super) struct TxStage {
+    mbufs: [*mut Mbuf; BURST],
+    off: [u16; BURST],
+    len: [u16; BURST],
+    n: usize,
+}
+
+// SAFETY: the staged mbufs belong to this stage alone until sent or freed; DPDK lets
+// any thread transmit on a queue that one thread at a time uses, and free mbufs.
+unsafe impl Send for TxStage {}
+
+impl TxStage {
+    pub fn new() -> TxStage {
+        TxStage {
+            mbufs: [std::ptr::null_mut(); BURST],
+            off: [0; BURST],
+            len: [0; BURST],
+            n: 0,
+        }
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.n == BURST
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Stages the mbuf of a buffer taken back from an [`MBUF`] storage with the
+    /// frame at `start..end`; false (and the mbuf freed) if that does not fit the
+    /// mbuf's 16-bit fields, which an mbuf's own buffer always does.
+    ///
+    /// The caller checks [`TxStage::is_full`] first.
+    pub fn push(&mut self, h: NonNull<u8>, start: usize, end: usize) -> bool {
+        let (Ok(off), Ok(len)) = (u16::try_from(start), u16::try_from(end - start)) else {
+            // SAFETY: `h` is an mbuf the caller owns and gives up here.
+            unsafe { release_mbuf(h) };
+            return false;
+        };
+        debug_assert!(self.n < BURST);
+        self.mbufs[self.n] = h.as_ptr().cast();
+        self.off[self.n] = off;
+        self.len[self.n] = len;
+        self.n += 1;
+        true
+    }
+
+    /// Transmits what is staged on queue `q` of `port`; returns (frames, bytes)
+    /// sent. What the device does not take stays staged, in order.
+    pub fn send(&mut self, port: u16, q: u16) -> (usize, u64) {
+        if self.n == 0 {
+            return (0, 0);
+        }
+        // SAFETY: mbufs[..n] are owned by the stage, off/len describe frames inside
+        // their buffers; the queue is used by this thread only.
+        let sent = usize::from(unsafe {
+            p4j_tx_mbufs(
+                port,
+                q,
+                self.mbufs.as_mut_ptr(),
+                self.off.as_ptr(),
+                self.len.as_ptr(),
+                self.n as u16,
+            )
+        });
+        let bytes = self.len[..sent].iter().map(|&l| u64::from(l)).sum();
+        self.mbufs.copy_within(sent..self.n, 0);
+        self.off.copy_within(sent..self.n, 0);
+        self.len.copy_within(sent..self.n, 0);
+        self.n -= sent;
+        (sent, bytes)
+    }
+}
+
+impl Drop for TxStage {
+    fn drop(&mut self) {
+        if self.n > 0 {
+            // SAFETY: mbufs[..n] are owned by the stage and freed exactly once.
+            unsafe { p4j_free_bulk(self.mbufs.as_mut_ptr(), self.n as c_uint) };
+        }
+    }
 }

@@ -12,9 +12,12 @@
 //!   ([`DpdkOptions::queues`]) and RSS over IP/TCP/UDP when there are several (the
 //!   symmetric key with [`DpdkOptions::symmetric_rss`]); each [`DpdkPort`] owns one
 //!   queue pair. The device is stopped and closed when its last port is dropped.
-//! * Frames are copied: out of the received mbuf into the switch's buffer, and from
-//!   the switch's buffer into a fresh mbuf on transmit (bursts of up to 256). The
-//!   mbufs are not carried through the switch (see docs/ports.md, "DPDK").
+//! * Frames are not copied: a received one-segment mbuf *is* the packet buffer
+//!   ([`Port::recv_bufs`], a port buffer of kind `dpdk mbuf`); the switch parses,
+//!   processes and deparses the frame in it, and [`Port::send_buf`] on any DPDK port
+//!   transmits it as itself (bursts of up to 256, sent at `flush`). Frames in other
+//!   buffers (from other port kinds, clones) are copied into a fresh mbuf
+//!   ([`Port::send_batch`]); chained mbufs are copied into a heap buffer on receive.
 //! * DPDK ports are polled: [`Port::busy_polls`] is true, and `poll_fd` is None.
 
 mod ffi;
@@ -23,14 +26,16 @@ use std::io;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+use p4jet_buf::PacketBuf;
+
 use crate::{Port, PortKind, PortStats};
 
 /// EAL arguments used when none are given: no hugepages (memory from anonymous
-/// mappings), no files under /var/run/dpdk, no telemetry socket, 256 MiB of memory,
+/// mappings), no files under /var/run/dpdk, no telemetry socket, 512 MiB of memory,
 /// notices and worse in the log. p4jet adds `-l CPU` (the first CPU it may run on) when
 /// the arguments have no core list, and to the defaults the PCI devices to probe
 /// (`-a DEVARGS` each, see [`DpdkOptions::pci`]) or `--no-pci`.
-pub const DEFAULT_EAL_ARGS: &str = "--no-huge --no-shconf --no-telemetry -m 256 --log-level=notice";
+pub const DEFAULT_EAL_ARGS: &str = "--no-huge --no-shconf --no-telemetry -m 512 --log-level=notice";
 
 /// The default EAL arguments for ports whose PCI devices are `pci`.
 pub fn default_eal_args(pci: &[String]) -> String {
@@ -203,9 +208,13 @@ fn open_device(devargs: &str, o: &DpdkOptions) -> io::Result<Arc<Device>> {
             ),
         ));
     }
-    // every descriptor may hold an mbuf, plus bursts and per-lcore caches in flight
-    let want = u32::from(nq) * (u32::from(o.rx_desc) + u32::from(o.tx_desc) + 2 * 256) + 2048;
-    let n = want.next_power_of_two() - 1;
+    // every descriptor may hold an mbuf, plus bursts and per-lcore caches in flight,
+    // plus the received mbufs the switch holds between receive and transmit (its
+    // queues and batches)
+    // (about 2.3 KB each: 31 MB for one queue pair with the default descriptors)
+    let n = u32::from(nq) * (u32::from(o.rx_desc) + u32::from(o.tx_desc) + 2 * 256)
+        + 2048
+        + MBUFS_IN_SWITCH;
     let seq = POOL_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let pool = ffi::Pool::new(&format!("p4jet_mb{seq}"), n, 256, info.socket)
         .map_err(|e| err("mbuf pool", e))?;
@@ -232,6 +241,8 @@ pub struct DpdkPort {
     name: String,
     eal: String,
     rx: ffi::RxBurst,
+    /// Received mbufs carried through the switch, waiting to be transmitted.
+    tx: ffi::TxStage,
     scratch: Vec<u8>,
     stats: PortStats,
 }
@@ -263,6 +274,7 @@ impl DpdkPort {
             queue,
             eal,
             rx: ffi::RxBurst::new(),
+            tx: ffi::TxStage::new(),
             scratch: vec![],
             stats: PortStats::default(),
         })
@@ -363,6 +375,8 @@ impl Port for DpdkPort {
 
     fn send_batch(&mut self, frames: &[&[u8]]) -> io::Result<usize> {
         register_thread();
+        // mbufs staged before these frames leave first
+        self.send_staged();
         let mut done = 0;
         while done < frames.len() {
             let chunk = &frames[done..frames.len().min(done + ffi::BURST)];
@@ -385,8 +399,56 @@ impl Port for DpdkPort {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        // rte_eth_tx_burst hands frames to the device at once
+        // copied frames went to the device in send_batch; carried mbufs go now
+        self.send_staged();
         Ok(())
+    }
+
+    fn tx_pending(&self) -> bool {
+        !self.tx.is_empty()
+    }
+
+    fn moves_buffers(&self) -> bool {
+        true
+    }
+
+    fn recv_bufs(&mut self, max: usize, f: &mut dyn FnMut(PacketBuf)) -> io::Result<usize> {
+        register_thread();
+        if self.rx.rx(self.dev.port_id, self.queue, max) == 0 {
+            return Ok(0);
+        }
+        let stats = &mut self.stats;
+        let n = self.rx.take_bufs(&mut |b| {
+            stats.rx_packets += 1;
+            stats.rx_bytes += b.len() as u64;
+            f(b)
+        });
+        Ok(n)
+    }
+
+    /// An mbuf received by any DPDK port is transmitted as itself, with the frame
+    /// where the switch left it in its buffer; other buffers are copied into a new
+    /// mbuf ([`Port::send_batch`]).
+    fn send_buf(&mut self, buf: PacketBuf) -> Result<(), PacketBuf> {
+        register_thread();
+        if buf.buf.port_buffer_handle(&ffi::MBUF).is_none() {
+            return crate::send_copy(self, buf);
+        }
+        if self.tx.is_full() {
+            self.send_staged();
+            if self.tx.is_full() {
+                return Err(buf);
+            }
+        }
+        match buf.into_port_buffer(&ffi::MBUF) {
+            Ok((h, start, end)) => {
+                if !self.tx.push(h, start, end) {
+                    self.stats.tx_dropped += 1;
+                }
+                Ok(())
+            }
+            Err(buf) => crate::send_copy(self, buf),
+        }
     }
 
     fn name(&self) -> &str {
@@ -416,8 +478,23 @@ impl Port for DpdkPort {
     }
 }
 
+/// Received mbufs a device's pool holds for the switch besides its descriptors: the
+/// packets waiting in the switch's queues and batches. When they are all in use, the
+/// device counts what it cannot receive in `rx_nombuf`.
+const MBUFS_IN_SWITCH: u32 = 8192;
+
 /// Largest frame one mbuf of the default size holds (RTE_MBUF_DEFAULT_DATAROOM).
 const MAX_MBUF_FRAME: u64 = 2048;
+
+impl DpdkPort {
+    /// Transmits the staged mbufs the device takes now.
+    fn send_staged(&mut self) {
+        let (n, bytes) = self.tx.send(self.dev.port_id, self.queue);
+        self.stats.tx_packets += n as u64;
+        self.stats.tx_bytes += bytes;
+        self.stats.tx_in_place += n as u64;
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -37,6 +37,11 @@ struct p4j_rx {
 	const uint8_t *data;
 	uint32_t data_len; /* bytes in the first segment */
 	uint32_t pkt_len;  /* bytes of the whole frame */
+	uint8_t *buf;      /* the first segment's buffer: buf_addr */
+	uint16_t buf_len;  /* its size, headroom included */
+	uint16_t data_off; /* where the frame starts in it */
+	uint16_t nb_segs;
+	uint16_t pad;
 };
 
 int p4j_errno(void) { return rte_errno; }
@@ -185,6 +190,10 @@ uint16_t p4j_rx_burst(uint16_t port, uint16_t q, struct rte_mbuf **m, struct p4j
 		out[i].data = rte_pktmbuf_mtod(m[i], const uint8_t *);
 		out[i].data_len = m[i]->data_len;
 		out[i].pkt_len = m[i]->pkt_len;
+		out[i].buf = m[i]->buf_addr;
+		out[i].buf_len = m[i]->buf_len;
+		out[i].data_off = m[i]->data_off;
+		out[i].nb_segs = m[i]->nb_segs;
 	}
 	return got;
 }
@@ -201,6 +210,26 @@ int p4j_mbuf_copy(const struct rte_mbuf *m, uint8_t *dst, uint32_t len)
 }
 
 void p4j_free_bulk(struct rte_mbuf **m, unsigned n) { rte_pktmbuf_free_bulk(m, n); }
+
+void p4j_free(struct rte_mbuf *m) { rte_pktmbuf_free(m); }
+
+/*
+ * Transmits the one-segment mbufs m[0..n] on queue q, frame i being len[i] bytes
+ * at offset off[i] of its buffer (the switch may have moved its start and end).
+ * Returns how many were sent: m[0..sent] belong to the device now, the others
+ * still to the caller.
+ */
+uint16_t p4j_tx_mbufs(uint16_t port, uint16_t q, struct rte_mbuf **m, const uint16_t *off,
+		      const uint16_t *len, uint16_t n)
+{
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *b = m[i];
+		b->data_off = off[i];
+		b->data_len = len[i];
+		b->pkt_len = len[i];
+	}
+	return rte_eth_tx_burst(port, q, m, n);
+}
 
 /*
  * Copies frames[0..n] into new mbufs of mp and transmits them on queue q.

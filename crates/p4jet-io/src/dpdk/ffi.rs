@@ -371,9 +371,11 @@ impl RxBurst {
 
     /// Hands every frame of the burst to `f` as a packet buffer: a one-segment mbuf
     /// *is* the buffer (a [`MBUF`] port buffer, the frame where the device put it);
-    /// a chain is copied into a heap buffer and freed. Returns the frames handed over.
-    pub fn take_bufs(&mut self, f: &mut dyn FnMut(PacketBuf)) -> usize {
+    /// a chain is copied into a heap buffer and freed. Returns the frames and bytes
+    /// handed over.
+    pub fn take_bufs(&mut self, f: &mut dyn FnMut(PacketBuf)) -> (usize, u64) {
         let n = std::mem::take(&mut self.n);
+        let (mut got, mut bytes) = (0, 0);
         for i in 0..n {
             let d = self.descs[i];
             let m = self.mbufs[i];
@@ -388,6 +390,8 @@ impl RxBurst {
                     // `send_buf` takes it back to transmit it); mbufs may be freed
                     // from any thread.
                     let s = unsafe { Storage::port_buffer(buf, usize::from(d.buf_len), h, &MBUF) };
+                    got += 1;
+                    bytes += u64::from(d.data_len);
                     f(PacketBuf::in_storage(s, start, end));
                 }
                 _ => {
@@ -400,12 +404,14 @@ impl RxBurst {
                     // SAFETY: m came from rx_burst and is freed once, here.
                     unsafe { p4j_free(m) };
                     if r == 0 {
+                        got += 1;
+                        bytes += u64::from(d.pkt_len);
                         f(p);
                     }
                 }
             }
         }
-        n
+        (got, bytes)
     }
 
     /// Returns the burst's mbufs to their pool.

@@ -414,15 +414,15 @@ impl Port for DpdkPort {
 
     fn recv_bufs(&mut self, max: usize, f: &mut dyn FnMut(PacketBuf)) -> io::Result<usize> {
         register_thread();
-        if self.rx.rx(self.dev.port_id, self.queue, max) == 0 {
+        let burst = self.rx.rx(self.dev.port_id, self.queue, max);
+        if burst == 0 {
             return Ok(0);
         }
-        let stats = &mut self.stats;
-        let n = self.rx.take_bufs(&mut |b| {
-            stats.rx_packets += 1;
-            stats.rx_bytes += b.len() as u64;
-            f(b)
-        });
+        let (n, bytes) = self.rx.take_bufs(f);
+        self.stats.rx_packets += n as u64;
+        self.stats.rx_bytes += bytes;
+        // a chain that could not be read is not handed over
+        self.stats.rx_errors += (burst - n) as u64;
         Ok(n)
     }
 

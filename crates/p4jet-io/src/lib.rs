@@ -16,7 +16,7 @@
 //!     fn stats(&self) -> PortStats;
 //!     fn is_exhausted(&self) -> bool { false }      // pcap input at EOF
 //!     fn poll_fd(&self) -> Option<RawFd> { None }   // to wait on many ports
-//!     // moving packet buffers instead of copying bytes (AF_XDP):
+//!     // moving packet buffers instead of copying bytes (AF_XDP, DPDK):
 //!     fn moves_buffers(&self) -> bool { false }
 //!     fn recv_bufs(&mut self, max: usize, f: &mut dyn FnMut(PacketBuf)) -> io::Result<usize>;
 //!     fn send_buf(&mut self, buf: PacketBuf) -> Result<(), PacketBuf>;
@@ -34,12 +34,14 @@
 //!   ring slot, which counts in [`PortStats::tx_dropped`]); `frames[n..]` were not
 //!   taken because the transmit ring is full: retry after `flush`, or drop.
 //!   Frames are copied before `send_batch` returns.
-//! * Ports whose [`Port::moves_buffers`] is true (AF_XDP) also move whole
+//! * Ports whose [`Port::moves_buffers`] is true (AF_XDP, DPDK) also move whole
 //!   [`PacketBuf`]s: `recv_bufs` hands out buffers that *are* the UMEM chunks the
 //!   kernel received into, and `send_buf` transmits a buffer from its chunk when
 //!   the chunk belongs to the port's UMEM ([`xdp::Umem`], shared by a worker's
 //!   AF_XDP ports), so a frame forwarded between such ports is never copied in
-//!   user space. Other buffers are copied into a free chunk. The defaults (for
+//!   user space. Other buffers are copied into a free chunk. DPDK ports (feature
+//!   `dpdk`) do the same with mbufs: `recv_bufs` hands out the received mbuf as a
+//!   port buffer and `send_buf` on any DPDK port transmits it as itself. The defaults (for
 //!   the other port types) copy, and allocate per packet: callers use
 //!   `recv_batch`/`send_batch` for ports that do not move buffers.
 //! * `flush` hands queued frames to the kernel: one `sendto` for AF_PACKET, a

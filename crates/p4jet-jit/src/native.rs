@@ -657,21 +657,69 @@ unsafe fn lookup(
             return 1;
         }
     }
-    let mut found: [Option<(EntryHandle, &p4jet_engine::EntryValue)>; SUB_BATCH] =
-        [None; SUB_BATCH];
-    if kb > 0 && !ts.entries.is_empty() {
-        // SAFETY: the generated code wrote `w` keys of `kb` bytes; the buffer has
-        // KEY_SLACK more (the tables may read whole words past a key).
-        let keys = unsafe { std::slice::from_raw_parts(keys, w * kb + KEY_SLACK) };
-        ts.entries.lookup_batch(keys, &mut found[..w]);
-    }
-    let n_found = found[..w].iter().filter(|f| f.is_some()).count();
-    c.sc.count_table(t, w as u64, n_found as u64);
     let default = match &ts.default {
         Some(EntryAction::Direct(call)) => Some(Some(call)),
         None => Some(None),
         Some(_) => None,
     };
+    if kb > 0 && !ts.entries.is_empty() && !tp.direct && default.is_some() {
+        // a direct entry's outcome is its action and data, written as the lookup
+        // finds it (the closure kept small, for the lookup to inline it); anything
+        // else (a profile member or group, possible only in a profile's table) is
+        // set aside and resolved by the interpreter after the lookup
+        let mut n_found = 0u64;
+        let mut slow = 0u64;
+        let mut slow_found: [MaybeUninit<Option<(EntryHandle, &p4jet_engine::EntryValue)>>;
+            SUB_BATCH] = [const { MaybeUninit::uninit() }; SUB_BATCH];
+        // SAFETY: the generated code wrote `w` keys of `kb` bytes; the buffer has
+        // KEY_SLACK more (the tables may read whole words past a key).
+        let keys = unsafe { std::slice::from_raw_parts(keys, w * kb + KEY_SLACK) };
+        ts.entries.lookup_batch_each(keys, w, |k, f| {
+            let call = match f {
+                Some((_, v)) => {
+                    n_found += 1;
+                    match &v.action {
+                        EntryAction::Direct(call) => Some(call),
+                        _ => {
+                            slow |= 1 << k;
+                            slow_found[k].write(f);
+                            return;
+                        }
+                    }
+                }
+                None => default.flatten(),
+            };
+            // SAFETY: `hits` has room for `w` outcomes and `k < w`.
+            outcome(unsafe { &mut *hits.add(k) }, call, f.is_some());
+        });
+        while slow != 0 {
+            let k = slow.trailing_zeros() as usize;
+            slow &= slow - 1;
+            // SAFETY: `slow_found[k]` was written for every bit set in `slow`;
+            // `waiting[k]` (k < w) indexes one of the call's lanes.
+            let (f, ctx) = unsafe {
+                (
+                    slow_found[k].assume_init(),
+                    ctx(lanes.add(*waiting.add(k) as usize)),
+                )
+            };
+            let call =
+                c.e.step_table_action(c.cs, ex, t, f, ctx, &mut *c.sc, c.now_us);
+            // SAFETY: as above.
+            outcome(unsafe { &mut *hits.add(k) }, call, true);
+        }
+        c.sc.count_table(t, w as u64, n_found);
+        return 0;
+    }
+    let mut found: [Option<(EntryHandle, &p4jet_engine::EntryValue)>; SUB_BATCH] =
+        [None; SUB_BATCH];
+    if kb > 0 && !ts.entries.is_empty() {
+        // SAFETY: as above.
+        let keys = unsafe { std::slice::from_raw_parts(keys, w * kb + KEY_SLACK) };
+        ts.entries.lookup_batch(keys, &mut found[..w]);
+    }
+    let n_found = found[..w].iter().filter(|f| f.is_some()).count();
+    c.sc.count_table(t, w as u64, n_found as u64);
     for (k, f) in found.iter().enumerate().take(w) {
         // a direct entry or default is its action; anything else (profiles,
         // selectors, direct counters and meters) goes through the interpreter

@@ -47,8 +47,9 @@ pub struct Compiled {
     pub(crate) egress: Option<BatchFn>,
     /// After ingress: the plain unicast packets' fast-lane fields; counts the others.
     pub(crate) unicast: BatchFn,
-    /// Each packet entering egress (egress metadata).
-    pub(crate) begin_egress: BatchFn,
+    /// Each packet entering egress (egress metadata; None: nothing to write, or the
+    /// egress control does it, `codegen::control::fuses_begin_egress`).
+    pub(crate) begin_egress: Option<BatchFn>,
     /// The deparser of the packets of an egress pass, or of one packet marked
     /// [`FORCE`] (None: a header has no fixed length; the interpreter deparses).
     pub(crate) deparse: Option<BatchFn>,
@@ -340,64 +341,37 @@ impl Native for Compiled {
                 lane.len = payload as u64;
                 l.write(lane);
             }
-            let grown = match (self.egress, self.deparse) {
-                (Some(c), Some(d)) => self.run(
-                    &[self.begin_egress, c, d],
-                    e,
-                    cs,
-                    Some(ex),
-                    sc,
-                    now_us,
-                    &mut lanes,
-                    n,
-                    &mut bufs,
-                ),
-                (None, Some(d)) => self.run(
-                    &[self.begin_egress, d],
-                    e,
-                    cs,
-                    Some(ex),
-                    sc,
-                    now_us,
-                    &mut lanes,
-                    n,
-                    &mut bufs,
-                ),
-                (c, None) => {
-                    // a varbit header: the interpreter deparses
-                    match c {
-                        Some(c) => self.run(
-                            &[self.begin_egress, c],
-                            e,
-                            cs,
-                            Some(ex),
-                            sc,
-                            now_us,
-                            &mut lanes,
-                            n,
-                            &mut bufs,
-                        ),
-                        None => self.run(
-                            &[self.begin_egress],
-                            e,
-                            cs,
-                            Some(ex),
-                            sc,
-                            now_us,
-                            &mut lanes,
-                            n,
-                            &mut bufs,
-                        ),
-                    };
-                    for ctx in chunk.iter_mut() {
-                        if !ctx.req.pending && !e.dropped_in_egress(ctx) {
-                            e.deparse_interp(ctx, sc, cs);
-                            ctx.deparsed = true;
-                        }
+            // the egress arrival, control and deparser that exist, in that order
+            let mut fs = [self.arrive; 3];
+            let mut k = 0;
+            for f in [self.begin_egress, self.egress, self.deparse]
+                .into_iter()
+                .flatten()
+            {
+                fs[k] = f;
+                k += 1;
+            }
+            let r = self.run(
+                &fs[..k],
+                e,
+                cs,
+                Some(ex),
+                sc,
+                now_us,
+                &mut lanes,
+                n,
+                &mut bufs,
+            );
+            let grown = if self.deparse.is_some() { r } else { 0 };
+            if self.deparse.is_none() {
+                // a varbit header: the interpreter deparses
+                for ctx in chunk.iter_mut() {
+                    if !ctx.req.pending && !e.dropped_in_egress(ctx) {
+                        e.deparse_interp(ctx, sc, cs);
+                        ctx.deparsed = true;
                     }
-                    0
                 }
-            };
+            }
             if grown > 0 {
                 // headers that outgrew the headroom: the interpreter moves the payload
                 for (i, ctx) in chunk.iter_mut().enumerate() {
@@ -797,7 +771,7 @@ pub(crate) struct Addrs {
     pub ingress: Option<*const u8>,
     pub egress: Option<*const u8>,
     pub unicast: *const u8,
-    pub begin_egress: *const u8,
+    pub begin_egress: Option<*const u8>,
     pub deparse: Option<*const u8>,
 }
 
@@ -825,7 +799,7 @@ pub(crate) fn compiled(e: &Engine, a: Addrs, module: JITModule, stats: NativeSta
             ingress: a.ingress.map(batch),
             egress: a.egress.map(batch),
             unicast: batch(a.unicast),
-            begin_egress: batch(a.begin_egress),
+            begin_egress: a.begin_egress.map(batch),
             deparse: a.deparse.map(batch),
             module: Mutex::new(Some(module)),
             stats,

@@ -155,9 +155,18 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
     let unicast = define(&mut module, "unicast", Kind::Batch, &|g, p| {
         codegen::arch::emit_unicast(g, p[1], p[2])
     })?;
-    let begin_egress = define(&mut module, "begin_egress", Kind::Batch, &|g, p| {
-        codegen::arch::emit_begin_egress(g, p[1], p[2])
-    })?;
+    let begin_egress = if codegen::arch::begin_egress_writes(e)
+        && !(egress.is_some() && codegen::control::fuses_begin_egress(e))
+    {
+        Some(define(
+            &mut module,
+            "begin_egress",
+            Kind::Batch,
+            &|g, p| codegen::arch::emit_begin_egress(g, p[1], p[2]),
+        )?)
+    } else {
+        None
+    };
     let deparse = if e.plan().deparser.fixed.is_some() {
         Some(define(&mut module, "deparse", Kind::Batch, &|g, p| {
             codegen::deparse::emit_pass(g, p[1], p[2])
@@ -174,7 +183,7 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
         ingress: ingress.map(addr),
         egress: egress.map(addr),
         unicast: addr(unicast),
-        begin_egress: addr(begin_egress),
+        begin_egress: begin_egress.map(addr),
         deparse: deparse.map(addr),
     };
     Ok(native::compiled(

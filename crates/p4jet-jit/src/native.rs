@@ -47,8 +47,9 @@ pub struct Compiled {
     pub(crate) egress: Option<BatchFn>,
     /// After ingress: the plain unicast packets' fast-lane fields; counts the others.
     pub(crate) unicast: BatchFn,
-    /// Each packet entering egress (egress metadata).
-    pub(crate) begin_egress: BatchFn,
+    /// Each packet entering egress (egress metadata; None: nothing to write, or the
+    /// egress control does it, `codegen::control::fuses_begin_egress`).
+    pub(crate) begin_egress: Option<BatchFn>,
     /// The deparser of the packets of an egress pass, or of one packet marked
     /// [`FORCE`] (None: a header has no fixed length; the interpreter deparses).
     pub(crate) deparse: Option<BatchFn>,
@@ -340,64 +341,37 @@ impl Native for Compiled {
                 lane.len = payload as u64;
                 l.write(lane);
             }
-            let grown = match (self.egress, self.deparse) {
-                (Some(c), Some(d)) => self.run(
-                    &[self.begin_egress, c, d],
-                    e,
-                    cs,
-                    Some(ex),
-                    sc,
-                    now_us,
-                    &mut lanes,
-                    n,
-                    &mut bufs,
-                ),
-                (None, Some(d)) => self.run(
-                    &[self.begin_egress, d],
-                    e,
-                    cs,
-                    Some(ex),
-                    sc,
-                    now_us,
-                    &mut lanes,
-                    n,
-                    &mut bufs,
-                ),
-                (c, None) => {
-                    // a varbit header: the interpreter deparses
-                    match c {
-                        Some(c) => self.run(
-                            &[self.begin_egress, c],
-                            e,
-                            cs,
-                            Some(ex),
-                            sc,
-                            now_us,
-                            &mut lanes,
-                            n,
-                            &mut bufs,
-                        ),
-                        None => self.run(
-                            &[self.begin_egress],
-                            e,
-                            cs,
-                            Some(ex),
-                            sc,
-                            now_us,
-                            &mut lanes,
-                            n,
-                            &mut bufs,
-                        ),
-                    };
-                    for ctx in chunk.iter_mut() {
-                        if !ctx.req.pending && !e.dropped_in_egress(ctx) {
-                            e.deparse_interp(ctx, sc, cs);
-                            ctx.deparsed = true;
-                        }
+            // the egress arrival, control and deparser that exist, in that order
+            let mut fs = [self.arrive; 3];
+            let mut k = 0;
+            for f in [self.begin_egress, self.egress, self.deparse]
+                .into_iter()
+                .flatten()
+            {
+                fs[k] = f;
+                k += 1;
+            }
+            let r = self.run(
+                &fs[..k],
+                e,
+                cs,
+                Some(ex),
+                sc,
+                now_us,
+                &mut lanes,
+                n,
+                &mut bufs,
+            );
+            let grown = if self.deparse.is_some() { r } else { 0 };
+            if self.deparse.is_none() {
+                // a varbit header: the interpreter deparses
+                for ctx in chunk.iter_mut() {
+                    if !ctx.req.pending && !e.dropped_in_egress(ctx) {
+                        e.deparse_interp(ctx, sc, cs);
+                        ctx.deparsed = true;
                     }
-                    0
                 }
-            };
+            }
             if grown > 0 {
                 // headers that outgrew the headroom: the interpreter moves the payload
                 for (i, ctx) in chunk.iter_mut().enumerate() {
@@ -657,21 +631,69 @@ unsafe fn lookup(
             return 1;
         }
     }
-    let mut found: [Option<(EntryHandle, &p4jet_engine::EntryValue)>; SUB_BATCH] =
-        [None; SUB_BATCH];
-    if kb > 0 && !ts.entries.is_empty() {
-        // SAFETY: the generated code wrote `w` keys of `kb` bytes; the buffer has
-        // KEY_SLACK more (the tables may read whole words past a key).
-        let keys = unsafe { std::slice::from_raw_parts(keys, w * kb + KEY_SLACK) };
-        ts.entries.lookup_batch(keys, &mut found[..w]);
-    }
-    let n_found = found[..w].iter().filter(|f| f.is_some()).count();
-    c.sc.count_table(t, w as u64, n_found as u64);
     let default = match &ts.default {
         Some(EntryAction::Direct(call)) => Some(Some(call)),
         None => Some(None),
         Some(_) => None,
     };
+    if kb > 0 && !ts.entries.is_empty() && !tp.direct && default.is_some() {
+        // a direct entry's outcome is its action and data, written as the lookup
+        // finds it (the closure kept small, for the lookup to inline it); anything
+        // else (a profile member or group, possible only in a profile's table) is
+        // set aside and resolved by the interpreter after the lookup
+        let mut n_found = 0u64;
+        let mut slow = 0u64;
+        let mut slow_found: [MaybeUninit<Option<(EntryHandle, &p4jet_engine::EntryValue)>>;
+            SUB_BATCH] = [const { MaybeUninit::uninit() }; SUB_BATCH];
+        // SAFETY: the generated code wrote `w` keys of `kb` bytes; the buffer has
+        // KEY_SLACK more (the tables may read whole words past a key).
+        let keys = unsafe { std::slice::from_raw_parts(keys, w * kb + KEY_SLACK) };
+        ts.entries.lookup_batch_each(keys, w, |k, f| {
+            let call = match f {
+                Some((_, v)) => {
+                    n_found += 1;
+                    match &v.action {
+                        EntryAction::Direct(call) => Some(call),
+                        _ => {
+                            slow |= 1 << k;
+                            slow_found[k].write(f);
+                            return;
+                        }
+                    }
+                }
+                None => default.flatten(),
+            };
+            // SAFETY: `hits` has room for `w` outcomes and `k < w`.
+            outcome(unsafe { &mut *hits.add(k) }, call, f.is_some());
+        });
+        while slow != 0 {
+            let k = slow.trailing_zeros() as usize;
+            slow &= slow - 1;
+            // SAFETY: `slow_found[k]` was written for every bit set in `slow`;
+            // `waiting[k]` (k < w) indexes one of the call's lanes.
+            let (f, ctx) = unsafe {
+                (
+                    slow_found[k].assume_init(),
+                    ctx(lanes.add(*waiting.add(k) as usize)),
+                )
+            };
+            let call =
+                c.e.step_table_action(c.cs, ex, t, f, ctx, &mut *c.sc, c.now_us);
+            // SAFETY: as above.
+            outcome(unsafe { &mut *hits.add(k) }, call, true);
+        }
+        c.sc.count_table(t, w as u64, n_found);
+        return 0;
+    }
+    let mut found: [Option<(EntryHandle, &p4jet_engine::EntryValue)>; SUB_BATCH] =
+        [None; SUB_BATCH];
+    if kb > 0 && !ts.entries.is_empty() {
+        // SAFETY: as above.
+        let keys = unsafe { std::slice::from_raw_parts(keys, w * kb + KEY_SLACK) };
+        ts.entries.lookup_batch(keys, &mut found[..w]);
+    }
+    let n_found = found[..w].iter().filter(|f| f.is_some()).count();
+    c.sc.count_table(t, w as u64, n_found as u64);
     for (k, f) in found.iter().enumerate().take(w) {
         // a direct entry or default is its action; anything else (profiles,
         // selectors, direct counters and meters) goes through the interpreter
@@ -749,7 +771,7 @@ pub(crate) struct Addrs {
     pub ingress: Option<*const u8>,
     pub egress: Option<*const u8>,
     pub unicast: *const u8,
-    pub begin_egress: *const u8,
+    pub begin_egress: Option<*const u8>,
     pub deparse: Option<*const u8>,
 }
 
@@ -777,7 +799,7 @@ pub(crate) fn compiled(e: &Engine, a: Addrs, module: JITModule, stats: NativeSta
             ingress: a.ingress.map(batch),
             egress: a.egress.map(batch),
             unicast: batch(a.unicast),
-            begin_egress: batch(a.begin_egress),
+            begin_egress: a.begin_egress.map(batch),
             deparse: a.deparse.map(batch),
             module: Mutex::new(Some(module)),
             stats,

@@ -1094,13 +1094,13 @@ impl<V: Clone> Table<V> {
         t: &Tss,
         keys: &[u8],
         n: usize,
-        out: &mut [Option<(EntryHandle, &'a V)>],
+        mut emit: impl FnMut(usize, Option<(EntryHandle, &'a V)>),
     ) {
         let kb = self.key_bytes;
         if c.bypass() {
             c.record_skip(n);
             t.lookup_each(keys, n, self.prefetch_distance, |i, r| {
-                out[i] = self.resolve(r)
+                emit(i, self.resolve(r))
             });
             return;
         }
@@ -1128,7 +1128,7 @@ impl<V: Clone> Table<V> {
                         r
                     }
                 };
-                out[i + j] = self.resolve(r);
+                emit(i + j, self.resolve(r));
             }
             i += m;
         }
@@ -1144,55 +1144,70 @@ impl<V: Clone> Table<V> {
     /// stage; large wide-LPM tables run a stage's binary searches in lock
     /// step with prefetching. No allocation.
     pub fn lookup_batch<'a>(&'a self, keys: &[u8], out: &mut [Option<(EntryHandle, &'a V)>]) {
+        let n = out.len();
+        self.lookup_batch_each(keys, n, |i, r| out[i] = r);
+    }
+
+    /// [`Table::lookup_batch`] with each result handed to `emit(i, result)` (once per
+    /// key `i` of `n = min(keys.len() / key_bytes(), max)`, in no promised order)
+    /// instead of written to a slice: for a caller that turns results into its own
+    /// form without a buffer of them in between.
+    #[inline]
+    pub fn lookup_batch_each<'a>(
+        &'a self,
+        keys: &[u8],
+        max: usize,
+        mut emit: impl FnMut(usize, Option<(EntryHandle, &'a V)>),
+    ) {
         let kb = self.key_bytes;
-        let n = keys
-            .len()
-            .checked_div(kb)
-            .map_or(out.len(), |n| n.min(out.len()));
+        let n = keys.len().checked_div(kb).map_or(max, |n| n.min(max));
         match &self.index {
             Index::Exact(x) => x.lookup_batch(
                 keys,
                 n,
                 self.prefetch_distance,
                 |c| prefetch::prefetch_index(&self.slots, c as usize),
-                |i, r| out[i] = self.resolve(r),
+                |i, r| emit(i, self.resolve(r)),
             ),
             Index::Dir(d) => d.lookup_batch(keys, kb, n, self.prefetch_distance, |i, r| {
-                out[i] = self.resolve(r)
+                emit(i, self.resolve(r))
             }),
             // lock-step pays once the levels outgrow the caches; below, its
             // bookkeeping costs more than it saves (measured: 10K routes
             // 153 -> 191 ns, 30K 229 -> 189, 100K 1045 -> 259)
             Index::Wald(w) if self.len >= WALD_BATCH_MIN => {
                 w.lookup_batch(keys, n, self.prefetch_distance, |i, r| {
-                    out[i] = self.resolve(r)
+                    emit(i, self.resolve(r))
                 })
             }
             Index::Wald(w) => {
-                for (i, o) in out.iter_mut().enumerate().take(n) {
-                    *o = self.resolve(w.lookup(&keys[i * kb..(i + 1) * kb]));
+                for i in 0..n {
+                    emit(i, self.resolve(w.lookup(&keys[i * kb..(i + 1) * kb])));
                 }
             }
             Index::Tss(t) => match (&self.cache, self.cache_on) {
                 (Some(c), true) if kb > 0 => match words::nwords(kb) {
-                    1 => self.cached_batch::<1>(c, t, keys, n, out),
-                    2 => self.cached_batch::<2>(c, t, keys, n, out),
-                    3 => self.cached_batch::<3>(c, t, keys, n, out),
-                    4 => self.cached_batch::<4>(c, t, keys, n, out),
+                    1 => self.cached_batch::<1>(c, t, keys, n, emit),
+                    2 => self.cached_batch::<2>(c, t, keys, n, emit),
+                    3 => self.cached_batch::<3>(c, t, keys, n, emit),
+                    4 => self.cached_batch::<4>(c, t, keys, n, emit),
                     nw => {
-                        for (i, o) in out.iter_mut().enumerate().take(n) {
+                        for i in 0..n {
                             let key = &keys[i * kb..(i + 1) * kb];
-                            *o = self.resolve(self.cached(
-                                c,
-                                t,
-                                &ByteWords { bytes: key, n: nw },
-                                key,
-                            ));
+                            emit(
+                                i,
+                                self.resolve(self.cached(
+                                    c,
+                                    t,
+                                    &ByteWords { bytes: key, n: nw },
+                                    key,
+                                )),
+                            );
                         }
                     }
                 },
                 _ => t.lookup_each(keys, n, self.prefetch_distance, |i, r| {
-                    out[i] = self.resolve(r)
+                    emit(i, self.resolve(r))
                 }),
             },
         }

@@ -199,6 +199,12 @@ pub(crate) fn emit_unicast(g: &mut Gen, lanes: Value, n: Value) {
     g.b.ins().return_(&[o]);
 }
 
+/// Whether [`Gen::begin_egress`] writes anything for this program (else no egress
+/// arrival function is compiled).
+pub(crate) fn begin_egress_writes(e: &p4jet_engine::Engine) -> bool {
+    (e.prog.egress.init.is_some() && e.std_meta.egress_spec.is_some()) || e.std_meta.egress_info
+}
+
 /// Emits the egress arrival function: `(env, lanes, n)`.
 pub(crate) fn emit_begin_egress(g: &mut Gen, lanes: Value, n: Value) {
     g.each_lane(lanes, n, |g, lane| {

@@ -100,6 +100,24 @@ fn inline_default(e: &p4jet_engine::Engine, t: u32) -> Option<(u32, usize)> {
     .then_some((call.action, slot))
 }
 
+/// Whether packets may run their straight-line stretches one after the other: the
+/// call nodes on them give the same results in any order (else [`emit`] compiles the
+/// interpreter's order, node by node: `walk`).
+fn straight(e: &p4jet_engine::Engine, ctl: &ControlPlan) -> bool {
+    ctl.nodes.iter().all(|n| match n {
+        Node::Call { action, .. } => order_free(&e.prog, *action, 0),
+        _ => true,
+    })
+}
+
+/// Whether the egress control's function also does each packet's egress arrival
+/// (`Gen::begin_egress`, at the start of the packet's first stretch), so that no
+/// separate arrival function runs before it.
+pub(crate) fn fuses_begin_egress(e: &p4jet_engine::Engine) -> bool {
+    let ctl = &e.plan().egress;
+    ctl.init.is_some() && straight(e, ctl)
+}
+
 /// Emits the control function's body: `(env, lanes, n)` with `n` at most 64.
 pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
     let e = g.e;
@@ -110,11 +128,7 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
     // packets may run their straight-line stretches one after the other when the
     // call nodes on them give the same results in any order; else the interpreter's
     // order: node by node
-    let free = ctl.nodes.iter().all(|n| match n {
-        Node::Call { action, .. } => order_free(&e.prog, *action, 0),
-        _ => true,
-    });
-    if !free {
+    if !straight(e, ctl) {
         return super::walk::emit_walk(g, which, lanes, n);
     }
     let Some(init) = ctl.init else {
@@ -163,6 +177,13 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
         phv: g.lane_ptr(lane, off::LANE_PHV),
         valid: g.lane_ptr(lane, off::LANE_VALID),
     };
+    if which == ControlBlock::Egress && super::arch::begin_egress_writes(e) {
+        // the packet's egress arrival (`fuses_begin_egress`): it writes only the
+        // packet's own metadata, from its context and the time, so it may run just
+        // before the packet's first stretch instead of for every packet first (when
+        // the caller ran `Engine::begin_egress` before, this writes the same values)
+        g.begin_egress(lane, px.phv);
+    }
     let bit = g.bit(i);
     let next_i = g.b.create_block();
     let mut r = Region {

@@ -105,6 +105,15 @@ pub(crate) fn mem() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
+/// Memory flags of a load from memory no code writes while a generated function runs
+/// (the pointer fields of a lane: the Rust side fills them before the call, helpers
+/// only read them): Cranelift may then drop the load when its value goes unused,
+/// reuse one load for several, and place it anywhere its address is computed. (Not
+/// for `Env`'s fields: loaded once before a loop, they would be sunk into it.)
+pub(crate) fn ro() -> MemFlagsData {
+    mem().with_readonly().with_can_move()
+}
+
 /// The low `width` bits set (all 64 for 64 and more).
 pub(crate) fn mask64(width: u32) -> u64 {
     if width >= 64 {
@@ -178,7 +187,7 @@ impl<'a, 'f> Gen<'a, 'f> {
 
     /// A pointer field of a lane.
     pub(crate) fn lane_ptr(&mut self, lane: Value, at: i32) -> Value {
-        self.b.ins().load(PTR, mem(), lane, at)
+        self.b.ins().load(PTR, ro(), lane, at)
     }
 
     /// `n` (1..=8) bytes at `p + o`, big-endian, zero-extended to 64 bits.

@@ -2152,7 +2152,7 @@ mod tests {
             created: 0,
             load_average: [0.0; 6],
             batch: 32,
-            flows: 10_356,
+            flows: 10_357,
             null_ns: 25.0,
             byte_ns: 0.0,
             batch_ns: 0.0,
@@ -2227,7 +2227,7 @@ mod tests {
         assert!(c.at_traffic(1_000_000, Some(1), cal) >= 10.0);
         assert!((entries_hit(1_000_000, 16_384) - 16_250.0).abs() < 10.0);
         assert!((entries_hit(100, 16_384) - 100.0).abs() < 1e-6);
-        assert_eq!(flows_seen(16_384, 16_384), 10_356);
+        assert_eq!(flows_seen(16_384, 16_384), 10_357);
         assert_eq!(flows_seen(4_096, 16_384), 4_021);
     }
 

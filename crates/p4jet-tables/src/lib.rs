@@ -58,6 +58,21 @@ const WALD_BATCH_MIN: usize = 16_384;
 /// Default number of keys per batched-lookup stage.
 pub const DEFAULT_PREFETCH_DISTANCE: usize = 16;
 
+thread_local! {
+    /// The calling thread's prefetch distance for every table (0: each table's own).
+    static THREAD_PREFETCH: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
+
+/// Sets the prefetch distance (keys per stage of [`Table::lookup_batch`], clamped to
+/// 1..=64) of every table's batched lookups made by the calling thread, over each
+/// table's own [`Table::prefetch_distance`]; `None` goes back to the tables' own. A
+/// forwarding thread tunes its distance this way while running, without touching the
+/// tables other threads share.
+pub fn set_thread_prefetch_distance(d: Option<usize>) {
+    let v = d.map_or(0, |d| d.clamp(1, exact::MAX_BATCH) as u8);
+    THREAD_PREFETCH.with(|c| c.set(v));
+}
+
 /// Sets of the lookup cache of a ternary/range table in [`CacheMode::Auto`].
 pub const DEFAULT_CACHE_SETS: usize = 4096;
 
@@ -450,6 +465,16 @@ impl<V: Clone> Table<V> {
 
     pub fn set_prefetch_distance(&mut self, d: usize) {
         self.prefetch_distance = d.clamp(1, exact::MAX_BATCH);
+    }
+
+    /// The distance the calling thread's batched lookups use: the thread's
+    /// ([`set_thread_prefetch_distance`]) or the table's own.
+    #[inline(always)]
+    fn stage_keys(&self) -> usize {
+        match THREAD_PREFETCH.with(|c| c.get()) {
+            0 => self.prefetch_distance,
+            d => d as usize,
+        }
     }
 
     pub fn cache_mode(&self) -> CacheMode {
@@ -1097,14 +1122,12 @@ impl<V: Clone> Table<V> {
         mut emit: impl FnMut(usize, Option<(EntryHandle, &'a V)>),
     ) {
         let kb = self.key_bytes;
+        let d = self.stage_keys();
         if c.bypass() {
             c.record_skip(n);
-            t.lookup_each(keys, n, self.prefetch_distance, |i, r| {
-                emit(i, self.resolve(r))
-            });
+            t.lookup_each(keys, n, d, |i, r| emit(i, self.resolve(r)));
             return;
         }
-        let d = self.prefetch_distance;
         let mut hs = [0u64; exact::MAX_BATCH];
         let mut ks = [[0u64; W]; exact::MAX_BATCH];
         let mut hits = 0;
@@ -1161,24 +1184,21 @@ impl<V: Clone> Table<V> {
     ) {
         let kb = self.key_bytes;
         let n = keys.len().checked_div(kb).map_or(max, |n| n.min(max));
+        let stage = self.stage_keys();
         match &self.index {
             Index::Exact(x) => x.lookup_batch(
                 keys,
                 n,
-                self.prefetch_distance,
+                stage,
                 |c| prefetch::prefetch_index(&self.slots, c as usize),
                 |i, r| emit(i, self.resolve(r)),
             ),
-            Index::Dir(d) => d.lookup_batch(keys, kb, n, self.prefetch_distance, |i, r| {
-                emit(i, self.resolve(r))
-            }),
+            Index::Dir(d) => d.lookup_batch(keys, kb, n, stage, |i, r| emit(i, self.resolve(r))),
             // lock-step pays once the levels outgrow the caches; below, its
             // bookkeeping costs more than it saves (measured: 10K routes
             // 153 -> 191 ns, 30K 229 -> 189, 100K 1045 -> 259)
             Index::Wald(w) if self.len >= WALD_BATCH_MIN => {
-                w.lookup_batch(keys, n, self.prefetch_distance, |i, r| {
-                    emit(i, self.resolve(r))
-                })
+                w.lookup_batch(keys, n, stage, |i, r| emit(i, self.resolve(r)))
             }
             Index::Wald(w) => {
                 for i in 0..n {
@@ -1206,9 +1226,7 @@ impl<V: Clone> Table<V> {
                         }
                     }
                 },
-                _ => t.lookup_each(keys, n, self.prefetch_distance, |i, r| {
-                    emit(i, self.resolve(r))
-                }),
+                _ => t.lookup_each(keys, n, stage, |i, r| emit(i, self.resolve(r))),
             },
         }
     }

@@ -560,6 +560,34 @@ fn many_exact_entries_and_batch() {
 }
 
 #[test]
+fn a_threads_prefetch_distance_changes_stages_not_answers() {
+    let mut t = Table::new(vec![spec(MatchKind::Exact, 32)], 10_000).unwrap();
+    for i in 0..5_000u32 {
+        t.insert(key(vec![ex(&i.to_be_bytes())]), i).unwrap();
+    }
+    let keys: Vec<u8> = (0..6_000u32).flat_map(|i| i.to_be_bytes()).collect();
+    let answers = |t: &Table<u32>| {
+        let mut out = vec![None; 6_000];
+        for c in keys.chunks(64 * 4) {
+            let n = c.len() / 4;
+            let mut o = vec![None; n];
+            t.lookup_batch(c, &mut o);
+            out.extend(o.iter().map(|x| x.map(|(_, v)| *v)));
+        }
+        out.split_off(6_000)
+    };
+    let want: Vec<Option<u32>> = (0..6_000u32).map(|i| (i < 5_000).then_some(i)).collect();
+    assert_eq!(answers(&t), want);
+    // odd distances cut the 64-key calls into uneven stages; 0 and 1000 are clamped
+    for d in [1, 3, 7, 64, 0, 1000] {
+        p4jet_tables::set_thread_prefetch_distance(Some(d));
+        assert_eq!(answers(&t), want, "thread distance {d}");
+    }
+    p4jet_tables::set_thread_prefetch_distance(None);
+    assert_eq!(answers(&t), want);
+}
+
+#[test]
 fn many_lpm_routes_dir_and_hash_agree() {
     // the two LPM structures must agree on the same route set
     let mut d = Table::new(vec![spec(MatchKind::Lpm, 32)], 100_000).unwrap();

@@ -855,8 +855,7 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
     let mut sw = load(&cfg)?;
     let mut auto_note = None;
     if a.batch == crate::model::BatchArg::Auto || a.sub_batch == crate::model::BatchArg::Auto {
-        let avg = frames.iter().map(|f| f.len()).sum::<usize>() as f64 / frames.len() as f64;
-        let (b, sb, pred) = crate::model::auto_for(&sw, a.model_profile.as_deref(), avg)?;
+        let (b, sb, pred) = crate::model::auto_for(&sw, a.model_profile.as_deref(), &frames)?;
         batch = fixed(a.batch, b);
         sub_batch = fixed(a.sub_batch, sb);
         auto_note = Some(pred);

@@ -98,6 +98,11 @@ pub(crate) struct Common {
     /// `--batch auto`: each run-to-completion thread adjusts its batch from the cost
     /// it measures ([`crate::model::BatchTuner`]).
     pub tune_batch: bool,
+    /// The sub-batch (the tables' prefetch distance) chosen at load.
+    pub sub_batch: usize,
+    /// `--sub-batch auto`: each run-to-completion thread adjusts its sub-batch the same
+    /// way, for its own lookups.
+    pub tune_sub_batch: bool,
     /// The per-packet log (`--log-console`, `--log-file`).
     pub log: Option<Mutex<crate::logfile::LogSink>>,
     /// The notification socket (`--notifications-addr`): learning and port messages.
@@ -868,7 +873,9 @@ fn rtc_thread(
     let mut rep = Reporter::new(&lane.name, lane.slot, c.board.clone());
     let mut flushed = Instant::now();
     let mut batch = c.batch;
-    let mut tuner = c.tune_batch.then(|| crate::model::BatchTuner::new(batch));
+    let mut tuner = (c.tune_batch || c.tune_sub_batch)
+        .then(|| crate::model::BatchTuner::new(batch, c.sub_batch, c.tune_batch, c.tune_sub_batch));
+    let mut sub_batch = c.sub_batch;
     let mut changes = 0u64;
     let r = (|| -> Result<(), String> {
         let mut turn = Instant::now();
@@ -880,11 +887,18 @@ fn rtc_thread(
             // a turn that took a whole batch: the batch size limited it
             if let Some(t) = tuner.as_mut()
                 && last_got >= batch
-                && let Some(nb) = t.observe(last_got as u64, (now - turn).as_nanos() as f64)
+                && let Some((nb, nsb)) = t.observe(last_got as u64, (now - turn).as_nanos() as f64)
             {
-                batch = nb;
                 changes += 1;
-                w.core.set_batch_size(nb);
+                if nb != batch {
+                    batch = nb;
+                    w.core.set_batch_size(nb);
+                }
+                if nsb != sub_batch {
+                    // this thread's lookups only: the tables are shared
+                    sub_batch = nsb;
+                    p4jet_tables::set_thread_prefetch_distance(Some(nsb));
+                }
             }
             turn = now;
             let ctl = lane.port_cmds();
@@ -939,9 +953,10 @@ fn rtc_thread(
     lane.report_ports();
     if let Some(t) = &tuner {
         eprintln!(
-            "p4jet: {}: batch {} at the end (--batch auto: {changes} changes while forwarding)",
+            "p4jet: {}: batch {}, sub-batch {} at the end (auto: {changes} changes while forwarding)",
             lane.name,
-            t.batch()
+            t.batch(),
+            t.sub_batch()
         );
     }
     r?;

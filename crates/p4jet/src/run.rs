@@ -107,7 +107,8 @@ pub struct RunArgs {
     #[arg(long = "max-port-count", value_name = "N", hide = true)]
     pub max_port_count: Option<u32>,
     /// Packets per ingress batch (`auto`: chosen by the performance model from the
-    /// program and the profile of `p4jet model --calibrate`).
+    /// program and the profile of `p4jet model --calibrate`, then adjusted by each
+    /// run-to-completion thread from the cost it measures).
     #[arg(long = "batch", default_value = "32")]
     pub batch: crate::model::BatchArg,
     /// Seconds an empty pcap FIFO input (open, nothing written yet) holds back the
@@ -120,7 +121,9 @@ pub struct RunArgs {
     #[arg(long = "max-passes", default_value_t = 64)]
     pub max_passes: u32,
     /// Keys per stage of a batched table lookup: all are hashed or indexed and their
-    /// buckets prefetched before the first is resolved (1 to 64, or `auto`).
+    /// buckets prefetched before the first is resolved (1 to 64, or `auto`: chosen by
+    /// the performance model, then adjusted by each run-to-completion thread for its
+    /// own lookups).
     #[arg(long = "sub-batch", default_value = "16")]
     pub sub_batch: crate::model::BatchArg,
     /// The engine: `reference` (the plain reading of the program), `interp` (the fused
@@ -683,7 +686,9 @@ pub fn main(a: RunArgs, target: &TargetOptions) -> Result<ExitCode, String> {
         files,
         exit_when_done: a.exit_when_done,
         batch: batch.max(1),
-        tune_batch: a.batch == crate::model::BatchArg::Auto && a.mode == Mode::Rtc && !files,
+        tune_batch: a.batch == crate::model::BatchArg::Auto && a.mode == Mode::Rtc,
+        sub_batch,
+        tune_sub_batch: a.sub_batch == crate::model::BatchArg::Auto && a.mode == Mode::Rtc,
         log: log.map(Mutex::new),
         notify,
         fifo_wait: Duration::from_secs_f64(a.pcap_fifo_wait.clamp(0.0, 1e9)),

@@ -146,7 +146,12 @@ impl Runner<'_> {
         };
         let sw = model::load_switch(&json, cfg.clone(), &g.commands)
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        let f = Features::of(&sw, Some(self.profile), bytes);
+        let f = Features::of(
+            &sw,
+            Some(self.profile),
+            bytes,
+            Some(model::trace_flows(&g.frames)),
+        );
         let pred = model::predict(&f, self.profile, batch, queue);
         let sw = if pred.batch != cfg.batch || pred.sub_batch != cfg.sub_batch {
             model::load_switch(

@@ -1,9 +1,10 @@
-//! `p4jet run --batch auto` on live ports: the performance model chooses the first
-//! batch from a profile (`P4JET_PROFILE`, written by a quick calibration here), each
-//! forwarding thread then adjusts it from the cost it measures while a generator
+//! `p4jet run --batch auto --sub-batch auto` on live ports: the performance model
+//! chooses the first batch and sub-batch from a profile (`P4JET_PROFILE`, written by a
+//! quick calibration here), each forwarding thread then adjusts them from the cost it
+//! measures while a generator
 //! floods port 0 (basic_l2 over two AF_PACKET veth pairs this test makes and deletes),
 //! and nothing is lost on the way: every frame the switch received left on port 1 and
-//! arrived at the far end. Whether the batch moves depends on how long the thread is
+//! arrived at the far end. Whether the values move depends on how long the thread is
 //! saturated; the tuner's decisions are unit-tested (`cargo test -p p4jet --bin p4jet
 //! tuner`). Needs root; skipped otherwise.
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
@@ -35,7 +36,14 @@ fn batch_auto_adjusts_while_forwarding_and_loses_nothing() {
         .arg(corpus_json("basic_l2"))
         .arg("--commands")
         .arg(corpus_file("basic_l2/basic_l2.commands"))
-        .args(["--port-type", "af_packet", "--batch", "auto"])
+        .args([
+            "--port-type",
+            "af_packet",
+            "--batch",
+            "auto",
+            "--sub-batch",
+            "auto",
+        ])
         .args(["--thrift-port", &free_port().to_string()])
         .args(["-i", &format!("0@{}", a(0)), "-i", &format!("1@{}", a(1))])
         .env("P4JET_PROFILE", &prof)
@@ -90,16 +98,22 @@ fn batch_auto_adjusts_while_forwarding_and_loses_nothing() {
     );
     let end = err
         .lines()
-        .find(|l| l.contains("at the end (--batch auto:"))
+        .find(|l| l.contains("at the end (auto:"))
         .unwrap_or_else(|| panic!("no tuner summary:\n{err}"));
-    let batch: usize = end
-        .split("batch ")
-        .nth(1)
-        .and_then(|x| x.split(' ').next())
-        .and_then(|x| x.parse().ok())
-        .unwrap();
+    let after = |what: &str| -> usize {
+        end.split(what)
+            .nth(1)
+            .and_then(|x| x.split([' ', ',']).next())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("no {what}in {end}"))
+    };
+    let (batch, sub_batch) = (after(": batch "), after("sub-batch "));
     assert!(
         batch.is_power_of_two() && (8..=256).contains(&batch),
+        "{end}"
+    );
+    assert!(
+        sub_batch.is_power_of_two() && (4..=64).contains(&sub_batch) && sub_batch <= batch,
         "{end}"
     );
     eprintln!("batch_auto_veth: {line}; {end}");

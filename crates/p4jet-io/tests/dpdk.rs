@@ -186,6 +186,50 @@ mod dpdk {
         }
         assert_eq!(total, 2000 * 64);
         assert_eq!(p.device_stats().unwrap().rx_nombuf, 0);
+
+        // packets outlive their port: the device closes, its pool waits for them
+        // (freeing it under them would make their release write into freed memory)
+        let frame = test_frame(m, 9, 80);
+        assert_eq!(p.send_batch(&[&frame, &frame, &frame]).unwrap(), 3);
+        let mut held = vec![];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while held.len() < 3 && Instant::now() < deadline {
+            p.recv_bufs(32, &mut |b| held.push(b)).unwrap();
+        }
+        assert_eq!(held.len(), 3);
+        // (tests of this file share the process: count relative to now)
+        let retired = p4jet_io::dpdk::retired_pools();
+        drop(p);
+        assert_eq!(
+            p4jet_io::dpdk::retired_pools(),
+            retired + 1,
+            "the pool waits"
+        );
+        assert!(
+            held.iter().all(|b| b.data() == &frame[..]),
+            "still readable"
+        );
+        // sent on another device as themselves, then the rest dropped
+        let mut q = DpdkPort::open("net_null9", &DpdkOptions::default(), 0).unwrap();
+        let last = held.pop().unwrap();
+        q.send_buf(last).unwrap();
+        q.flush().unwrap();
+        assert_eq!(q.stats().tx_in_place, 1);
+        drop(held);
+        drop(q);
+        assert_eq!(
+            p4jet_io::dpdk::retired_pools(),
+            retired,
+            "every mbuf came home: the pool was freed when the next device closed"
+        );
+        // the device opens again with a fresh pool
+        let mut again = DpdkPort::open("net_ring8", &DpdkOptions::default(), 0).unwrap();
+        assert_eq!(again.send_batch(&[&frame]).unwrap(), 1);
+        let mut back = 0;
+        while back == 0 && Instant::now() < deadline {
+            back = again.recv_bufs(32, &mut |_| {}).unwrap();
+        }
+        assert_eq!(back, 1);
     }
 
     #[test]

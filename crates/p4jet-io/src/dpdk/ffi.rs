@@ -88,6 +88,7 @@ unsafe extern "C" {
         socket: c_int,
     ) -> *mut Mempool;
     fn p4j_pool_free(mp: *mut Mempool);
+    fn p4j_pool_in_use(mp: *const Mempool) -> c_uint;
     fn p4j_dev_setup(
         port: u16,
         nq: u16,
@@ -238,10 +239,21 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// Mbufs of the pool that have not come back to it: held by the switch (carried
+    /// packet buffers), a device queue or a transmit stage.
+    pub fn in_use(&self) -> u32 {
+        // SAFETY: the pool is alive (self); the count only reads its rings and caches.
+        unsafe { p4j_pool_in_use(self.0.as_ptr()) }
+    }
+}
+
 impl Drop for Pool {
     fn drop(&mut self) {
         // SAFETY: the pool was created by p4j_pool_create and is freed once; the
-        // device that used it was closed first (Device drops its port before its pool).
+        // device that used it was closed first, and its owner drops it only once no
+        // mbuf of it is out (`in_use() == 0`, see `retire_pool`), so nothing frees
+        // into it later.
         unsafe { p4j_pool_free(self.0.as_ptr()) }
     }
 }

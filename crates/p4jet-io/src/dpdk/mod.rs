@@ -140,8 +140,8 @@ struct Device {
     rx_desc: u16,
     tx_desc: u16,
     rss_hf: u64,
-    // dropped after the port is closed (see Drop)
-    pool: ffi::Pool,
+    // retired after the port is closed (see Drop)
+    pool: Option<ffi::Pool>,
 }
 
 impl Drop for Device {
@@ -149,7 +149,31 @@ impl Drop for Device {
         // the registry's entry is dead now; open_device replaces it (no lock here: the
         // last port may be dropped while open_device holds it)
         ffi::dev_close(self.port_id);
+        if let Some(pool) = self.pool.take() {
+            retire_pool(pool);
+        }
     }
+}
+
+/// Pools of closed devices whose mbufs are not all back yet.
+static RETIRED: Mutex<Vec<ffi::Pool>> = Mutex::new(Vec::new());
+
+/// Pools of closed devices still waiting for mbufs held elsewhere (in the switch's
+/// queues, on another device's transmit stage).
+pub fn retired_pools() -> usize {
+    RETIRED.lock().unwrap_or_else(|p| p.into_inner()).len()
+}
+
+/// Frees `pool` once every mbuf of it has come back. Packets carried through the switch
+/// keep their mbufs after the device that received them is gone (a port removed while
+/// they wait in a queue); freeing the pool under them would make their release write
+/// into freed memory. Such a pool waits in [`RETIRED`] and is freed by a later call,
+/// once its last mbuf came home (or at exit).
+fn retire_pool(pool: ffi::Pool) {
+    let mut r = RETIRED.lock().unwrap_or_else(|p| p.into_inner());
+    r.push(pool);
+    // dropping a Pool frees it
+    r.retain(|p| p.in_use() > 0);
 }
 
 static DEVICES: Mutex<Vec<(String, Weak<Device>)>> = Mutex::new(Vec::new());
@@ -228,7 +252,7 @@ fn open_device(devargs: &str, o: &DpdkOptions) -> io::Result<Arc<Device>> {
         rx_desc: s.rx_desc,
         tx_desc: s.tx_desc,
         rss_hf: s.rss_hf,
-        pool,
+        pool: Some(pool),
     });
     devs.push((name, Arc::downgrade(&d)));
     Ok(d)
@@ -236,7 +260,6 @@ fn open_device(devargs: &str, o: &DpdkOptions) -> io::Result<Arc<Device>> {
 
 /// One rx/tx queue pair of a DPDK ethdev, owned by one worker.
 pub struct DpdkPort {
-    dev: Arc<Device>,
     queue: u16,
     name: String,
     eal: String,
@@ -245,6 +268,8 @@ pub struct DpdkPort {
     tx: ffi::TxStage,
     scratch: Vec<u8>,
     stats: PortStats,
+    // last: the bursts above give their mbufs back before the device may close
+    dev: Arc<Device>,
 }
 
 impl DpdkPort {
@@ -377,10 +402,14 @@ impl Port for DpdkPort {
         register_thread();
         // mbufs staged before these frames leave first
         self.send_staged();
+        // a live device always has its pool (it is taken only when the device drops)
+        let Some(pool) = self.dev.pool.as_ref() else {
+            return Ok(0);
+        };
         let mut done = 0;
         while done < frames.len() {
             let chunk = &frames[done..frames.len().min(done + ffi::BURST)];
-            let (n, big) = ffi::tx_copy(self.dev.port_id, self.queue, &self.dev.pool, chunk);
+            let (n, big) = ffi::tx_copy(self.dev.port_id, self.queue, pool, chunk);
             let sent = n - big as usize;
             self.stats.tx_packets += sent as u64;
             self.stats.tx_dropped += u64::from(big);

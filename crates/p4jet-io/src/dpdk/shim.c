@@ -92,6 +92,9 @@ struct rte_mempool *p4j_pool_create(const char *name, unsigned n, unsigned cache
 
 void p4j_pool_free(struct rte_mempool *mp) { rte_mempool_free(mp); }
 
+/* mbufs of the pool not back in it (nor in a per-lcore cache) */
+unsigned p4j_pool_in_use(const struct rte_mempool *mp) { return rte_mempool_in_use_count(mp); }
+
 /*
  * Configures `nq` rx/tx queue pairs (RSS over IP/TCP/UDP when nq > 1 and the
  * device hashes; with `symmetric`, the key that gives both directions of a flow

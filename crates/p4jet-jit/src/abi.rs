@@ -76,6 +76,9 @@ pub struct Env {
     pub lanes: *mut Lane,
     /// The compiled program (its per-table action slots).
     pub compiled: *const crate::Compiled,
+    /// The packets the unicast check after ingress left to the switch (counted in
+    /// memory, not in a variable the whole function would carry).
+    pub others: u64,
 }
 
 /// Byte offsets and sizes for the code generator.
@@ -100,6 +103,7 @@ pub(crate) mod off {
     pub const ENV_KEYS: i32 = offset_of!(Env, keys) as i32;
     pub const ENV_HITS: i32 = offset_of!(Env, hits) as i32;
     pub const ENV_WAITING: i32 = offset_of!(Env, waiting) as i32;
+    pub const ENV_OTHERS: i32 = offset_of!(Env, others) as i32;
 }
 
 /// Offsets of the packet context's scalar fields the architecture's metadata comes
@@ -124,6 +128,10 @@ pub(crate) mod ctx {
 /// [`Lane::out`] set before the arrival-and-parse function: the packet already entered
 /// ingress (the interpreter restored fields preserved from its pass before).
 pub const BEGUN: u64 = 1;
+
+/// [`Lane::out`] flag set before the arrival-and-parse function: parse only (no unicast
+/// check after it, for a program without an ingress control).
+pub const PARSE_ONLY: u64 = 4;
 
 /// [`Lane::out`] set before the deparser: deparse this packet whatever it asked for
 /// (the caller decided it leaves).

@@ -129,8 +129,11 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
         Ok(id)
     };
 
+    // without an ingress control, the unicast check after ingress follows the parser
+    // in the same loop
+    let arrive_unicast = e.plan().ingress.init.is_none();
     let arrive = define(&mut module, "arrive_and_parse", Kind::Batch, &|g, p| {
-        codegen::parse::emit(g, p[1], p[2], true)
+        codegen::parse::emit(g, p[1], p[2], true, arrive_unicast)
     })?;
     let mut control =
         |module: &mut JITModule, which: ControlBlock| -> Result<Option<FuncId>, String> {
@@ -183,6 +186,8 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
         ingress: ingress.map(addr),
         egress: egress.map(addr),
         unicast: addr(unicast),
+        ingress_unicast: ingress.is_some() && codegen::control::fuses_unicast(e),
+        arrive_unicast,
         begin_egress: begin_egress.map(addr),
         deparse: deparse.map(addr),
     };

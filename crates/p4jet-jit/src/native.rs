@@ -25,7 +25,9 @@ use p4jet_engine::state::{ControlState, EntryAction, Externs};
 use p4jet_engine::{ControlBlock, Engine, Native, NativeStats, PacketCtx, Pkt, SUB_BATCH, Scratch};
 use p4jet_tables::EntryHandle;
 
-use crate::abi::{ACCEPT, BEGUN, ERR_BIT, Env, FORCE, GROW, Hit, Lane, SLOT_NONE, SLOT_OTHER};
+use crate::abi::{
+    ACCEPT, BEGUN, ERR_BIT, Env, FORCE, GROW, Hit, Lane, PARSE_ONLY, SLOT_NONE, SLOT_OTHER,
+};
 use crate::codegen::{H, Helpers};
 
 /// A function over a batch of at most 64 lanes: `(env, lanes, n)`.
@@ -40,13 +42,21 @@ const STACK_KEY: usize = 64;
 /// memory.
 pub struct Compiled {
     /// Each packet entering ingress (PHV reset, arrival metadata; not for lanes marked
-    /// [`BEGUN`]), the parser and checksum verification.
+    /// [`BEGUN`]), the parser and checksum verification; for a program without an
+    /// ingress control, then the unicast check ([`Compiled::arrive_unicast`]).
     pub(crate) arrive: BatchFn,
-    /// The controls (None: the program has none).
+    /// The controls (None: the program has none); the ingress control may end each
+    /// packet with the unicast check ([`Compiled::ingress_unicast`]).
     pub(crate) ingress: Option<BatchFn>,
     pub(crate) egress: Option<BatchFn>,
     /// After ingress: the plain unicast packets' fast-lane fields; counts the others.
     pub(crate) unicast: BatchFn,
+    /// The ingress control does the unicast check itself and returns the count of the
+    /// others (`codegen::control::fuses_unicast`): `unicast` is not called after it.
+    pub(crate) ingress_unicast: bool,
+    /// The arrival-and-parse function does it (no ingress control), for the lanes not
+    /// marked [`PARSE_ONLY`].
+    pub(crate) arrive_unicast: bool,
     /// Each packet entering egress (egress metadata; None: nothing to write, or the
     /// egress control does it, `codegen::control::fuses_begin_egress`).
     pub(crate) begin_egress: Option<BatchFn>,
@@ -57,9 +67,19 @@ pub struct Compiled {
     /// it).
     pub(crate) module: Mutex<Option<JITModule>>,
     pub(crate) stats: NativeStats,
-    /// Per table, per action id: the action's slot in the table's list, or
-    /// [`SLOT_OTHER`].
-    pub(crate) slots: Vec<Box<[u32]>>,
+    /// Per table: what the lookup helper needs of it.
+    pub(crate) tables: Vec<TableCall>,
+}
+
+/// What [`h_lookup`] needs of a table, resolved when the program is compiled (the
+/// table's entries and default are the control plane's: looked up per call).
+pub(crate) struct TableCall {
+    /// Bytes per key (0: keyless).
+    key_bytes: usize,
+    /// Direct counters or meters: the interpreter resolves each outcome.
+    direct: bool,
+    /// Per action id: the action's slot in the table's list, or [`SLOT_OTHER`].
+    slots: Box<[u32]>,
 }
 
 impl std::fmt::Debug for Compiled {
@@ -196,6 +216,7 @@ impl Compiled {
             waiting: bufs.waiting.as_mut_ptr(),
             lanes: lanes_ptr,
             compiled: self,
+            others: 0,
         };
         let mut r = 0;
         for f in fs {
@@ -219,7 +240,7 @@ impl Native for Compiled {
             let n = chunk.len();
             for i in 0..n {
                 // the caller reset the packets: parse only
-                lane_mut(&mut lanes, i).out = BEGUN;
+                lane_mut(&mut lanes, i).out = BEGUN | PARSE_ONLY;
             }
             // (the generated parser writes each context's payload offset)
             self.run(&[self.arrive], e, cs, None, sc, 0, &mut lanes, n, &mut bufs);
@@ -276,21 +297,50 @@ impl Native for Compiled {
                 // metadata
                 let begun = if ctx.arch.preserved.is_empty() {
                     ctx.reset_but_phv();
-                    let len = ctx.pkt.len();
-                    ctx.ingress_len = len as u32;
-                    ctx.length_reg = len as u64;
                     0
                 } else {
                     e.begin_ingress(ctx, now_us);
                     BEGUN
                 };
-                let mut lane = lane_of(ctx);
-                lane.out = begun;
-                l.write(lane);
+                // (`begin_ingress` wrote the same lengths)
+                let (start, end) = (ctx.pkt.start, ctx.pkt.end);
+                let len = end.saturating_sub(start);
+                ctx.ingress_len = len as u32;
+                ctx.length_reg = len as u64;
+                l.write(Lane {
+                    phv: ctx.phv.data.as_mut_ptr(),
+                    valid: ctx.phv.valid.as_mut_ptr().cast::<u8>(),
+                    pkt: ctx.pkt.buf.as_mut_ptr().wrapping_add(start),
+                    len: len as u64,
+                    out: begun,
+                    ctx: &mut **ctx,
+                });
             }
             others += match self.ingress {
+                Some(c) if self.ingress_unicast => self.run(
+                    &[self.arrive, c],
+                    e,
+                    cs,
+                    Some(ex),
+                    sc,
+                    now_us,
+                    &mut lanes,
+                    n,
+                    &mut bufs,
+                ),
                 Some(c) => self.run(
                     &[self.arrive, c, self.unicast],
+                    e,
+                    cs,
+                    Some(ex),
+                    sc,
+                    now_us,
+                    &mut lanes,
+                    n,
+                    &mut bufs,
+                ),
+                None if self.arrive_unicast => self.run(
+                    &[self.arrive],
                     e,
                     cs,
                     Some(ex),
@@ -336,10 +386,14 @@ impl Native for Compiled {
                 // the deparser's lane: the buffer's start and the payload's offset
                 let pk = &ctx.pkt;
                 let payload = pk.start + ctx.payload_off.min(pk.end - pk.start);
-                let mut lane = lane_of(ctx);
-                lane.pkt = ctx.pkt.buf.as_mut_ptr();
-                lane.len = payload as u64;
-                l.write(lane);
+                l.write(Lane {
+                    phv: ctx.phv.data.as_mut_ptr(),
+                    valid: ctx.phv.valid.as_mut_ptr().cast::<u8>(),
+                    pkt: ctx.pkt.buf.as_mut_ptr(),
+                    len: payload as u64,
+                    out: 0,
+                    ctx: &mut **ctx,
+                });
             }
             // the egress arrival, control and deparser that exist, in that order
             let mut fs = [self.arrive; 3];
@@ -588,15 +642,11 @@ unsafe fn lookup(
     hits: *mut Hit,
     lanes: *mut Lane,
 ) -> u32 {
-    let (Some(ti), Some(ts), Some(tp), Some(slots)) = (
-        c.e.prog.tables.get(t as usize),
-        c.cs.tables.get(t as usize),
-        c.e.plan().tables.get(t as usize),
-        comp.slots.get(t as usize),
-    ) else {
+    let (Some(tc), Some(ts)) = (comp.tables.get(t as usize), c.cs.tables.get(t as usize)) else {
         return 0;
     };
-    let kb = ti.key_bytes as usize;
+    let kb = tc.key_bytes;
+    let slots = &tc.slots;
     let outcome = |hit: &mut Hit, call: Option<&p4jet_ir::ActionCall>, found: bool| {
         hit.hit = u32::from(found);
         match call {
@@ -617,26 +667,24 @@ unsafe fn lookup(
             }
         }
     };
-    // nothing to look up: every packet misses, and a plain default is everyone's
-    if (kb == 0 || ts.entries.is_empty()) && w > 0 {
-        let default = match &ts.default {
-            Some(EntryAction::Direct(call)) => Some(Some(call)),
-            None => Some(None),
-            Some(_) => None,
-        };
-        if let Some(call) = default {
-            c.sc.count_table(t, w as u64, 0);
-            // SAFETY: `hits` has room for `w` (at least one) outcomes.
-            outcome(unsafe { &mut *hits }, call, false);
-            return 1;
-        }
-    }
+    // a plain default (None: a profile's member or group, by the interpreter)
     let default = match &ts.default {
         Some(EntryAction::Direct(call)) => Some(Some(call)),
         None => Some(None),
         Some(_) => None,
     };
-    if kb > 0 && !ts.entries.is_empty() && !tp.direct && default.is_some() {
+    let looked_up = kb > 0 && !ts.entries.is_empty();
+    // nothing to look up: every packet misses, and a plain default is everyone's
+    if !looked_up
+        && w > 0
+        && let Some(call) = default
+    {
+        c.sc.count_table(t, w as u64, 0);
+        // SAFETY: `hits` has room for `w` (at least one) outcomes.
+        outcome(unsafe { &mut *hits }, call, false);
+        return 1;
+    }
+    if looked_up && !tc.direct && default.is_some() {
         // a direct entry's outcome is its action and data, written as the lookup
         // finds it (the closure kept small, for the lookup to inline it); anything
         // else (a profile member or group, possible only in a profile's table) is
@@ -687,7 +735,7 @@ unsafe fn lookup(
     }
     let mut found: [Option<(EntryHandle, &p4jet_engine::EntryValue)>; SUB_BATCH] =
         [None; SUB_BATCH];
-    if kb > 0 && !ts.entries.is_empty() {
+    if looked_up {
         // SAFETY: as above.
         let keys = unsafe { std::slice::from_raw_parts(keys, w * kb + KEY_SLACK) };
         ts.entries.lookup_batch(keys, &mut found[..w]);
@@ -698,7 +746,7 @@ unsafe fn lookup(
         // a direct entry or default is its action; anything else (profiles,
         // selectors, direct counters and meters) goes through the interpreter
         let quick = match f {
-            Some((_, v)) if !tp.direct => match &v.action {
+            Some((_, v)) if !tc.direct => match &v.action {
                 EntryAction::Direct(call) => Some(Some(call)),
                 _ => None,
             },
@@ -771,20 +819,26 @@ pub(crate) struct Addrs {
     pub ingress: Option<*const u8>,
     pub egress: Option<*const u8>,
     pub unicast: *const u8,
+    pub ingress_unicast: bool,
+    pub arrive_unicast: bool,
     pub begin_egress: Option<*const u8>,
     pub deparse: Option<*const u8>,
 }
 
 /// A [`Compiled`] from the finalized module's function addresses.
 pub(crate) fn compiled(e: &Engine, a: Addrs, module: JITModule, stats: NativeStats) -> Compiled {
-    let slots = e
+    let plan = &e.plan().tables;
+    let tables = e
         .prog
         .tables
         .iter()
-        .map(|t| {
-            (0..e.prog.actions.len() as u32)
+        .enumerate()
+        .map(|(i, t)| TableCall {
+            key_bytes: t.key_bytes as usize,
+            direct: plan.get(i).is_none_or(|tp| tp.direct),
+            slots: (0..e.prog.actions.len() as u32)
                 .map(|a| t.action_slot(a).map_or(SLOT_OTHER, |s| s as u32))
-                .collect()
+                .collect(),
         })
         .collect();
     // SAFETY: each address is a function the module finalized with the signature of
@@ -799,11 +853,13 @@ pub(crate) fn compiled(e: &Engine, a: Addrs, module: JITModule, stats: NativeSta
             ingress: a.ingress.map(batch),
             egress: a.egress.map(batch),
             unicast: batch(a.unicast),
+            ingress_unicast: a.ingress_unicast,
+            arrive_unicast: a.arrive_unicast,
             begin_egress: a.begin_egress.map(batch),
             deparse: a.deparse.map(batch),
             module: Mutex::new(Some(module)),
             stats,
-            slots,
+            tables,
         }
     }
 }

@@ -208,6 +208,12 @@ impl Worker {
         self.core.inject(port, frame)
     }
 
+    /// Queues received frames from one port (inlined into receive loops).
+    #[inline]
+    pub fn inject_all<'f>(&mut self, port: u32, frames: impl IntoIterator<Item = &'f [u8]>) {
+        self.core.inject_all(port, frames)
+    }
+
     /// Queues a received frame in the buffer it arrived in (no copy).
     pub fn inject_buf(&mut self, port: u32, buf: PacketBuf) {
         self.core.inject_buf(port, buf)
@@ -563,6 +569,32 @@ impl Core {
         out.append(&mut self.moved);
     }
 
+    /// Queues received frames, all from `port`, in order (inlined into receive loops:
+    /// the port's receive count is updated once per call).
+    #[inline(always)]
+    pub fn inject_all<'f>(&mut self, port: u32, frames: impl IntoIterator<Item = &'f [u8]>) {
+        if self.cfg.trace {
+            for frame in frames {
+                self.inject(port, frame);
+            }
+            return;
+        }
+        let mut n = 0u64;
+        for frame in frames {
+            let mut ctx = self.alloc();
+            if ctx.pkt.capacity() == 0 {
+                self.give_spare(&mut ctx);
+            }
+            ctx.pkt.set(frame);
+            self.received(&mut ctx, port);
+            self.input.push_back(ctx);
+            n += 1;
+        }
+        if n > 0 {
+            self.port_mut(port).rx += n;
+        }
+    }
+
     // inlined: a call here costs ~20 instructions per packet (callgrind)
     #[inline(always)]
     fn queue_received(&mut self, mut ctx: Pkt, port: u32) {
@@ -574,13 +606,20 @@ impl Core {
                 self.trace_out.push(line);
             }
         }
+        self.received(&mut ctx, port);
+        self.port_mut(port).rx += 1;
+        self.input.push_back(ctx);
+    }
+
+    /// A received packet's architecture fields (it entered on `port`, at the time of
+    /// the last [`Core::mark_rx`]).
+    #[inline(always)]
+    fn received(&self, ctx: &mut PacketCtx, port: u32) {
         ctx.arch.port = port;
         ctx.arch.instance_type = instance::NORMAL;
         ctx.arch.passes = 0;
         ctx.arch.preserved.clear();
         ctx.arch.rx_ns = self.rx_stamp;
-        self.port_mut(port).rx += 1;
-        self.input.push_back(ctx);
     }
 
     /// Per table of the running program (by name), its lookups and hits on this core
@@ -1356,6 +1395,8 @@ impl Core {
         // latency: the packets of a batch mostly share their injection time, so equal
         // values are counted together
         let mut lat = (0u64, 0u64);
+        // transmissions: a run of packets to one port is counted at once
+        let mut sent = (0u32, 0u64);
         let plain = !self.cfg.trace;
         // ports that take buffers (AF_XDP, DPDK): tested per packet only if any
         let moving = !self.moving.is_empty();
@@ -1369,36 +1410,32 @@ impl Core {
             }
             // 4. transmit
             let port = ctx.arch.port;
-            let data = ctx.pkt.data();
-            let n = match ctx.req.truncate {
-                Some(t) => (t as usize).min(data.len()),
-                None => data.len(),
-            };
-            if self.cfg.trace {
-                trace_line(&mut ctx, level::DEBUG, || {
-                    format!("Transmitting packet of size {n} out of port {port}")
-                });
-                if self.cfg.dump_packet_data > 0 {
-                    let line = dump_line(
-                        "Sending",
-                        port,
-                        &ctx.pkt.data()[..n],
-                        self.cfg.dump_packet_data,
-                    );
-                    ctx.log.push(line);
-                }
+            if !plain {
+                self.trace_tx(&mut ctx, port);
             }
             if moving
                 && self.moving.get(port as usize) == Some(&true)
                 && ctx.pkt.buf.is_port_owned()
             {
+                let n = tx_len(&ctx);
                 let mut b = std::mem::take(&mut ctx.pkt);
                 b.truncate(n);
                 self.moved.push((port, b));
             } else {
-                tx(port, &ctx.pkt.data()[..n]);
+                // (a truncation is a request: none without `pending`)
+                let data = ctx.pkt.data();
+                match ctx.req.truncate {
+                    None => tx(port, data),
+                    Some(t) => tx(port, &data[..(t as usize).min(data.len())]),
+                }
             }
-            self.port_mut(port).tx += 1;
+            if sent.0 != port {
+                if sent.1 > 0 {
+                    self.port_mut(sent.0).tx += sent.1;
+                }
+                sent = (port, 0);
+            }
+            sent.1 += 1;
             if tx_ns.is_some() {
                 let rx = ctx.arch.rx_ns;
                 if lat.1 > 0 && lat.0 != rx {
@@ -1409,11 +1446,34 @@ impl Core {
             }
             self.free(ctx);
         }
+        if sent.1 > 0 {
+            self.port_mut(sent.0).tx += sent.1;
+        }
         if lat.1 > 0 {
             self.record_latency(tx_ns, lat);
         }
         lap(on, &mut t, &mut self.stage_ns[4]);
         self.egress = batch;
+    }
+
+    /// The trace lines of a packet transmitted on `port` (`--log-console`,
+    /// `--dump-packet-data`).
+    #[cold]
+    #[inline(never)]
+    fn trace_tx(&mut self, ctx: &mut PacketCtx, port: u32) {
+        let n = tx_len(ctx);
+        trace_line(ctx, level::DEBUG, || {
+            format!("Transmitting packet of size {n} out of port {port}")
+        });
+        if self.cfg.dump_packet_data > 0 {
+            let line = dump_line(
+                "Sending",
+                port,
+                &ctx.pkt.data()[..n],
+                self.cfg.dump_packet_data,
+            );
+            ctx.log.push(line);
+        }
     }
 
     /// `count` packets injected at `rx` ns leaving at `tx` ns.
@@ -1504,6 +1564,16 @@ impl Core {
             d.history.push_back(msg.clone());
             d.pending.push_back(msg);
         }
+    }
+}
+
+/// The bytes of `ctx`'s frame that leave: all, or as many as the program truncated it
+/// to.
+fn tx_len(ctx: &PacketCtx) -> usize {
+    let len = ctx.pkt.len();
+    match ctx.req.truncate {
+        Some(t) => (t as usize).min(len),
+        None => len,
     }
 }
 

@@ -396,13 +396,17 @@ pub fn replay(
     loop {
         w.core.mark_rx();
         let want = backlog.saturating_sub(w.pending());
-        for _ in 0..want {
-            w.inject(port, &frames[*i]);
-            *i += 1;
-            if *i == frames.len() {
-                *i = 0;
-            }
-        }
+        w.inject_all(
+            port,
+            (0..want).map(|_| {
+                let f = &frames[*i];
+                *i += 1;
+                if *i == frames.len() {
+                    *i = 0;
+                }
+                f.as_slice()
+            }),
+        );
         *injected += want as u64;
         w.step(&mut |_, _| *sent += 1);
         steps += 1;

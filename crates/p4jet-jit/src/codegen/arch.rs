@@ -142,19 +142,31 @@ impl Gen<'_, '_> {
     }
 }
 
-/// Emits the unicast check after ingress: `(env, lanes, n) -> others`. A packet with
-/// no request pending, `mcast_grp` and `priority` 0 and `egress_spec` not the drop port
-/// gets the fast lane's fields (`Engine::unicast`: NORMAL, enqueued now on queue 0 of
-/// `egress_spec`); the result counts the other packets.
+/// Emits the unicast check after ingress as a function of its own: `(env, lanes, n)
+/// -> others` (for an ingress control that does not do it itself,
+/// `codegen::control::fuses_unicast`).
 pub(crate) fn emit_unicast(g: &mut Gen, lanes: Value, n: Value) {
-    let std = g.e.std_meta;
-    let drop_port = g.e.cfg.drop_port;
-    let others = g.var(0);
     g.each_lane(lanes, n, |g, lane| {
+        let phv = g.lane_ptr(lane, off::LANE_PHV);
+        g.unicast(lane, phv);
+    });
+    let o = g.b.ins().load(types::I64, mem(), g.env, off::ENV_OTHERS);
+    g.b.ins().return_(&[o]);
+}
+
+impl Gen<'_, '_> {
+    /// The unicast check of a packet after ingress: a packet with no request pending,
+    /// `mcast_grp` and `priority` 0 and `egress_spec` not the drop port gets the fast
+    /// lane's fields (`Engine::unicast`: NORMAL, enqueued now on queue 0 of
+    /// `egress_spec`); `Env::others` counts the other packets. (The switch writes the
+    /// same fields when it enqueues such a packet itself.)
+    pub(crate) fn unicast(&mut self, lane: Value, phv: Value) {
+        let g = self;
+        let std = g.e.std_meta;
+        let drop_port = g.e.cfg.drop_port;
         let other = g.b.create_block();
         let next = g.b.create_block();
         let cx = g.lane_ptr(lane, off::LANE_CTX);
-        let phv = g.lane_ptr(lane, off::LANE_PHV);
         let mut odd = g.b.ins().uload8(types::I64, mem(), cx, ctx::PENDING);
         for w in [std.mcast_grp, std.priority].into_iter().flatten() {
             if let Some(v) = g.read64(phv, w) {
@@ -189,14 +201,12 @@ pub(crate) fn emit_unicast(g: &mut Gen, lanes: Value, n: Value) {
         g.b.ins().store(mem(), z32, cx, ctx::ENQ_QDEPTH);
         g.b.ins().jump(next, &[]);
         g.b.switch_to_block(other);
-        let o = g.b.use_var(others);
+        let o = g.b.ins().load(types::I64, mem(), g.env, off::ENV_OTHERS);
         let o = g.b.ins().iadd_imm_s(o, 1);
-        g.b.def_var(others, o);
+        g.b.ins().store(mem(), o, g.env, off::ENV_OTHERS);
         g.b.ins().jump(next, &[]);
         g.b.switch_to_block(next);
-    });
-    let o = g.b.use_var(others);
-    g.b.ins().return_(&[o]);
+    }
 }
 
 /// Whether [`Gen::begin_egress`] writes anything for this program (else no egress

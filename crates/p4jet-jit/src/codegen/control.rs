@@ -43,6 +43,12 @@ struct Region<'c> {
     bit: Value,
     /// Where a packet goes when its walk stops (at a table or the end).
     done: Block,
+    /// The ingress control's unicast check where the control ends for a packet
+    /// ([`fuses_unicast`]; not in egress).
+    unicast: bool,
+    /// Where a packet goes when the control ends for it (the unicast check, then
+    /// `done`; created when first used).
+    end_at: Option<Block>,
     /// The blocks of the nodes emitted so far in this loop.
     blocks: HashMap<u32, Block>,
     /// Nodes whose blocks are still to fill.
@@ -118,6 +124,14 @@ pub(crate) fn fuses_begin_egress(e: &p4jet_engine::Engine) -> bool {
     ctl.init.is_some() && straight(e, ctl)
 }
 
+/// Whether the ingress control's function also does the unicast check after ingress
+/// (`Gen::unicast`, where the control ends for each packet; returning the count of the
+/// others), so that no separate unicast function runs after it.
+pub(crate) fn fuses_unicast(e: &p4jet_engine::Engine) -> bool {
+    let ctl = &e.plan().ingress;
+    ctl.init.is_some() && straight(e, ctl)
+}
+
 /// Emits the control function's body: `(env, lanes, n)` with `n` at most 64.
 pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
     let e = g.e;
@@ -159,6 +173,8 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
             *c = Some(g.var(0));
         }
     }
+    // the ingress control ends each packet with the unicast check
+    let unicast = which == ControlBlock::Ingress;
     // every packet from the first node to its first table
     let i_var = g.var(0);
     let head = g.b.create_block();
@@ -194,6 +210,8 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
         px,
         bit,
         done: next_i,
+        unicast,
+        end_at: None,
         blocks: HashMap::new(),
         todo: vec![],
     };
@@ -216,7 +234,7 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
         let next = g.b.create_block();
         g.b.ins().brif(here, body, &[], next, &[]);
         g.b.switch_to_block(body);
-        apply(g, ctl, ir, &at, &counts, *table, lanes, here);
+        apply(g, ctl, ir, &at, &counts, unicast, *table, lanes, here);
         g.b.ins().jump(next, &[]);
         g.b.switch_to_block(next);
     }
@@ -234,15 +252,27 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
         g.b.ins().jump(next, &[]);
         g.b.switch_to_block(next);
     }
-    let z = g.k(0);
-    g.b.ins().return_(&[z]);
+    let r = if unicast {
+        g.b.ins().load(types::I64, mem(), g.env, off::ENV_OTHERS)
+    } else {
+        g.k(0)
+    };
+    g.b.ins().return_(&[r]);
 }
 
 impl Region<'_> {
+    /// The block where the control ends for the packet.
+    fn end(&mut self, g: &mut Gen) -> Block {
+        if !self.unicast {
+            return self.done;
+        }
+        *self.end_at.get_or_insert_with(|| g.b.create_block())
+    }
+
     /// The block of node `n` in this region (None: the end of the control).
     fn block(&mut self, g: &mut Gen, n: Option<u32>) -> Block {
         let Some(n) = n else {
-            return self.done;
+            return self.end(g);
         };
         if let Some(b) = self.blocks.get(&n) {
             return *b;
@@ -253,8 +283,19 @@ impl Region<'_> {
         b
     }
 
-    /// Fills the blocks of every node reached so far (and those they reach).
+    /// Fills the blocks of every node reached so far (and those they reach), and the
+    /// end.
     fn fill(&mut self, g: &mut Gen) {
+        self.fill_nodes(g);
+        if let (Some(end), true) = (self.end_at, self.unicast) {
+            g.b.switch_to_block(end);
+            g.unicast(self.px.lane, self.px.phv);
+            g.b.ins().jump(self.done, &[]);
+        }
+    }
+
+    /// Fills the blocks of every node reached so far (and those they reach).
+    fn fill_nodes(&mut self, g: &mut Gen) {
         while let Some(n) = self.todo.pop() {
             let b = self.blocks[&n];
             g.b.switch_to_block(b);
@@ -300,7 +341,8 @@ impl Region<'_> {
                     let null = g.k(0);
                     let exit = action::emit(g, *action, self.px, null, null);
                     let nb = self.block(g, *next);
-                    g.b.ins().brif(exit, self.done, &[], nb, &[]);
+                    let end = self.end(g);
+                    g.b.ins().brif(exit, end, &[], nb, &[]);
                 }
             }
         }
@@ -324,7 +366,8 @@ impl Region<'_> {
             ApplyNext::ByAction { slots, .. } => slots.get(slot).copied().flatten(),
         };
         let nb = self.block(g, to);
-        g.b.ins().brif(exit, self.done, &[], nb, &[]);
+        let end = self.end(g);
+        g.b.ins().brif(exit, end, &[], nb, &[]);
     }
 }
 
@@ -336,6 +379,7 @@ fn apply(
     ir: &p4jet_ir::Control,
     at: &[Option<Variable>],
     counts: &[Option<Variable>],
+    unicast: bool,
     t: u32,
     lanes: Value,
     here: Value,
@@ -424,6 +468,8 @@ fn apply(
         px,
         bit,
         done: after,
+        unicast,
+        end_at: None,
         blocks: HashMap::new(),
         todo: vec![],
     };
@@ -442,13 +488,15 @@ fn apply(
     {
         ApplyNext::Same(x) => {
             let xb = r.block(g, *x);
-            g.b.ins().brif(exit, after, &[], xb, &[]);
+            let end = r.end(g);
+            g.b.ins().brif(exit, end, &[], xb, &[]);
         }
         ApplyNext::HitMiss { hit: h, miss: m } => {
             let on = g.b.create_block();
             let hb = r.block(g, *h);
             let mb = r.block(g, *m);
-            g.b.ins().brif(exit, after, &[], on, &[]);
+            let end = r.end(g);
+            g.b.ins().brif(exit, end, &[], on, &[]);
             g.b.switch_to_block(on);
             g.b.ins().brif(hit, hb, &[], mb, &[]);
         }
@@ -460,7 +508,8 @@ fn apply(
                 None => None,
             };
             let xb = r.block(g, to);
-            g.b.ins().brif(exit, after, &[], xb, &[]);
+            let end = r.end(g);
+            g.b.ins().brif(exit, end, &[], xb, &[]);
         }
     };
     for (s, a) in ti.actions.iter().enumerate() {

@@ -13,7 +13,7 @@ use p4jet_engine::plan::parser::{Next, ParseOp, Select, SelectKey};
 
 use super::checksum::csum_inline;
 use super::{Gen, H, mem};
-use crate::abi::{ACCEPT, ERR_BIT, off};
+use crate::abi::{ACCEPT, ERR_BIT, PARSE_ONLY, off};
 
 /// Most states the interpreter runs before `ParserTimeout`.
 const MAX_STEPS: u64 = 100_000;
@@ -31,8 +31,11 @@ struct Pkt {
 }
 
 /// Emits the parse function's body: `(env, lanes, n)`, into the current block; with
-/// `begin`, each packet first enters ingress (`Gen::begin_ingress`).
-pub(crate) fn emit(g: &mut Gen, lanes: Value, n: Value, begin: bool) {
+/// `begin`, each packet first enters ingress (`Gen::begin_ingress`); with `unicast`
+/// (a program without an ingress control), each packet not marked [`PARSE_ONLY`] then
+/// has the unicast check after ingress (`Gen::unicast`), and the function returns the
+/// count of the others.
+pub(crate) fn emit(g: &mut Gen, lanes: Value, n: Value, begin: bool, unicast: bool) {
     let e = g.e;
     let prog = &*e.prog;
     let plan = e.plan();
@@ -60,10 +63,10 @@ pub(crate) fn emit(g: &mut Gen, lanes: Value, n: Value, begin: bool) {
         steps: g.var(0),
         error: g.var(u64::from(codes.no_error)),
     };
-    if begin {
+    let out = (begin || unicast).then(|| g.b.ins().load(types::I64, mem(), pk.lane, off::LANE_OUT));
+    if let (true, Some(out)) = (begin, out) {
         // a packet with preserved fields already entered (BEGUN): the interpreter
         // wrote them back after its reset
-        let out = g.b.ins().load(types::I64, mem(), pk.lane, off::LANE_OUT);
         let go = g.b.create_block();
         let skip = g.b.create_block();
         g.b.ins().brif(out, skip, &[], go, &[]);
@@ -265,14 +268,28 @@ pub(crate) fn emit(g: &mut Gen, lanes: Value, n: Value, begin: bool) {
             g.call(H::Verify, &[env, pk.lane]);
         }
     }
+    if let (true, Some(out)) = (unicast, out) {
+        let only = g.b.ins().band_imm_u(out, PARSE_ONLY as i64);
+        let check = g.b.create_block();
+        let next = g.b.create_block();
+        g.b.ins().brif(only, next, &[], check, &[]);
+        g.b.switch_to_block(check);
+        g.unicast(pk.lane, pk.phv);
+        g.b.ins().jump(next, &[]);
+        g.b.switch_to_block(next);
+    }
     let i = g.b.use_var(i_var);
     let i = g.b.ins().iadd_imm_s(i, 1);
     g.b.def_var(i_var, i);
     g.b.ins().jump(head, &[]);
 
     g.b.switch_to_block(exit);
-    let z = g.k(0);
-    g.b.ins().return_(&[z]);
+    let o = if unicast {
+        g.b.ins().load(types::I64, mem(), g.env, off::ENV_OTHERS)
+    } else {
+        g.k(0)
+    };
+    g.b.ins().return_(&[o]);
 }
 
 /// Whether select `sel` compiles: a one-field key with a 64-bit window, or a key of

@@ -332,13 +332,16 @@ pub fn eval(p: &Program, c: &EvalCtx, id: ExprId) -> u128 {
         Expr::SatCast(a, w) => {
             let v = eval(p, c, *a);
             let ia = p.exprs.nodes[*a as usize].interp;
-            let (lo, hi) = (
-                -(1i128 << (*w - 1).min(126)),
-                (1i128 << (*w - 1).min(126)) - 1,
-            );
             if *w == 0 {
                 return 0;
             }
+            // [-2^(w-1), 2^(w-1) - 1]; at 128 bits that is the whole of i128 (the shift
+            // would overflow)
+            let (lo, hi) = if *w >= 128 {
+                (i128::MIN, i128::MAX)
+            } else {
+                (-(1i128 << (*w - 1)), (1i128 << (*w - 1)) - 1)
+            };
             if ia == Interp::Unsigned {
                 if v > hi as u128 { hi as u128 } else { v }
             } else {

@@ -179,6 +179,38 @@ fn to_field(v: &BigInt, w: u32, signed: bool) -> BigInt {
     if signed && x >= pow2(w - 1) { x - m } else { x }
 }
 
+/// Runs `h.f{dst} = expr` on the engine with the fields set from `raw`; returns the
+/// engine's result and the BigInt reference's.
+fn run_case(expr: &Value, dst: usize, raw: &[(u128, u128)]) -> (BigInt, BigInt) {
+    let text = program(expr, dst);
+    let engine = p4jet_engine::load(&text, EngineConfig::default()).expect("loads");
+    let p = engine.prog.clone();
+    let cs = engine.new_control_state().unwrap();
+    let ex = engine.new_externs();
+    let mut ctx = PacketCtx::new(&p, 64);
+    // the field values
+    let mut vals = vec![];
+    for (i, (w, s)) in WIDTHS.iter().enumerate() {
+        let big = (BigInt::from(raw[i].0) << 128) | BigInt::from(raw[i].1);
+        let v = to_field(&big, *w, *s);
+        let loc = p.fields[p.field_by_name("h", &format!("f{i}")).unwrap() as usize].loc;
+        let bits = to_field(&v, *w, false).to_biguint().unwrap();
+        ctx.phv.write_big(loc, &bits);
+        vals.push(v);
+    }
+    let mut sc = p4jet_engine::Scratch::default();
+    let call = p4jet_ir::ActionCall {
+        action: 0,
+        data: Box::new([]),
+    };
+    engine.run_action(&cs, &ex, &mut ctx, &call, &mut sc, 0);
+    let (w, _) = WIDTHS[dst];
+    let want = to_field(&reference(expr, &vals), w, false);
+    let loc = p.fields[p.field_by_name("h", &format!("f{dst}")).unwrap() as usize].loc;
+    let got = BigInt::from(ctx.phv.read_big(loc));
+    (got, want)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
     #[test]
@@ -187,31 +219,30 @@ proptest! {
         dst in 0usize..WIDTHS.len(),
         raw in proptest::collection::vec((any::<u128>(), any::<u128>()), WIDTHS.len()),
     ) {
-        let text = program(&expr, dst);
-        let engine = p4jet_engine::load(&text, EngineConfig::default()).expect("loads");
-        let p = engine.prog.clone();
-        let cs = engine.new_control_state().unwrap();
-        let ex = engine.new_externs();
-        let mut ctx = PacketCtx::new(&p, 64);
-        // random field values
-        let mut vals = vec![];
-        for (i, (w, s)) in WIDTHS.iter().enumerate() {
-            let big = (BigInt::from(raw[i].0) << 128) | BigInt::from(raw[i].1);
-            let v = to_field(&big, *w, *s);
-            let loc = p.fields[p.field_by_name("h", &format!("f{i}")).unwrap() as usize].loc;
-            let bits = to_field(&v, *w, false).to_biguint().unwrap();
-            ctx.phv.write_big(loc, &bits);
-            vals.push(v);
-        }
-        let mut sc = p4jet_engine::Scratch::default();
-        let call = p4jet_ir::ActionCall { action: 0, data: Box::new([]) };
-        engine.run_action(&cs, &ex, &mut ctx, &call, &mut sc, 0);
-        let (w, s) = WIDTHS[dst];
-        let want = to_field(&reference(&expr, &vals), w, false);
-        let loc = p.fields[p.field_by_name("h", &format!("f{dst}")).unwrap() as usize].loc;
-        let got = BigInt::from(ctx.phv.read_big(loc));
-        let _ = s;
+        let (got, want) = run_case(&expr, dst, &raw);
         prop_assert_eq!(got, want, "expr {}", expr);
+    }
+}
+
+/// A saturating cast to 128 bits clamps at 2^127 - 1 (the 128-bit path once clamped
+/// at 2^126 - 1).
+#[test]
+fn sat_cast_to_128_bits_keeps_the_whole_range() {
+    // f4 is the unsigned 128-bit field
+    for v in [
+        (1u128 << 126) - 1,
+        1u128 << 126,
+        (1u128 << 126) + 12345,
+        (1u128 << 127) - 1,
+        1u128 << 127,
+        u128::MAX,
+    ] {
+        let mut raw = vec![(0u128, 0u128); WIDTHS.len()];
+        raw[4] = (0, v);
+        let e = op("sat_cast", field(4), hex(&BigInt::from(128)));
+        let (got, want) = run_case(&e, 4, &raw);
+        assert_eq!(got, want, "sat_cast({v}, 128)");
+        assert_eq!(got, BigInt::from(v.min((1u128 << 127) - 1)));
     }
 }
 

@@ -517,12 +517,19 @@ impl Core {
     /// Queues a received frame (inlined into receive loops: a call per packet).
     #[inline(always)]
     pub fn inject(&mut self, port: u32, frame: &[u8]) {
+        let ctx = self.ctx_holding(frame);
+        self.queue_received(ctx, port);
+    }
+
+    /// A pooled context whose buffer holds a copy of `frame`.
+    #[inline(always)]
+    fn ctx_holding(&mut self, frame: &[u8]) -> Pkt {
         let mut ctx = self.alloc();
         if ctx.pkt.capacity() == 0 {
             self.give_spare(&mut ctx);
         }
         ctx.pkt.set(frame);
-        self.queue_received(ctx, port);
+        ctx
     }
 
     /// Gives a context whose buffer left with a frame sent in place a spare buffer, if
@@ -581,11 +588,7 @@ impl Core {
         }
         let mut n = 0u64;
         for frame in frames {
-            let mut ctx = self.alloc();
-            if ctx.pkt.capacity() == 0 {
-                self.give_spare(&mut ctx);
-            }
-            ctx.pkt.set(frame);
+            let mut ctx = self.ctx_holding(frame);
             self.received(&mut ctx, port);
             self.input.push_back(ctx);
             n += 1;

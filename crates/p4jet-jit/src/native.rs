@@ -316,52 +316,33 @@ impl Native for Compiled {
                     ctx: &mut **ctx,
                 });
             }
-            others += match self.ingress {
-                Some(c) if self.ingress_unicast => self.run(
-                    &[self.arrive, c],
-                    e,
-                    cs,
-                    Some(ex),
-                    sc,
-                    now_us,
-                    &mut lanes,
-                    n,
-                    &mut bufs,
-                ),
-                Some(c) => self.run(
-                    &[self.arrive, c, self.unicast],
-                    e,
-                    cs,
-                    Some(ex),
-                    sc,
-                    now_us,
-                    &mut lanes,
-                    n,
-                    &mut bufs,
-                ),
-                None if self.arrive_unicast => self.run(
-                    &[self.arrive],
-                    e,
-                    cs,
-                    Some(ex),
-                    sc,
-                    now_us,
-                    &mut lanes,
-                    n,
-                    &mut bufs,
-                ),
-                None => self.run(
-                    &[self.arrive, self.unicast],
-                    e,
-                    cs,
-                    Some(ex),
-                    sc,
-                    now_us,
-                    &mut lanes,
-                    n,
-                    &mut bufs,
-                ),
+            // arrival, the ingress control (if any), and the unicast check unless one
+            // of them does it already
+            let mut fs = [self.arrive; 3];
+            let mut k = 1;
+            let fused = match self.ingress {
+                Some(c) => {
+                    fs[k] = c;
+                    k += 1;
+                    self.ingress_unicast
+                }
+                None => self.arrive_unicast,
             };
+            if !fused {
+                fs[k] = self.unicast;
+                k += 1;
+            }
+            others += self.run(
+                &fs[..k],
+                e,
+                cs,
+                Some(ex),
+                sc,
+                now_us,
+                &mut lanes,
+                n,
+                &mut bufs,
+            );
         }
         others == 0
     }

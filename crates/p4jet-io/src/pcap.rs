@@ -32,6 +32,7 @@ use std::io::{self, IoSlice, Read, Seek, SeekFrom, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use pcap_file::pcap::{PcapHeader, PcapParser};
@@ -448,18 +449,59 @@ pub fn push_record(buf: &mut Vec<u8>, frame: &[u8], ts: Duration) {
 ///
 /// Records are appended to `scratch` ([`PcapSink::push`]) or handed over in whole
 /// buffers ([`PcapSink::take_records`], no copy); [`PcapSink::commit`] writes them all,
-/// in order, with one `writev(2)` (more if the kernel takes less).
+/// in order, with one `writev(2)` (more if the kernel takes less). A sink made
+/// [`PcapSink::write_behind`] hands them to its own writer thread instead, so that
+/// the kernel's copy into the page cache runs beside the caller; [`PcapSink::sync`]
+/// waits for what was handed over.
 pub struct PcapSink {
     path: PathBuf,
-    file: File,
+    out: Out,
     /// Buffers handed over, written before `scratch`.
     queued: Vec<Vec<u8>>,
     /// Bytes in `queued`.
     queued_bytes: usize,
+    /// Records in `queued` and `scratch`.
+    queued_frames: u64,
     scratch: Vec<u8>,
     /// Written buffers for reuse.
     free: Vec<Vec<u8>>,
+    /// Records lost to failed writes and not yet taken ([`PcapSink::take_lost`]).
+    lost: u64,
 }
+
+/// Where a sink's records go.
+enum Out {
+    /// Written by the caller's thread.
+    Inline(File),
+    /// Written by the sink's writer thread.
+    Behind(WriteBehind),
+}
+
+/// The writer thread of a [`PcapSink`] and the channels to it: every job sent comes
+/// back once, with its buffers emptied and what it failed to write.
+struct WriteBehind {
+    jobs: Option<mpsc::SyncSender<WriteJob>>,
+    done: mpsc::Receiver<Written>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Jobs sent and not come back.
+    in_flight: usize,
+}
+
+/// Buffers of records to write, in order, and how many records they hold.
+struct WriteJob {
+    bufs: Vec<Vec<u8>>,
+    frames: u64,
+}
+
+/// A job come back: its buffers (empty) and, if the write failed, the records lost.
+struct Written {
+    bufs: Vec<Vec<u8>>,
+    failed: Option<(u64, io::Error)>,
+}
+
+/// Jobs a writer thread may have waiting before [`PcapSink::commit`] waits for it
+/// (each holds at least [`OUT_BUFFER`] bytes when the sink is busy).
+const WRITE_BEHIND_JOBS: usize = 16;
 
 /// Most buffers a [`PcapSink`] keeps for reuse.
 const FREE_BUFFERS: usize = 256;
@@ -467,8 +509,14 @@ const FREE_BUFFERS: usize = 256;
 impl PcapSink {
     /// Creates (truncates) `path` and writes the global header.
     pub fn create(path: &Path) -> io::Result<PcapSink> {
-        let mut file = File::create(path)
+        let file = File::create(path)
             .map_err(|e| ctx(e, format_args!("creating pcap output {}", path.display())))?;
+        PcapSink::with_file(file, path)
+    }
+
+    /// A sink writing to `file` (opened for writing; `path` names it in errors),
+    /// starting with the global header.
+    fn with_file(mut file: File, path: &Path) -> io::Result<PcapSink> {
         let header = PcapHeader {
             version_major: 2,
             version_minor: 4,
@@ -487,18 +535,55 @@ impl PcapSink {
             .map_err(|e| ctx(e, format_args!("writing {}", path.display())))?;
         Ok(PcapSink {
             path: path.to_path_buf(),
-            file,
+            out: Out::Inline(file),
             queued: Vec::new(),
             queued_bytes: 0,
+            queued_frames: 0,
             scratch: Vec::with_capacity(64 * 1024),
             free: Vec::new(),
+            lost: 0,
         })
     }
 
-    /// Takes the records in `records` (encoded by [`push_record`]) to be written after
-    /// those pending, leaving an empty buffer (of the same capacity if one was written
-    /// before) in its place.
-    pub fn take_records(&mut self, records: &mut Vec<u8>) {
+    /// From now on the records are written by a thread of the sink's own (named
+    /// `pcap-writer`): [`PcapSink::commit`] hands them over and returns, waiting only
+    /// when [`WRITE_BEHIND_JOBS`] commits are still unwritten. Records pending are
+    /// written first.
+    pub fn write_behind(&mut self) -> io::Result<()> {
+        if matches!(self.out, Out::Behind(_)) {
+            return Ok(());
+        }
+        self.commit()?;
+        let file = match &self.out {
+            Out::Inline(f) => f
+                .try_clone()
+                .map_err(|e| ctx(e, format_args!("writer for {}", self.path.display())))?,
+            Out::Behind(_) => return Ok(()),
+        };
+        let (jobs, job_rx) = mpsc::sync_channel::<WriteJob>(WRITE_BEHIND_JOBS);
+        let (done_tx, done) = mpsc::channel::<Written>();
+        let thread = std::thread::Builder::new()
+            .name("pcap-writer".into())
+            .spawn(move || write_jobs(file, job_rx, done_tx))
+            .map_err(|e| {
+                ctx(
+                    e,
+                    format_args!("starting the writer of {}", self.path.display()),
+                )
+            })?;
+        self.out = Out::Behind(WriteBehind {
+            jobs: Some(jobs),
+            done,
+            thread: Some(thread),
+            in_flight: 0,
+        });
+        Ok(())
+    }
+
+    /// Takes the records in `records` (`frames` of them, encoded by [`push_record`]) to
+    /// be written after those pending, leaving an empty buffer (of the same capacity if
+    /// one was written before) in its place.
+    pub fn take_records(&mut self, records: &mut Vec<u8>, frames: u64) {
         if records.is_empty() {
             return;
         }
@@ -511,6 +596,7 @@ impl PcapSink {
         let fresh = self.fresh(records.capacity());
         let r = std::mem::replace(records, fresh);
         self.queued_bytes += r.len();
+        self.queued_frames += frames;
         self.queued.push(r);
     }
 
@@ -519,7 +605,15 @@ impl PcapSink {
         self.free.pop().unwrap_or_else(|| Vec::with_capacity(cap))
     }
 
-    /// Bytes pending (not written yet).
+    /// Keeps an emptied buffer for reuse.
+    fn recycle(&mut self, mut b: Vec<u8>) {
+        if self.free.len() < FREE_BUFFERS {
+            b.clear();
+            self.free.push(b);
+        }
+    }
+
+    /// Bytes pending (not handed to the writer or written yet).
     pub fn unwritten(&self) -> usize {
         self.queued_bytes + self.scratch.len()
     }
@@ -528,44 +622,181 @@ impl PcapSink {
     #[inline]
     pub fn push(&mut self, frame: &[u8], ts: Duration) {
         push_record(&mut self.scratch, frame, ts);
+        self.queued_frames += 1;
     }
 
-    /// Writes everything pending, in order: one `write(2)` or `writev(2)` (more if
-    /// the kernel takes less). The pending records are gone after an error too.
+    /// Writes everything pending, in order: one `write(2)` or `writev(2)` (more if the
+    /// kernel takes less), or hands it to the writer thread
+    /// ([`PcapSink::write_behind`]). An error says that records were lost (counted in
+    /// [`PcapSink::take_lost`]): those of this commit, or with a writer thread those
+    /// of an earlier one that failed since the last call.
     pub fn commit(&mut self) -> io::Result<()> {
-        let file = &mut self.file;
-        if self.queued.is_empty() {
-            if self.scratch.is_empty() {
-                return Ok(());
+        let frames = std::mem::take(&mut self.queued_frames);
+        let r = match &mut self.out {
+            Out::Inline(file) => {
+                let r = if self.queued.is_empty() {
+                    file.write_all(&self.scratch)
+                } else {
+                    let mut iov: Vec<IoSlice<'_>> = self
+                        .queued
+                        .iter()
+                        .chain(std::iter::once(&self.scratch))
+                        .filter(|b| !b.is_empty())
+                        .map(|b| IoSlice::new(b))
+                        .collect();
+                    write_all_vectored(file, &mut iov)
+                };
+                self.scratch.clear();
+                r.map_err(|e| {
+                    self.lost += frames;
+                    lost_error(&self.path, frames, &e)
+                })
             }
-            let r = file.write_all(&self.scratch);
-            self.scratch.clear();
-            return r.map_err(|e| ctx(e, format_args!("writing {}", self.path.display())));
-        }
-        let r = {
-            let mut iov: Vec<IoSlice<'_>> = self
-                .queued
-                .iter()
-                .chain(std::iter::once(&self.scratch))
-                .filter(|b| !b.is_empty())
-                .map(|b| IoSlice::new(b))
-                .collect();
-            write_all_vectored(file, &mut iov)
+            Out::Behind(_) => {
+                if self.unwritten() > 0 {
+                    let mut bufs = std::mem::take(&mut self.queued);
+                    if !self.scratch.is_empty() {
+                        let fresh = self.fresh(self.scratch.capacity());
+                        bufs.push(std::mem::replace(&mut self.scratch, fresh));
+                    }
+                    self.send_job(WriteJob { bufs, frames });
+                }
+                self.reap(false)
+            }
         };
-        for mut b in self.queued.drain(..) {
-            if self.free.len() < FREE_BUFFERS {
-                b.clear();
-                self.free.push(b);
-            }
+        let done: Vec<Vec<u8>> = self.queued.drain(..).collect();
+        for b in done {
+            self.recycle(b);
         }
         self.queued_bytes = 0;
-        self.scratch.clear();
-        r.map_err(|e| ctx(e, format_args!("writing {}", self.path.display())))
+        r
+    }
+
+    /// Hands a job to the writer thread (waiting while it has [`WRITE_BEHIND_JOBS`]).
+    fn send_job(&mut self, job: WriteJob) {
+        let Out::Behind(wb) = &mut self.out else {
+            return;
+        };
+        let frames = job.frames;
+        match wb.jobs.as_ref().map(|j| j.send(job)) {
+            Some(Ok(())) => wb.in_flight += 1,
+            // the thread is gone (it only ends when the channel closes, or by a
+            // panic): the records are lost
+            _ => self.lost += frames,
+        }
+    }
+
+    /// Takes the jobs come back from the writer thread (waiting for all of them if
+    /// `wait`): buffers for reuse, and failures as one error.
+    fn reap(&mut self, wait: bool) -> io::Result<()> {
+        let mut first: Option<io::Error> = None;
+        let mut lost = 0u64;
+        loop {
+            let Out::Behind(wb) = &mut self.out else {
+                break;
+            };
+            if wb.in_flight == 0 {
+                break;
+            }
+            let w = if wait {
+                match wb.done.recv() {
+                    Ok(w) => w,
+                    Err(_) => {
+                        wb.in_flight = 0;
+                        break;
+                    }
+                }
+            } else {
+                match wb.done.try_recv() {
+                    Ok(w) => w,
+                    Err(_) => break,
+                }
+            };
+            wb.in_flight -= 1;
+            if let Some((n, e)) = w.failed {
+                lost += n;
+                first.get_or_insert(e);
+            }
+            for b in w.bufs {
+                self.recycle(b);
+            }
+        }
+        self.lost += lost;
+        match first {
+            Some(e) => Err(lost_error(&self.path, lost, &e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes everything pending and, with a writer thread, waits until it has written
+    /// everything handed to it; errors as [`PcapSink::commit`].
+    pub fn sync(&mut self) -> io::Result<()> {
+        let r = self.commit();
+        let w = self.reap(true);
+        r.and(w)
+    }
+
+    /// Records lost to failed writes since the last call.
+    pub fn take_lost(&mut self) -> u64 {
+        std::mem::take(&mut self.lost)
     }
 
     /// The file written.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+impl Drop for PcapSink {
+    fn drop(&mut self) {
+        // what was handed over still reaches the file
+        let _ = self.sync();
+        if let Out::Behind(wb) = &mut self.out {
+            wb.jobs = None;
+            if let Some(t) = wb.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// The error for `frames` records of `path` lost to `e`.
+fn lost_error(path: &Path, frames: u64, e: &io::Error) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!(
+            "writing {}: {e} ({frames} frames not written)",
+            path.display()
+        ),
+    )
+}
+
+/// A writer thread: writes each job's buffers in order with `writev(2)` and sends the
+/// job back, until the sink closes the channel.
+fn write_jobs(mut file: File, jobs: mpsc::Receiver<WriteJob>, done: mpsc::Sender<Written>) {
+    while let Ok(mut job) = jobs.recv() {
+        let r = {
+            let mut iov: Vec<IoSlice<'_>> = job
+                .bufs
+                .iter()
+                .filter(|b| !b.is_empty())
+                .map(|b| IoSlice::new(b))
+                .collect();
+            write_all_vectored(&mut file, &mut iov)
+        };
+        for b in &mut job.bufs {
+            b.clear();
+        }
+        let failed = r.err().map(|e| (job.frames, e));
+        if done
+            .send(Written {
+                bufs: job.bufs,
+                failed,
+            })
+            .is_err()
+        {
+            break;
+        }
     }
 }
 
@@ -598,7 +829,10 @@ impl PcapFilePort {
         output: Option<&Path>,
     ) -> io::Result<PcapFilePort> {
         let input = input.map(PcapInput::open).transpose()?;
-        let output = output.map(PcapSink::create).transpose()?;
+        let mut output = output.map(PcapSink::create).transpose()?;
+        if let Some(o) = output.as_mut() {
+            o.write_behind()?;
+        }
         Ok(PcapFilePort {
             name: name.to_string(),
             input,
@@ -740,7 +974,7 @@ impl PcapFilePort {
         };
         self.stats.tx_packets += frames;
         self.stats.tx_bytes += bytes;
-        out.take_records(records);
+        out.take_records(records, frames);
         if out.unwritten() >= OUT_BUFFER {
             out.commit()?;
         }
@@ -751,15 +985,6 @@ impl PcapFilePort {
     /// [`Port::flush`]).
     pub fn unwritten(&self) -> usize {
         self.output.as_ref().map_or(0, PcapSink::unwritten)
-    }
-}
-
-impl Drop for PcapFilePort {
-    fn drop(&mut self) {
-        // what was sent and not flushed yet still reaches the file
-        if let Some(out) = self.output.as_mut() {
-            let _ = out.commit();
-        }
     }
 }
 
@@ -799,12 +1024,22 @@ impl Port for PcapFilePort {
         Ok(frames.len())
     }
 
-    /// Writes the buffered output frames (one `write(2)` or `writev(2)`).
+    /// Writes the buffered output frames and waits until the writer thread has
+    /// written everything it was handed: a reader of the file sees them all.
     fn flush(&mut self) -> io::Result<()> {
         match self.output.as_mut() {
-            Some(out) => out.commit(),
+            Some(out) => out.sync(),
             None => Ok(()),
         }
+    }
+
+    /// Frames lost to failed writes since the last call, moved from sent to dropped
+    /// in the port's counters.
+    fn take_unsent(&mut self) -> u64 {
+        let lost = self.output.as_mut().map_or(0, PcapSink::take_lost);
+        self.stats.tx_packets = self.stats.tx_packets.saturating_sub(lost);
+        self.stats.tx_dropped += lost;
+        lost
     }
 
     fn name(&self) -> &str {
@@ -1053,6 +1288,111 @@ mod tests {
         assert_eq!(b.data.len(), OUT_SNAPLEN as usize);
         assert_eq!(b.orig_len, 70_000);
         assert!(r.next_packet().is_none());
+    }
+
+    #[test]
+    fn write_behind_keeps_every_record_in_order() {
+        let d = TempDir::new("behind");
+        let path = d.0.join("w.pcap");
+        let mut sink = PcapSink::create(&path).unwrap();
+        sink.write_behind().unwrap();
+        let ts = Duration::from_micros(1_500_000);
+        let mut staged = Vec::new();
+        let mut n = 0usize;
+        // records pushed one by one and handed over in staged buffers, committed
+        // (handed to the writer) far more often than it can write them
+        for round in 0..2_000 {
+            for _ in 0..10 {
+                push_record(&mut staged, &frame(n, 60 + n % 40), ts);
+                n += 1;
+            }
+            sink.take_records(&mut staged, 10);
+            sink.push(&frame(n, 64 + n % 7), ts);
+            n += 1;
+            if round % 3 == 0 {
+                sink.commit().unwrap();
+            }
+        }
+        sink.sync().unwrap();
+        assert_eq!(sink.unwritten(), 0);
+        assert_eq!(sink.take_lost(), 0);
+        // visible after sync, without closing
+        let mut r = pcap_file::pcap::PcapReader::new(File::open(&path).unwrap()).unwrap();
+        let mut got = 0usize;
+        while let Some(p) = r.next_packet() {
+            let p = p.unwrap();
+            let len = if got % 11 == 10 {
+                64 + got % 7
+            } else {
+                60 + got % 40
+            };
+            assert_eq!(&p.data[..], &frame(got, len)[..], "record {got}");
+            assert_eq!(p.timestamp, ts);
+            got += 1;
+        }
+        assert_eq!(got, n);
+        drop(sink);
+    }
+
+    #[test]
+    fn write_behind_counts_what_a_failed_write_lost() {
+        // a pipe whose reader is gone: every write fails (EPIPE)
+        let mut fds = [0; 2];
+        // SAFETY: pipe(2) fills the two descriptors of the array it is given.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: both descriptors were just opened by pipe(2) and are owned here.
+        let (rd, wr) = unsafe {
+            use std::os::fd::FromRawFd;
+            (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1]))
+        };
+        let mut sink = PcapSink::with_file(wr, Path::new("pipe")).unwrap();
+        drop(rd);
+        sink.write_behind().unwrap();
+        let ts = Duration::ZERO;
+        for i in 0..5 {
+            sink.push(&frame(i, 64), ts);
+        }
+        // handed over: the failure comes back later
+        let _ = sink.commit();
+        let mut staged = Vec::new();
+        push_record(&mut staged, &frame(9, 64), ts);
+        push_record(&mut staged, &frame(10, 64), ts);
+        sink.take_records(&mut staged, 2);
+        let e = sink.sync().unwrap_err();
+        assert!(e.to_string().contains("pipe"), "{e}");
+        assert!(e.to_string().contains("frames not written"), "{e}");
+        assert_eq!(sink.take_lost(), 7);
+        assert_eq!(sink.take_lost(), 0);
+        // the sink goes on: later writes fail and are counted again
+        sink.push(&frame(11, 64), ts);
+        assert!(sink.sync().is_err());
+        assert_eq!(sink.take_lost(), 1);
+    }
+
+    #[test]
+    fn file_port_moves_lost_frames_from_sent_to_dropped() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let d = TempDir::new("lostport");
+        let out = d.0.join("o.pcap");
+        let c = std::ffi::CString::new(out.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo(3) with a NUL-terminated path and a mode.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // a reader that is there when the port opens the output, and then leaves
+        let rd = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&out)
+            .unwrap();
+        let mut p = PcapFilePort::open("o", None, Some(&out)).unwrap();
+        drop(rd);
+        p.send_batch(&[&[1, 2, 3], &[4, 5, 6], &[7, 8, 9]]).unwrap();
+        assert_eq!(p.stats().tx_packets, 3);
+        let e = p.flush().unwrap_err();
+        assert!(e.to_string().contains("3 frames not written"), "{e}");
+        assert_eq!(p.take_unsent(), 3);
+        assert_eq!(p.stats().tx_packets, 0);
+        assert_eq!(p.stats().tx_dropped, 3);
+        assert_eq!(p.take_unsent(), 0);
     }
 
     #[test]

@@ -633,26 +633,36 @@ impl TxBuf {
     }
 
     /// Hands the staged pcap records to their ports (one lock and one copy per port
-    /// and batch); a port that fails takes its frames from sent to dropped.
+    /// and batch); frames a port failed to write are moved from sent to dropped.
     fn send_pcap(&mut self, ports: &[PortHandle], core: &mut Core, errors: &mut Vec<String>) {
         self.ts = None;
         for st in &mut self.pcap {
             if st.frames == 0 {
                 continue;
             }
-            let r = match ports.iter().find(|h| h.num == st.port) {
+            // the frames lost: with the output's writer thread, those of an earlier
+            // batch whose write failed since (this batch's are handed over)
+            let (r, lost) = match ports.iter().find(|h| h.num == st.port) {
                 Some(ph) => match &mut ph.lock().io {
-                    PortIo::Pcap(pc) => pc.send_records(&mut st.records, st.frames, st.bytes),
-                    PortIo::Live(_) => Err(std::io::Error::other("not a pcap-file port")),
+                    PortIo::Pcap(pc) => {
+                        let r = pc.send_records(&mut st.records, st.frames, st.bytes);
+                        (r, pc.take_unsent())
+                    }
+                    PortIo::Live(_) => (
+                        Err(std::io::Error::other("not a pcap-file port")),
+                        st.frames,
+                    ),
                 },
                 None => {
                     core.uncount_tx(st.port, DropReason::NoSuchPort, st.frames);
-                    Ok(())
+                    (Ok(()), 0)
                 }
             };
             if let Err(e) = r {
                 errors.push(format!("port {}: transmit: {e}", st.port));
-                core.uncount_tx(st.port, DropReason::PortError, st.frames);
+            }
+            if lost > 0 {
+                core.uncount_tx(st.port, DropReason::PortError, lost);
             }
             st.records.clear();
             st.frames = 0;
@@ -1753,7 +1763,6 @@ pub(crate) fn run(
             },
         ));
     }
-    let forwarded_for = start.elapsed();
     common.stop.store(true, Ordering::Relaxed);
     let mut total = Balance::default();
     let mut first_err = None;
@@ -1767,6 +1776,9 @@ pub(crate) fn run(
             ended.push((name, r));
         }
     }
+    // until the workers are gone: their last frames are written (pcap-file outputs
+    // wait for their writer threads)
+    let forwarded_for = start.elapsed();
     for (name, r) in ended {
         match r {
             Ok(done) => {

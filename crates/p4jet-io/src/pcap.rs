@@ -691,10 +691,7 @@ impl PcapSink {
     fn reap(&mut self, wait: bool) -> io::Result<()> {
         let mut first: Option<io::Error> = None;
         let mut lost = 0u64;
-        loop {
-            let Out::Behind(wb) = &mut self.out else {
-                break;
-            };
+        while let Out::Behind(wb) = &mut self.out {
             if wb.in_flight == 0 {
                 break;
             }

@@ -32,7 +32,7 @@ use std::io::{self, IoSlice, Read, Seek, SeekFrom, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use pcap_file::pcap::{PcapHeader, PcapParser};
@@ -103,8 +103,8 @@ struct Record {
 /// Where an input's bytes are.
 enum Src {
     /// A regular file mapped whole: records are parsed where they lie in the page
-    /// cache, with no `read(2)` copy.
-    Map(MappedFile),
+    /// cache, with no `read(2)` copy. Shared with the input's [`Populater`].
+    Map(Arc<MappedFile>),
     /// Read with `read(2)` into a buffer: FIFOs, files that cannot be mapped, and what
     /// a file gained after it was mapped.
     Buf(Vec<u8>),
@@ -141,15 +141,64 @@ fn prefetch(bytes: &[u8], at: usize) {
 /// Bytes of a mapped input mapped in ahead of the reader at a time.
 const POPULATE: usize = 4 << 20;
 
+/// The thread that maps a mapped input's pages in ahead of its reader
+/// (`MADV_POPULATE_READ` of the next [`POPULATE`] bytes, asked for one to two of them
+/// ahead), so that the forwarding thread neither faults on them nor waits for them.
+/// It holds the mapping, so the mapping is also unmapped by it, when the input is
+/// dropped, not by the reader when it reaches the end.
+struct Populater {
+    ranges: Option<mpsc::Sender<std::ops::Range<usize>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Populater {
+    /// A thread for `map`; None if it cannot be started (the reader then maps pages
+    /// in itself).
+    fn start(map: Arc<MappedFile>) -> Option<Populater> {
+        let (tx, rx) = mpsc::channel::<std::ops::Range<usize>>();
+        let thread = std::thread::Builder::new()
+            .name("pcap-reader".into())
+            .spawn(move || {
+                while let Ok(r) = rx.recv() {
+                    if !map.populate(r) {
+                        break;
+                    }
+                }
+            })
+            .ok()?;
+        Some(Populater {
+            ranges: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Asks for `range` to be mapped in; false if the thread is gone (the kernel
+    /// refused an earlier range).
+    fn ask(&self, range: std::ops::Range<usize>) -> bool {
+        self.ranges.as_ref().is_some_and(|t| t.send(range).is_ok())
+    }
+}
+
+impl Drop for Populater {
+    fn drop(&mut self) {
+        self.ranges = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// Incremental, non-blocking reader of one pcap file or FIFO.
 struct PcapInput {
     path: PathBuf,
     file: File,
     is_fifo: bool,
     src: Src,
-    /// Mapped inputs: the bytes up to here are mapped in (see [`POPULATE`]); None once
-    /// the kernel refused.
+    /// Mapped inputs: the bytes up to here are mapped in or asked for (see
+    /// [`POPULATE`]); None once the kernel refused.
     populated: Option<usize>,
+    /// Mapped inputs: the thread mapping pages in ahead (None: the reader does it).
+    populater: Option<Populater>,
     start: usize,
     end: usize,
     /// File offset of the first byte of `src`.
@@ -194,19 +243,25 @@ impl PcapInput {
             Ok(len) if meta.is_file() && len > 0 => MappedFile::map(file.as_raw_fd(), len).ok(),
             _ => None,
         };
-        let (src, end) = match mapped {
+        let (src, end, populated, populater) = match mapped {
             Some(m) => {
                 let len = m.bytes().len();
-                (Src::Map(m), len)
+                let m = Arc::new(m);
+                // the first pages now, the next ones by the thread while the first
+                // are read
+                let first = m.populate(0..POPULATE).then_some(POPULATE);
+                let populater = first.and_then(|_| Populater::start(m.clone()));
+                (Src::Map(m), len, first, populater)
             }
-            None => (Src::Buf(vec![0; READ_CHUNK]), 0),
+            None => (Src::Buf(vec![0; READ_CHUNK]), 0, Some(0), None),
         };
         Ok(PcapInput {
             path: path.to_path_buf(),
             file,
             is_fifo,
             src,
-            populated: Some(0),
+            populated,
+            populater,
             start: 0,
             end,
             buf_off: 0,
@@ -333,16 +388,30 @@ impl PcapInput {
         }
     }
 
-    /// A mapped input: maps the next [`POPULATE`] bytes in once the reader is within
-    /// half of that of the end of what is mapped in.
+    /// A mapped input: has the next [`POPULATE`] bytes mapped in once the reader is
+    /// within half of that of the end of what is mapped in (by the populater thread,
+    /// asked one more chunk ahead; without it, here).
     #[inline]
     fn populate_ahead(&mut self) {
-        if let (Src::Map(m), Some(done)) = (&self.src, self.populated)
-            && self.start + POPULATE / 2 >= done
+        let Some(done) = self.populated else {
+            return;
+        };
+        let ahead = if self.populater.is_some() {
+            POPULATE + POPULATE / 2
+        } else {
+            POPULATE / 2
+        };
+        if let Src::Map(m) = &self.src
+            && self.start + ahead >= done
             && done < self.end
         {
             let from = done.max(self.start);
-            self.populated = m.populate(from..from + POPULATE).then_some(from + POPULATE);
+            let range = from..from + POPULATE;
+            let ok = match &self.populater {
+                Some(p) => p.ask(range),
+                None => m.populate(range),
+            };
+            self.populated = ok.then_some(from + POPULATE);
         }
     }
 
@@ -1487,10 +1556,13 @@ mod tests {
         expect_format_error(&huge, 140, "exceeds");
     }
 
+    // about 9 MB: several buffers, and several chunks mapped in ahead by the populater
     #[test]
     fn big_file_crosses_buffer_boundaries() {
         let d = TempDir::new("big");
-        let frames: Vec<Vec<u8>> = (0..3000).map(|i| frame(i, 60 + (i * 13) % 1400)).collect();
+        let frames: Vec<Vec<u8>> = (0..12_000)
+            .map(|i| frame(i, 60 + (i * 13) % 1400))
+            .collect();
         let path = d.0.join("b.pcap");
         std::fs::write(&path, pcap_bytes(&frames, false, false)).unwrap();
         let mut p = PcapFilePort::open("b", Some(&path), None).unwrap();

@@ -292,6 +292,9 @@ pub(crate) struct MappedFile {
 // SAFETY: the mapping is owned by this value only and never written through; moving
 // it to another thread is fine.
 unsafe impl Send for MappedFile {}
+// SAFETY: the mapping is read-only (`PROT_READ`): threads sharing it only read it or
+// ask the kernel to map its pages in (`populate`), which changes no memory.
+unsafe impl Sync for MappedFile {}
 
 impl MappedFile {
     /// Maps the first `len` bytes (`len > 0`) of the file open on `fd` for reading.

@@ -487,6 +487,16 @@ fn write_all_vectored(file: &mut File, mut iov: &mut [IoSlice<'_>]) -> io::Resul
     Ok(())
 }
 
+/// Writes the non-empty buffers of `bufs`, in order, with one `writev(2)` (more if the
+/// kernel takes less).
+fn write_buffers<'a>(file: &mut File, bufs: impl Iterator<Item = &'a Vec<u8>>) -> io::Result<()> {
+    let mut iov: Vec<IoSlice<'_>> = bufs
+        .filter(|b| !b.is_empty())
+        .map(|b| IoSlice::new(b))
+        .collect();
+    write_all_vectored(file, &mut iov)
+}
+
 fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     // SAFETY: fcntl on a valid fd with integer arguments.
     unsafe {
@@ -703,18 +713,7 @@ impl PcapSink {
         let frames = std::mem::take(&mut self.queued_frames);
         let r = match &mut self.out {
             Out::Inline(file) => {
-                let r = if self.queued.is_empty() {
-                    file.write_all(&self.scratch)
-                } else {
-                    let mut iov: Vec<IoSlice<'_>> = self
-                        .queued
-                        .iter()
-                        .chain(std::iter::once(&self.scratch))
-                        .filter(|b| !b.is_empty())
-                        .map(|b| IoSlice::new(b))
-                        .collect();
-                    write_all_vectored(file, &mut iov)
-                };
+                let r = write_buffers(file, self.queued.iter().chain([&self.scratch]));
                 self.scratch.clear();
                 r.map_err(|e| {
                     self.lost += frames;
@@ -841,15 +840,7 @@ fn lost_error(path: &Path, frames: u64, e: &io::Error) -> io::Error {
 /// job back, until the sink closes the channel.
 fn write_jobs(mut file: File, jobs: mpsc::Receiver<WriteJob>, done: mpsc::Sender<Written>) {
     while let Ok(mut job) = jobs.recv() {
-        let r = {
-            let mut iov: Vec<IoSlice<'_>> = job
-                .bufs
-                .iter()
-                .filter(|b| !b.is_empty())
-                .map(|b| IoSlice::new(b))
-                .collect();
-            write_all_vectored(&mut file, &mut iov)
-        };
+        let r = write_buffers(&mut file, job.bufs.iter());
         for b in &mut job.bufs {
             b.clear();
         }

@@ -159,6 +159,7 @@ impl Populater {
         let thread = std::thread::Builder::new()
             .name("pcap-reader".into())
             .spawn(move || {
+                crate::sys::be_batch_thread();
                 while let Ok(r) = rx.recv() {
                     if !map.populate(r) {
                         break;
@@ -839,6 +840,7 @@ fn lost_error(path: &Path, frames: u64, e: &io::Error) -> io::Error {
 /// A writer thread: writes each job's buffers in order with `writev(2)` and sends the
 /// job back, until the sink closes the channel.
 fn write_jobs(mut file: File, jobs: mpsc::Receiver<WriteJob>, done: mpsc::Sender<Written>) {
+    crate::sys::be_batch_thread();
     while let Ok(mut job) = jobs.recv() {
         let r = write_buffers(&mut file, job.bufs.iter());
         for b in &mut job.bufs {

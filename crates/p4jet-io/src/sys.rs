@@ -368,6 +368,19 @@ impl Drop for MappedFile {
     }
 }
 
+/// Makes the calling thread a batch thread (`SCHED_BATCH`) for the I/O helpers that
+/// run beside a forwarding thread (pcap writers and readers): woken by it, they do not
+/// preempt it on its CPU (the kernel's wake-up preemption skips batch threads) but wait
+/// for a CPU of their own. Failure only loses the hint.
+pub(crate) fn be_batch_thread() {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler(2) with pid 0 changes the calling thread's policy
+    // only; `p` is a valid parameter block for SCHED_BATCH (priority 0).
+    unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_BATCH, &p);
+    }
+}
+
 /// `sendto(fd, NULL, 0, MSG_DONTWAIT, NULL, 0)`: the "kick" of mmapped TX rings.
 pub(crate) fn kick_tx(fd: &OwnedFd) -> io::Result<()> {
     // SAFETY: zero-length send without buffers or address.

@@ -17,6 +17,9 @@ use crate::prefetch::prefetch_index;
 const GROUP: u32 = 1 << 31;
 const NH_MASK: u32 = 0x00ff_ffff;
 
+/// Tables of at most this many prefixes skip the prefetch stages of `lookup_batch`.
+const DIRECT_RULES_MAX: usize = 4096;
+
 #[inline(always)]
 fn leaf(idx: Option<u32>, depth: u32) -> u32 {
     (depth << 24) | idx.map_or(0, |i| i + 1)
@@ -102,7 +105,9 @@ impl DirLpm {
     }
 
     /// Batched lookup: left-align all keys and prefetch their level-1 slots,
-    /// then prefetch level-2 slots, then resolve.
+    /// then prefetch level-2 slots, then resolve. A few keys, or a table of few
+    /// prefixes (whose slots in use stay in the caches), are resolved one by one
+    /// instead: the stages' instructions would cost more than the misses they hide.
     pub(crate) fn lookup_batch(
         &self,
         keys: &[u8],
@@ -111,6 +116,19 @@ impl DirLpm {
         dist: usize,
         mut emit: impl FnMut(usize, Option<u32>),
     ) {
+        if n <= crate::exact::SMALL_BATCH_MAX || self.rules.len() <= DIRECT_RULES_MAX {
+            if self.nbytes == 4 && kb == 4 {
+                // IPv4 addresses: one load each
+                for (i, w) in keys.as_chunks::<4>().0.iter().take(n).enumerate() {
+                    emit(i, self.lookup(u32::from_be_bytes(*w)));
+                }
+            } else {
+                for i in 0..n {
+                    emit(i, self.lookup(self.key32(&keys[i * kb..(i + 1) * kb])));
+                }
+            }
+            return;
+        }
         let dist = dist.clamp(1, crate::exact::MAX_BATCH);
         let mut ks = [0u32; crate::exact::MAX_BATCH];
         let mut start = 0;

@@ -10,6 +10,10 @@ use crate::words::word_in;
 /// Largest sub-batch handled in one go by `lookup_batch`.
 pub(crate) const MAX_BATCH: usize = 64;
 
+/// Batches of at most this many keys are looked up key by key, without the prefetch
+/// stages (too few keys for their misses to overlap).
+pub(crate) const SMALL_BATCH_MAX: usize = 2;
+
 /// Keys of at most this many bytes are looked up in a direct array (one slot per key
 /// value) instead of the hash.
 pub(crate) const DIRECT_MAX_KEY_BYTES: usize = 2;
@@ -237,8 +241,27 @@ impl ExactIndex {
     ) {
         let kb = self.kb;
         if self.is_direct() {
-            for i in 0..n {
-                emit(i, self.find_direct(&keys[i * kb..(i + 1) * kb]));
+            let direct = &self.direct;
+            let at = |slot: usize| match direct.get(slot) {
+                Some(&id) if id != NO_ID => Some(id),
+                _ => None,
+            };
+            match kb {
+                2 => {
+                    for (i, k) in keys.as_chunks::<2>().0.iter().take(n).enumerate() {
+                        emit(i, at(usize::from(u16::from_be_bytes(*k))));
+                    }
+                }
+                1 => {
+                    for (i, &k) in keys.iter().take(n).enumerate() {
+                        emit(i, at(usize::from(k)));
+                    }
+                }
+                _ => {
+                    for i in 0..n {
+                        emit(i, self.find_direct(&keys[i * kb..(i + 1) * kb]));
+                    }
+                }
             }
             return;
         }
@@ -299,7 +322,7 @@ impl ExactIndex {
         find: impl Fn(usize, u64, K) -> Option<u32>,
         mut emit: impl FnMut(usize, Option<u32>),
     ) {
-        if self.map.is_small() {
+        if self.map.is_small() || n <= SMALL_BATCH_MAX {
             for i in 0..n {
                 let (h, k) = prep(i);
                 emit(i, find(i, h, k));

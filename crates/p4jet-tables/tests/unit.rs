@@ -933,3 +933,56 @@ fn uninsert_gives_the_slot_its_version_back() {
         assert_eq!(t.uninsert(h1 + 7), Err(TableError::InvalidHandle));
     }
 }
+
+#[test]
+fn ipv4_lpm_batches_of_any_size_match_lookup_above_and_below_the_staged_size() {
+    // a few prefixes (looked up key by key) and more than 4,096 (in prefetch stages),
+    // in batches of 1, 2 and 3 keys (key by key at any size) and of 64
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for routes in [100usize, 6_000] {
+        let mut t: Table<u32> = Table::new(vec![spec(MatchKind::Lpm, 32)], 10_000).unwrap();
+        let mut prefixes = vec![];
+        while t.len() < routes {
+            let v = (next() as u32) & 0x0fff_ffff | 0x0a00_0000;
+            let l = [8, 16, 20, 24, 24, 28, 32][(next() % 7) as usize];
+            let m = u32::MAX << (32 - l);
+            if t.insert(key(vec![lpm(&(v & m).to_be_bytes(), l)]), l)
+                .is_ok()
+            {
+                prefixes.push((v & m, m));
+            }
+        }
+        let mut keys = vec![];
+        for i in 0..1_000u32 {
+            let (v, m) = prefixes[(next() % prefixes.len() as u64) as usize];
+            let host = if i % 5 == 0 {
+                next() as u32
+            } else {
+                (next() as u32) & !m | v
+            };
+            keys.extend_from_slice(&host.to_be_bytes());
+        }
+        let mut hits = 0;
+        for batch in [1usize, 2, 3, 64] {
+            for (c, chunk) in keys.chunks(4 * batch).enumerate() {
+                let mut out = vec![None; chunk.len() / 4];
+                t.lookup_batch(chunk, &mut out);
+                for (i, o) in out.iter().enumerate() {
+                    let single = t.lookup(&chunk[4 * i..4 * i + 4]);
+                    assert_eq!(
+                        *o, single,
+                        "{routes} routes, batch {batch}, chunk {c} key {i}"
+                    );
+                    hits += usize::from(o.is_some());
+                }
+            }
+        }
+        assert!(hits > 4 * 700, "{routes} routes: {hits} hits");
+    }
+}

@@ -11,6 +11,12 @@
 //! headers, exact/LPM/ternary lookups at several table sizes, a checksum, keyless calls
 //! and extra primitives, large frames and batch size 1 (the per-batch overhead).
 //!
+//! With a trace, the paths its packets take are measured on a sample run through the
+//! interpreter ([`crate::paths::PathStats`]): each table is priced for the share of
+//! packets that apply it (and its calibrated per-call cost per chunk that reaches it),
+//! and the per-packet decisions a mixed trace makes the branch predictor miss are priced
+//! by a calibrated cost; without one, the costliest path is priced for every packet.
+//!
 //! The prediction ([`Prediction`]) is CPU nanoseconds per packet split into the three
 //! terms of the APSys 2017 model: `io` (receive copy, batch and transmit: the null
 //! program's cost plus a per-byte cost), `memory` (the part of each lookup above what the

@@ -1726,10 +1726,10 @@ fn cpu_model() -> String {
 
 /// Table sizes the calibration measures lookups at, by kind.
 pub const CALIBRATION_SIZES: [(&str, &[usize]); 4] = [
-    ("exact", &[100, 10_000, 1_000_000]),
-    ("lpm", &[100, 10_000, 1_000_000]),
-    ("lpm_wide", &[100, 10_000, 1_000_000]),
-    ("ternary", &[100, 10_000, 100_000]),
+    ("exact", &[100, 1_000, 10_000, 1_000_000]),
+    ("lpm", &[100, 1_000, 10_000, 1_000_000]),
+    ("lpm_wide", &[100, 1_000, 10_000, 1_000_000]),
+    ("ternary", &[100, 1_000, 10_000, 100_000]),
 ];
 
 /// Runs the micro-benchmarks. `progress` prints each point to stderr.

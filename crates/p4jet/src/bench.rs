@@ -870,9 +870,15 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
             a.port,
             crate::paths::SAMPLE,
         )
-        .map_err(|e| format!("{}: {e}", program.display()))?;
+        .map_err(|e| {
+            eprintln!(
+                "p4jet bench: the model's traced sample of {}: {e}; pricing the costliest path",
+                program.display()
+            )
+        })
+        .ok();
         let (b, sb, pred) =
-            crate::model::auto_for(&sw, a.model_profile.as_deref(), &frames, Some(&paths))?;
+            crate::model::auto_for(&sw, a.model_profile.as_deref(), &frames, paths.as_ref())?;
         batch = fixed(a.batch, b);
         sub_batch = fixed(a.sub_batch, sb);
         auto_note = Some(pred);

@@ -859,7 +859,26 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
     let mut sw = load(&cfg)?;
     let mut auto_note = None;
     if a.batch == crate::model::BatchArg::Auto || a.sub_batch == crate::model::BatchArg::Auto {
-        let (b, sb, pred) = crate::model::auto_for(&sw, a.model_profile.as_deref(), &frames)?;
+        let paths = crate::paths::PathStats::measure(
+            &json,
+            |s| {
+                crate::run::apply_commands_quiet(s, &a.commands)?
+                    .then_some(())
+                    .ok_or_else(|| "some commands failed".to_string())
+            },
+            &frames,
+            a.port,
+            crate::paths::SAMPLE,
+        )
+        .map_err(|e| {
+            eprintln!(
+                "p4jet bench: the model's traced sample of {}: {e}; pricing the costliest path",
+                program.display()
+            )
+        })
+        .ok();
+        let (b, sb, pred) =
+            crate::model::auto_for(&sw, a.model_profile.as_deref(), &frames, paths.as_ref())?;
         batch = fixed(a.batch, b);
         sub_batch = fixed(a.sub_batch, sb);
         auto_note = Some(pred);

@@ -12,6 +12,7 @@ mod grpc;
 mod logfile;
 mod metrics;
 mod model;
+mod paths;
 mod report;
 mod run;
 mod stf;

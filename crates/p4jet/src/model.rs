@@ -11,6 +11,12 @@
 //! headers, exact/LPM/ternary lookups at several table sizes, a checksum, keyless calls
 //! and extra primitives, large frames and batch size 1 (the per-batch overhead).
 //!
+//! With a trace, the paths its packets take are measured on a sample run through the
+//! interpreter ([`crate::paths::PathStats`]): each table is priced for the share of
+//! packets that apply it (and its calibrated per-call cost per chunk that reaches it),
+//! and the per-packet decisions a mixed trace makes the branch predictor miss are priced
+//! by a calibrated cost; without one, the costliest path is priced for every packet.
+//!
 //! The prediction ([`Prediction`]) is CPU nanoseconds per packet split into the three
 //! terms of the APSys 2017 model: `io` (receive copy, batch and transmit: the null
 //! program's cost plus a per-byte cost), `memory` (the part of each lookup above what the
@@ -29,10 +35,11 @@ use p4jet_switch::{Switch, SwitchConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::bench::{Measure, NULL_PROGRAM, Setup, measure_parallel};
+use crate::paths::PathStats;
 use crate::run::Mode;
 
 /// Version of the profile's format (a profile of another version is recalibrated).
-pub const PROFILE_VERSION: u32 = 4;
+pub const PROFILE_VERSION: u32 = 5;
 
 /// `p4jet model` options.
 #[derive(Args, Debug)]
@@ -228,6 +235,14 @@ pub struct Profile {
     pub prim_ns: f64,
     /// Per move (a constant, parameter or field assigned to a field) past the first (ns).
     pub move_ns: f64,
+    /// Per table call (a batched lookup of the packets of a batch waiting at a table),
+    /// whatever the packets it serves (ns): from the exact lookup at batch 4 against 32.
+    /// The lookup curves hold it shared by a whole calibration batch.
+    pub table_call_ns: f64,
+    /// Per per-packet decision a branch predictor misses (ns): a parser select and the
+    /// deparser's header on a 50/50 random mix of two paths against the same frames
+    /// sorted by path, over the misses [`crate::paths::PathStats`] counts on each.
+    pub branch_ns: f64,
     /// Lookup (and a one-primitive action) by kind against size. `lpm_wide` is an LPM
     /// table the DIR-16-8-8 array cannot hold (a key wider than 32 bits or with other
     /// fields: hash tables per prefix length searched by binary search), measured with
@@ -390,6 +405,9 @@ pub struct TableFeature {
     pub prims: usize,
     /// Of those, moves (constant, parameter and field-to-field assignments).
     pub moves: usize,
+    /// Applies per packet: from a traced sample of the traffic, else 1 (every table of
+    /// the costliest path for every packet).
+    pub share: f64,
     #[serde(skip)]
     shape: TableShape,
     #[serde(skip)]
@@ -415,6 +433,20 @@ pub struct Features {
     pub frame_bytes: f64,
     /// Distinct flows of the traffic ([`trace_flows`]; none without a trace).
     pub flows: Option<usize>,
+    /// Packets of the trace run through the program to weigh its paths (0: no trace;
+    /// the costliest path is priced for every packet).
+    pub traced_packets: usize,
+    /// Headers extracted per packet (the parser's longest path without a trace).
+    pub extracted: f64,
+    /// Headers emitted per packet (as `extracted` without a trace).
+    pub emitted: f64,
+    /// Checksums verified per packet.
+    pub verified: f64,
+    /// Checksums updated per packet.
+    pub updated: f64,
+    /// Per-packet decisions a branch predictor misses, per packet, by stage (parse,
+    /// ingress, egress, deparse); zero without a trace.
+    pub mispredicts: [f64; 4],
 }
 
 fn parser_longest(prog: &Program) -> usize {
@@ -544,6 +576,7 @@ impl Features {
         profile: Option<&Profile>,
         frame_bytes: f64,
         flows: Option<usize>,
+        paths: Option<&PathStats>,
     ) -> Features {
         let prog = &sw.engine.prog;
         let shapes: Vec<TableShape> = sw
@@ -573,28 +606,63 @@ impl Features {
             .unwrap_or_default();
         Features {
             flows,
-            ..Features::of_program(prog, &shapes, profile, frame_bytes)
+            ..Features::of_program(prog, &shapes, profile, frame_bytes, paths)
         }
     }
 
-    /// The features of a program whose table `i` has shape `entries[i]`.
+    /// The features of a program whose table `i` has shape `entries[i]`, for traffic
+    /// whose paths `paths` traced (`None`: the costliest path for every packet).
     pub fn of_program(
         prog: &Program,
         entries: &[TableShape],
         profile: Option<&Profile>,
         frame_bytes: f64,
+        paths: Option<&PathStats>,
     ) -> Features {
+        let parsed = parser_longest(prog);
+        let verified = prog.checksums.iter().filter(|c| c.verify).count();
+        let updated = prog.checksums.iter().filter(|c| c.update).count();
+        let traced = paths.filter(|p| p.packets > 0);
         let mut f = Features {
-            parsed_headers: parser_longest(prog),
-            checksums_verified: prog.checksums.iter().filter(|c| c.verify).count(),
-            checksums_updated: prog.checksums.iter().filter(|c| c.update).count(),
+            parsed_headers: parsed,
+            checksums_verified: verified,
+            checksums_updated: updated,
             frame_bytes,
+            traced_packets: traced.map_or(0, |p| p.packets),
+            extracted: traced.map_or(parsed as f64, |p| p.extracted),
+            emitted: traced.map_or(parsed as f64, |p| p.emitted),
+            verified: traced.map_or(verified as f64, |p| p.verified),
+            updated: traced.map_or(updated as f64, |p| p.updated),
+            mispredicts: traced.map_or([0.0; 4], |p| p.mispredicts),
             ..Features::default()
         };
         let mut modified = std::collections::BTreeSet::new();
         for (control, name) in [(&prog.ingress, "ingress"), (&prog.egress, "egress")] {
-            let path = costliest_path(prog, control, entries, profile);
-            for node in path {
+            // with a trace every node some packet reached, with its share; else the
+            // costliest path, each node for every packet
+            let nodes: Vec<(u32, f64)> = match traced {
+                Some(p) => (0..control.nodes.len() as u32)
+                    .filter_map(|i| {
+                        let share = match &control.nodes[i as usize] {
+                            ControlNode::Table(t) => prog
+                                .tables
+                                .get(*t as usize)
+                                .and_then(|ti| p.tables.get(&ti.name).copied()),
+                            ControlNode::Call { action, .. } => prog
+                                .actions
+                                .get(*action as usize)
+                                .and_then(|a| p.calls.get(&a.name).copied()),
+                            ControlNode::Cond { .. } => None,
+                        }?;
+                        (share > 0.0).then_some((i, share))
+                    })
+                    .collect(),
+                None => costliest_path(prog, control, entries, profile)
+                    .into_iter()
+                    .map(|i| (i, 1.0))
+                    .collect(),
+            };
+            for (node, share) in nodes {
                 match &control.nodes[node as usize] {
                     ControlNode::Table(t) => {
                         let Some(ti) = prog.tables.get(*t as usize) else {
@@ -623,6 +691,7 @@ impl Features {
                             lpm_probes: shape.lpm_probes,
                             prims: prims.total(),
                             moves: prims.moves,
+                            share,
                             shape,
                             split: prims,
                         });
@@ -639,6 +708,7 @@ impl Features {
                             lpm_probes: 0,
                             prims: prims.total(),
                             moves: prims.moves,
+                            share,
                             shape: TableShape::default(),
                             split: prims,
                         });
@@ -799,24 +869,48 @@ pub struct Prediction {
     pub frame_bytes: f64,
 }
 
+/// Table calls per packet for a table that `share` of the packets apply, at batch
+/// `batch`: the control runs over chunks of at most 64 packets and calls a table's
+/// batched lookup once per chunk that has a packet at it (`1 − (1 − share)^chunk` of
+/// the chunks for packets drawn independently).
+pub fn calls_per_packet(share: f64, batch: usize) -> f64 {
+    let chunk = batch.clamp(1, 64) as f64;
+    if share >= 1.0 {
+        share / chunk
+    } else {
+        (1.0 - (1.0 - share.max(0.0)).powf(chunk)) / chunk
+    }
+}
+
+/// (ns per packet, of which memory stalls) of table `t` at batch `batch`: its apply
+/// cost for the packets that apply it, and for a keyed table the per-call part of the
+/// calibrated lookup cost (measured as shared by a whole calibration batch) moved to
+/// the calls the table gets.
+fn table_cost(t: &TableFeature, p: &Profile, batch: usize) -> (f64, f64) {
+    let extra = t.split.extra(Some(p));
+    match p.lookup_cost(&t.shape) {
+        None => (t.share * (p.call_ns + extra), 0.0),
+        Some((at, base)) => {
+            let per_call = p.table_call_ns;
+            let c = t.share * (at + extra - per_call / p.batch.max(1) as f64)
+                + per_call * calls_per_packet(t.share, batch);
+            (c, t.share * (at - base).max(0.0))
+        }
+    }
+}
+
 /// Predicts `f` with `p` at batch `batch` (auto: [`auto_batch`]).
 pub fn predict(f: &Features, p: &Profile, batch: BatchArg, queue: Option<usize>) -> Prediction {
     let (b, sub) = match batch {
         BatchArg::Auto => auto_batch(f, p),
         BatchArg::Fixed(b) => (b, p4jet_engine::DEFAULT_SUB_BATCH.min(b.max(1))),
     };
-    let parse =
-        p.header_ns * f.parsed_headers as f64 / 2.0 + p.checksum_ns * f.checksums_verified as f64;
-    let deparse =
-        p.header_ns * f.parsed_headers as f64 / 2.0 + p.checksum_ns * f.checksums_updated as f64;
-    let (mut ingress, mut egress, mut memory) = (0.0, 0.0, 0.0);
+    let miss = |i: usize| p.branch_ns * f.mispredicts[i];
+    let parse = p.header_ns * f.extracted / 2.0 + p.checksum_ns * f.verified + miss(0);
+    let deparse = p.header_ns * f.emitted / 2.0 + p.checksum_ns * f.updated + miss(3);
+    let (mut ingress, mut egress, mut memory) = (miss(1), miss(2), 0.0);
     for t in &f.tables {
-        let extra = t.split.extra(Some(p));
-        let (c, stall) = p
-            .lookup_cost(&t.shape)
-            .map_or((p.call_ns + extra, 0.0), |(at, base)| {
-                (at + extra, (at - base).max(0.0))
-            });
+        let (c, stall) = table_cost(t, p, b);
         memory += stall;
         if t.control == "egress" {
             egress += c;
@@ -919,11 +1013,12 @@ pub fn auto_for(
     sw: &Switch,
     profile: Option<&Path>,
     frames: &[Vec<u8>],
+    paths: Option<&PathStats>,
 ) -> Result<(usize, usize, Prediction), String> {
     let path = profile_path(profile, sw.engine.cfg.engine);
     let p = load_profile(&path)?;
     let bytes = frames.iter().map(|f| f.len()).sum::<usize>() as f64 / frames.len().max(1) as f64;
-    let f = Features::of(sw, Some(&p), bytes, Some(trace_flows(frames)));
+    let f = Features::of(sw, Some(&p), bytes, Some(trace_flows(frames)), paths);
     let pred = predict(&f, &p, BatchArg::Auto, None);
     Ok((pred.batch, pred.sub_batch, pred))
 }
@@ -967,7 +1062,7 @@ pub fn resolve_at_load(
             .iter()
             .map(|t| TableShape::of(t, t.max_size as usize, None))
             .collect();
-        let f = Features::of_program(&e.prog, &sizes, Some(&p), 64.0);
+        let f = Features::of_program(&e.prog, &sizes, Some(&p), 64.0, None);
         Some(auto_batch(&f, &p))
     });
     let by_model = chosen.is_some();
@@ -1201,6 +1296,11 @@ pub struct Micro {
     pub moves: usize,
     /// An internet checksum over `h0` updated before deparsing.
     pub checksum: bool,
+    /// After `h0`, a parser select on `h0.e` (1: a 20-byte header `ha`, which the
+    /// control removes; else none, and the control adds `ha`): two paths that part in
+    /// the parser, the control and the deparser, with frames of different layouts, as
+    /// a tunnel's two directions do ([`Micro::split_frames`]).
+    pub split: bool,
 }
 
 fn field(h: &str, f: &str) -> serde_json::Value {
@@ -1317,6 +1417,11 @@ impl Micro {
         } else {
             (json!([]), json!([]))
         };
+        let (headers, states, order) = if self.split && n > 1 {
+            self.split_parser(headers, states, order)
+        } else {
+            (headers, states, order)
+        };
         let mut doc: serde_json::Value = serde_json::from_str(NULL_PROGRAM).unwrap_or(json!({}));
         let Some(o) = doc.as_object_mut() else {
             return String::new();
@@ -1343,6 +1448,9 @@ impl Micro {
                 {"name": "ingress", "id": 0, "init_table": chain.first(), "tables": tables, "conditionals": [], "action_profiles": []},
                 {"name": "egress", "id": 1, "init_table": null, "tables": [], "conditionals": [], "action_profiles": []}]),
         );
+        if self.split && n > 1 {
+            Self::split_control(o);
+        }
         doc.to_string()
     }
 
@@ -1461,6 +1569,100 @@ impl Micro {
     }
 }
 
+impl Micro {
+    /// [`Micro::split`]: headers `ha` and `hb` after the others, the last state selecting
+    /// on `h0.e`.
+    fn split_parser(
+        &self,
+        mut headers: Vec<serde_json::Value>,
+        mut states: Vec<serde_json::Value>,
+        mut order: Vec<String>,
+    ) -> (Vec<serde_json::Value>, Vec<serde_json::Value>, Vec<String>) {
+        use serde_json::json;
+        let id = headers.len();
+        headers.push(json!({"name": "ha", "id": id, "header_type": "h_t", "metadata": false}));
+        order.push("ha".into());
+        if let Some(last) = states.last_mut().and_then(|s| s.as_object_mut()) {
+            last.insert("transition_key".into(), json!([field("h0", "e")]));
+            last.insert(
+                "transitions".into(),
+                json!([
+                    {"type": "hexstr", "value": "0x0001", "mask": null, "next_state": "sa"},
+                    {"type": "default", "value": null, "mask": null, "next_state": null}]),
+            );
+        }
+        states.push(json!({"name": "sa", "id": states.len(),
+            "parser_ops": [{"op": "extract", "parameters": [{"type": "regular", "value": "ha"}]}],
+            "transition_key": [],
+            "transitions": [{"type": "default", "value": null, "mask": null, "next_state": null}]}));
+        (headers, states, order)
+    }
+
+    /// [`Micro::split`]: the ingress control: `ha` valid (decapsulation) removes it,
+    /// else (encapsulation) adds and fills it.
+    fn split_control(o: &mut serde_json::Map<String, serde_json::Value>) {
+        use serde_json::json;
+        let ha = json!({"type": "header", "value": "ha"});
+        let actions = json!([
+            {"name": "pop", "id": 0, "runtime_data": [], "primitives": [
+                {"op": "remove_header", "parameters": [ha]}]},
+            {"name": "push", "id": 1, "runtime_data": [], "primitives": [
+                {"op": "add_header", "parameters": [ha]},
+                {"op": "assign", "parameters": [field("ha", "a"), {"type": "hexstr", "value": "0x0a000001"}]},
+                {"op": "assign", "parameters": [field("ha", "b"), field("h0", "a")]}]},
+        ]);
+        let table = |name: &str, aid: usize, act: &str| {
+            json!({"name": name, "id": aid, "key": [], "match_type": "exact", "type": "simple",
+                "max_size": 1024, "with_counters": false, "support_timeout": false,
+                "direct_meters": null, "action_ids": [aid], "actions": [act],
+                "base_default_next": null, "next_tables": {act: null},
+                "default_entry": {"action_id": aid, "action_const": true, "action_data": [],
+                    "action_entry_const": true}})
+        };
+        o.insert("actions".into(), actions);
+        o.insert(
+            "pipelines".into(),
+            json!([
+                {"name": "ingress", "id": 0, "init_table": "node_split",
+                 "tables": [table("tbl_pop", 0, "pop"), table("tbl_push", 1, "push")],
+                 "conditionals": [{"name": "node_split", "id": 0,
+                    "expression": {"type": "expression", "value": {"op": "d2b", "left": null,
+                        "right": field("ha", "$valid$")}},
+                    "true_next": "tbl_pop", "false_next": "tbl_push"}],
+                 "action_profiles": []},
+                {"name": "egress", "id": 1, "init_table": null, "tables": [], "conditionals": [], "action_profiles": []}]),
+        );
+    }
+
+    /// [`Micro::split`]: `frames` 64-byte frames, half of them on each path, drawn at
+    /// random or sorted by path (all of one, then all of the other).
+    pub fn split_frames(&self, frames: usize, sorted: bool) -> Vec<Vec<u8>> {
+        let mut rng = SplitMix(0x5eed_5b17);
+        let mut sides: Vec<bool> = (0..frames).map(|i| i % 2 == 0).collect();
+        if !sorted {
+            // Fisher-Yates
+            for i in (1..sides.len()).rev() {
+                let j = (rng.next() % (i as u64 + 1)) as usize;
+                sides.swap(i, j);
+            }
+        } else {
+            sides.sort();
+        }
+        sides
+            .into_iter()
+            .map(|a| {
+                let mut f = vec![0u8; 64];
+                f[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 1]);
+                f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 2]);
+                f[12..14].copy_from_slice(&[0x12, 0x34]);
+                // h0.e: 16 bytes into h0
+                f[30..32].copy_from_slice(&[0, u8::from(a)]);
+                f
+            })
+            .collect()
+    }
+}
+
 /// A small deterministic generator (the calibration's traffic is the same every run).
 struct SplitMix(u64);
 
@@ -1477,9 +1679,15 @@ impl SplitMix {
 /// Loads `json` with `commands` applied.
 pub fn load_switch(json: &str, cfg: SwitchConfig, commands: &str) -> Result<Switch, String> {
     let mut sw = Switch::new(json, cfg)?;
+    apply_commands(&mut sw, commands)?;
+    Ok(sw)
+}
+
+/// Applies table commands (simple_switch_CLI syntax) to `sw`.
+pub fn apply_commands(sw: &mut Switch, commands: &str) -> Result<(), String> {
     if !commands.is_empty() {
         let mut cli = p4jet_control::cli::Cli::new(&sw.json).map_err(|e| e.to_string())?;
-        let out = cli.run_script_quiet(&mut sw, commands);
+        let out = cli.run_script_quiet(sw, commands);
         if let Some(e) = out.errors.first() {
             return Err(format!(
                 "{} command errors, the first: {e}",
@@ -1487,7 +1695,7 @@ pub fn load_switch(json: &str, cfg: SwitchConfig, commands: &str) -> Result<Swit
             ));
         }
     }
-    Ok(sw)
+    Ok(())
 }
 
 /// One measurement on one worker, run to completion: (CPU ns per packet, measure).
@@ -1518,10 +1726,10 @@ fn cpu_model() -> String {
 
 /// Table sizes the calibration measures lookups at, by kind.
 pub const CALIBRATION_SIZES: [(&str, &[usize]); 4] = [
-    ("exact", &[100, 10_000, 1_000_000]),
-    ("lpm", &[100, 10_000, 1_000_000]),
-    ("lpm_wide", &[100, 10_000, 1_000_000]),
-    ("ternary", &[100, 10_000, 100_000]),
+    ("exact", &[100, 1_000, 10_000, 1_000_000]),
+    ("lpm", &[100, 1_000, 10_000, 1_000_000]),
+    ("lpm_wide", &[100, 1_000, 10_000, 1_000_000]),
+    ("ternary", &[100, 1_000, 10_000, 100_000]),
 ];
 
 /// Runs the micro-benchmarks. `progress` prints each point to stderr.
@@ -1728,6 +1936,76 @@ pub fn calibrate(
         .find(|c| c.kind == "lpm_wide")
         .map_or(one_ns, |c| c.in_cache());
     let lpm_probe_ns = ((wide0 - one_ns) / (WIDE_LPM_PROBES - 1) as f64).max(0.0);
+    // the exact lookup at batch 4 against the calibration batch: the part of a lookup
+    // paid per table call, whatever the packets it serves
+    let small = 4;
+    let exact = Micro {
+        headers: 2,
+        table: Some("exact"),
+        ..Micro::default()
+    };
+    let two = Micro {
+        headers: 2,
+        ..Micro::default()
+    };
+    let n0 = CALIBRATION_SIZES[0].1[0];
+    let l_small = point(
+        format!("exact {n0}, batch {small}"),
+        &exact,
+        n0,
+        64,
+        small,
+        frames_n,
+    )?
+    .0 - point(
+        format!("base (2 headers), batch {small}"),
+        &two,
+        0,
+        64,
+        small,
+        frames_n,
+    )?
+    .0;
+    let l_cal = lookups
+        .iter()
+        .find(|c| c.kind == "exact")
+        .map_or(l_small, |c| c.in_cache());
+    let table_call_ns = ((l_small - l_cal) / (1.0 / small as f64 - 1.0 / batch as f64)).max(0.0);
+    // a parser select and the deparser's header on a 50/50 random mix of two paths
+    // against the same frames sorted by path: the cost of a mispredicted decision
+    let split = Micro {
+        headers: 2,
+        split: true,
+        ..Micro::default()
+    };
+    let mut branch = vec![];
+    for sorted in [false, true] {
+        let frames = split.split_frames(frames_n, sorted);
+        let name = if sorted {
+            "split, sorted"
+        } else {
+            "split, random"
+        };
+        let json = split.json();
+        let sw = load_switch(&json, cfg.clone(), "")
+            .map_err(|e| format!("calibration program {name}: {e}"))?;
+        let ns = run_point(&sw, &frames, batch, secs).0;
+        let paths = PathStats::measure(&json, |_| Ok(()), &frames, 0, crate::paths::SAMPLE)
+            .map_err(|e| format!("calibration program {name}: {e}"))?;
+        if progress {
+            eprintln!(
+                "  {name:<22} {ns:>8.1} ns/packet, {:.2} mispredicted decisions",
+                paths.mispredicts_total()
+            );
+        }
+        points.push((name.to_string(), ns));
+        branch.push((ns, paths.mispredicts_total()));
+    }
+    let branch_ns = if branch[0].1 - branch[1].1 > 0.1 {
+        ((branch[0].0 - branch[1].0) / (branch[0].1 - branch[1].1)).max(0.0)
+    } else {
+        0.0
+    };
     let load1 = crate::bench::load_average();
     let lat_mean = null_m.latency.mean_ns();
     let inject_ns = (null_ns - lat_mean / batch as f64).clamp(0.0, null_ns);
@@ -1750,19 +2028,14 @@ pub fn calibrate(
         call_ns,
         prim_ns,
         move_ns,
+        table_call_ns,
+        branch_ns,
         lookups,
         lpm_probe_ns,
         inject_ns,
         p99_factor,
         points,
     })
-}
-
-/// Average frame size and distinct flows ([`trace_flows`]) of a pcap file.
-pub fn trace_traffic(path: &Path) -> Result<(f64, usize), String> {
-    let frames = crate::bench::read_trace(&path.to_path_buf())?;
-    let bytes = frames.iter().map(|f| f.len()).sum::<usize>() as f64 / frames.len().max(1) as f64;
-    Ok((bytes, trace_flows(&frames)))
 }
 
 /// Distinct flows of a trace: frames with the same Ethernet addresses, IPv4 or IPv6
@@ -1855,14 +2128,27 @@ pub fn main(a: ModelArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     };
     let sw = load_program(&a, prog)?;
-    let (bytes, flows) = match &a.trace {
+    let (bytes, flows, paths) = match &a.trace {
         Some(t) => {
-            let (b, n) = trace_traffic(t)?;
-            (b, Some(n))
+            let frames = crate::bench::read_trace(&t.to_path_buf())?;
+            let b =
+                frames.iter().map(|f| f.len()).sum::<usize>() as f64 / frames.len().max(1) as f64;
+            let paths = PathStats::measure(
+                &sw.json,
+                |s| {
+                    crate::run::apply_commands_quiet(s, &a.commands)?
+                        .then_some(())
+                        .ok_or_else(|| "some commands failed".to_string())
+                },
+                &frames,
+                0,
+                crate::paths::SAMPLE,
+            )?;
+            (b, Some(trace_flows(&frames)), Some(paths))
         }
-        None => (64.0, None),
+        None => (64.0, None, None),
     };
-    let f = Features::of(&sw, Some(&profile), bytes, flows);
+    let f = Features::of(&sw, Some(&profile), bytes, flows, paths.as_ref());
     let pred = predict(&f, &profile, a.batch, a.queue_size);
     if a.json {
         let o = serde_json::json!({
@@ -1890,6 +2176,11 @@ fn print_profile(p: &Profile) {
         o,
         "header {:.1} ns, checksum {:.1} ns, keyless call {:.1} ns, primitive {:.1} ns, move {:.1} ns, wide LPM probe {:.1} ns",
         p.header_ns, p.checksum_ns, p.call_ns, p.prim_ns, p.move_ns, p.lpm_probe_ns
+    );
+    let _ = writeln!(
+        o,
+        "table call {:.1} ns (per batched lookup), mispredicted decision {:.1} ns",
+        p.table_call_ns, p.branch_ns
     );
     for c in &p.lookups {
         let pts: Vec<String> = c
@@ -1933,6 +2224,21 @@ fn print_prediction(prog: &Path, f: &Features, p: &Prediction, profile: &Path) {
     if let Some(n) = f.flows {
         let _ = writeln!(o, "traffic          {n} flows in the trace");
     }
+    if f.traced_packets > 0 {
+        let _ = writeln!(
+            o,
+            "paths            weighted by the traffic ({} packets traced): {:.1} headers extracted, {:.1} emitted, {:.2} mispredicted decisions per packet",
+            f.traced_packets,
+            f.extracted,
+            f.emitted,
+            f.mispredicts.iter().sum::<f64>()
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "paths            the costliest path for every packet (no --trace: branches not weighted by traffic)"
+        );
+    }
     for t in &f.tables {
         if t.kind != "keyless" {
             let probes = if t.lpm_probes > 0 {
@@ -1940,9 +2246,14 @@ fn print_prediction(prog: &Path, f: &Features, p: &Prediction, profile: &Path) {
             } else {
                 String::new()
             };
+            let share = if f.traced_packets > 0 {
+                format!(", {:.0}% of packets", 100.0 * t.share)
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 o,
-                "  {:<8} {:<24} {:<8} {} entries{probes}",
+                "  {:<8} {:<24} {:<8} {} entries{probes}{share}",
                 t.control, t.name, t.kind, t.entries
             );
         }
@@ -2161,6 +2472,8 @@ mod tests {
             call_ns: 3.0,
             prim_ns: 3.0,
             move_ns: 1.0,
+            table_call_ns: 64.0,
+            branch_ns: 5.0,
             lookups: vec![
                 LookupCurve {
                     kind: "lpm".into(),
@@ -2262,6 +2575,8 @@ mod tests {
         let p = profile();
         let f = Features {
             parsed_headers: 1,
+            extracted: 1.0,
+            emitted: 1.0,
             frame_bytes: 64.0,
             ..Features::default()
         };
@@ -2274,5 +2589,182 @@ mod tests {
         // never below one packet's own time
         let pr = predict(&f, &p, BatchArg::Fixed(32), Some(1));
         assert!((pr.latency_mean_us - 0.027).abs() < 1e-9, "{pr:?}");
+    }
+
+    #[test]
+    fn a_table_call_is_shared_by_the_packets_of_a_chunk_at_the_table() {
+        assert!((calls_per_packet(1.0, 32) - 1.0 / 32.0).abs() < 1e-12);
+        // half the packets: almost every chunk of 32 still has one there
+        let half = calls_per_packet(0.5, 32);
+        assert!(half < 1.0 / 32.0 && half > 0.999 / 32.0, "{half}");
+        // one packet in 32: about 63% of the chunks call the table
+        let few = calls_per_packet(1.0 / 32.0, 32);
+        assert!((few - (1.0 - (31.0f64 / 32.0).powi(32)) / 32.0).abs() < 1e-12);
+        // chunks are at most 64 packets whatever the batch
+        assert_eq!(calls_per_packet(1.0, 256), 1.0 / 64.0);
+        assert_eq!(calls_per_packet(0.0, 32), 0.0);
+    }
+
+    fn vxlan(reverse: f64) -> (String, p4jet_gen::Generated) {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/corpus/vxlan_gateway/vxlan_gateway.json"
+        );
+        let json = std::fs::read_to_string(path).unwrap();
+        let g = p4jet_gen::generate(
+            p4jet_gen::UseCase::Vxlan,
+            &p4jet_gen::GenOptions {
+                entries: 100,
+                flows: 100,
+                packets: 800,
+                reverse_ratio: reverse,
+                ..p4jet_gen::GenOptions::default()
+            },
+        )
+        .unwrap();
+        (json, g)
+    }
+
+    #[test]
+    fn a_traced_branch_weighs_each_side_by_its_packets() {
+        let p = Profile {
+            lookups: vec![LookupCurve {
+                kind: "exact".into(),
+                points: vec![(100, 10.0), (10_000, 20.0)],
+                hot: vec![],
+            }],
+            ..profile()
+        };
+        // a quarter of the frames decapsulated (vni_decap), the others encapsulated
+        // (service_vip, service_backend); both routed (ipv4_route, next_hop)
+        let (json, g) = vxlan(0.25);
+        let paths = crate::paths::PathStats::measure(
+            &json,
+            |s| apply_commands(s, &g.commands),
+            &g.frames,
+            p4jet_gen::TRACE_PORT,
+            crate::paths::SAMPLE,
+        )
+        .unwrap();
+        assert_eq!(paths.packets, 800);
+        let share = |t: &str| paths.tables.get(t).copied().unwrap_or(0.0);
+        let decap = share("IngressImpl.vni_decap");
+        assert!((decap - 0.25).abs() < 0.06, "{paths:?}");
+        assert!((share("IngressImpl.service_vip") - (1.0 - decap)).abs() < 1e-9);
+        assert!(
+            (share("IngressImpl.ipv4_route") - 1.0).abs() < 1e-9,
+            "{paths:?}"
+        );
+        assert!(
+            (share("EgressImpl.port_mac") - 1.0).abs() < 1e-9,
+            "{paths:?}"
+        );
+        // the two directions part in the parser, in `forward`'s and `set_src_mac`'s
+        // branches and in the deparser: a random mix misses some of those decisions
+        assert!(paths.mispredicts[0] > 0.2, "{paths:?}");
+        assert!(paths.mispredicts[3] > 0.2, "{paths:?}");
+
+        let sw = load_switch(&json, SwitchConfig::default(), &g.commands).unwrap();
+        let traced = Features::of(&sw, Some(&p), 64.0, None, Some(&paths));
+        let costliest = Features::of(&sw, Some(&p), 64.0, None, None);
+        assert_eq!(traced.traced_packets, 800);
+        assert_eq!(costliest.traced_packets, 0);
+        let names = |f: &Features| -> Vec<(String, f64)> {
+            f.tables
+                .iter()
+                .filter(|t| t.kind != "keyless")
+                .map(|t| (t.name.clone(), t.share))
+                .collect()
+        };
+        // both sides with their shares, against one side for every packet
+        let t = names(&traced);
+        let has = |v: &[(String, f64)], n: &str| v.iter().find(|x| x.0 == n).map(|x| x.1);
+        assert_eq!(has(&t, "IngressImpl.vni_decap"), Some(decap));
+        assert_eq!(has(&t, "IngressImpl.service_vip"), Some(1.0 - decap));
+        let c = names(&costliest);
+        assert!(c.iter().all(|x| x.1 == 1.0));
+        assert!(
+            has(&c, "IngressImpl.vni_decap").is_none()
+                || has(&c, "IngressImpl.service_vip").is_none(),
+            "{c:?}"
+        );
+        // the stages add each table's cost at its share, and the misses
+        let pr = predict(&traced, &p, BatchArg::Fixed(32), None);
+        let ingress: f64 = traced
+            .tables
+            .iter()
+            .filter(|t| t.control == "ingress")
+            .map(|t| table_cost(t, &p, 32).0)
+            .sum::<f64>()
+            + p.branch_ns * traced.mispredicts[1];
+        let got = pr.stages.iter().find(|s| s.0 == "ingress").unwrap().1;
+        assert!((got - ingress).abs() < 1e-9, "{got} against {ingress}");
+        let decap_t = traced
+            .tables
+            .iter()
+            .find(|t| t.name == "IngressImpl.vni_decap")
+            .unwrap();
+        let at = 10.0 + decap_t.split.extra(Some(&p));
+        let want = decap * (at - 64.0 / 32.0) + 64.0 * calls_per_packet(decap, 32);
+        assert!((table_cost(decap_t, &p, 32).0 - want).abs() < 1e-9);
+        // sorted by direction, the same shares and (almost) no misses
+        let mut sorted = g.frames.clone();
+        sorted.sort_by_key(|f| (f.len(), f.get(23).copied(), f.get(73).copied()));
+        let sp = crate::paths::PathStats::measure(
+            &json,
+            |s| apply_commands(s, &g.commands),
+            &sorted,
+            p4jet_gen::TRACE_PORT,
+            crate::paths::SAMPLE,
+        )
+        .unwrap();
+        assert_eq!(sp.tables.get("IngressImpl.vni_decap"), Some(&decap));
+        assert!(
+            sp.mispredicts_total() < 0.3 * paths.mispredicts_total(),
+            "{sp:?} against {paths:?}"
+        );
+    }
+
+    #[test]
+    fn mispredicted_decisions_are_priced_in_their_stage() {
+        let p = profile();
+        let f = Features {
+            extracted: 1.0,
+            emitted: 1.0,
+            frame_bytes: 64.0,
+            mispredicts: [0.5, 0.25, 0.0, 1.0],
+            ..Features::default()
+        };
+        let pr = predict(&f, &p, BatchArg::Fixed(32), None);
+        let stage = |n: &str| pr.stages.iter().find(|s| s.0 == n).unwrap().1;
+        assert!((stage("parse") - (1.0 + 2.5)).abs() < 1e-9, "{pr:?}");
+        assert!((stage("ingress") - 1.25).abs() < 1e-9, "{pr:?}");
+        assert!((stage("deparse") - (1.0 + 5.0)).abs() < 1e-9, "{pr:?}");
+        assert!((pr.ns_per_packet - (25.0 + 2.0 + 8.75)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_split_micro_program_parts_its_paths_in_the_parser() {
+        let m = Micro {
+            headers: 2,
+            split: true,
+            ..Micro::default()
+        };
+        let json = m.json();
+        let random = m.split_frames(1024, false);
+        let sorted = m.split_frames(1024, true);
+        assert_eq!(random.iter().filter(|f| f[31] == 1).count(), 512);
+        let paths = |fr: &[Vec<u8>]| {
+            crate::paths::PathStats::measure(&json, |_| Ok(()), fr, 0, 1024).unwrap()
+        };
+        let (r, s) = (paths(&random), paths(&sorted));
+        // half the frames carry `ha` (removed), the others get it
+        assert_eq!((r.extracted, s.extracted), (2.5, 2.5));
+        assert_eq!((r.emitted, s.emitted), (2.5, 2.5));
+        assert_eq!(r.tables["tbl_pop"], 0.5);
+        // the select and the deparser's third header, each missed about half the time
+        assert!((r.mispredicts[0] - 0.5).abs() < 0.08, "{r:?}");
+        assert!((r.mispredicts[3] - 0.5).abs() < 0.08, "{r:?}");
+        assert!(s.mispredicts_total() < 0.02, "{s:?}");
     }
 }

@@ -146,11 +146,20 @@ impl Runner<'_> {
         };
         let sw = model::load_switch(&json, cfg.clone(), &g.commands)
             .map_err(|e| format!("{}: {e}", path.display()))?;
+        let paths = crate::paths::PathStats::measure(
+            &json,
+            |s| model::apply_commands(s, &g.commands),
+            &g.frames,
+            p4jet_gen::TRACE_PORT,
+            crate::paths::SAMPLE,
+        )
+        .map_err(|e| format!("{}: {e}", path.display()))?;
         let f = Features::of(
             &sw,
             Some(self.profile),
             bytes,
             Some(model::trace_flows(&g.frames)),
+            Some(&paths),
         );
         let pred = model::predict(&f, self.profile, batch, queue);
         let sw = if pred.batch != cfg.batch || pred.sub_batch != cfg.sub_batch {

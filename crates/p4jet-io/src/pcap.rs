@@ -890,7 +890,9 @@ impl PcapFilePort {
         let input = input.map(PcapInput::open).transpose()?;
         let mut output = output.map(PcapSink::create).transpose()?;
         if let Some(o) = output.as_mut() {
-            o.write_behind()?;
+            // if no writer thread can be started, the port writes from the caller's
+            // thread: slower, the same files
+            let _ = o.write_behind();
         }
         Ok(PcapFilePort {
             name: name.to_string(),

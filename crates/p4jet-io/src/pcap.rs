@@ -630,16 +630,13 @@ impl PcapSink {
     /// when [`WRITE_BEHIND_JOBS`] commits are still unwritten. Records pending are
     /// written first.
     pub fn write_behind(&mut self) -> io::Result<()> {
-        if matches!(self.out, Out::Behind(_)) {
+        let Out::Inline(f) = &self.out else {
             return Ok(());
-        }
-        self.commit()?;
-        let file = match &self.out {
-            Out::Inline(f) => f
-                .try_clone()
-                .map_err(|e| ctx(e, format_args!("writer for {}", self.path.display())))?,
-            Out::Behind(_) => return Ok(()),
         };
+        let file = f
+            .try_clone()
+            .map_err(|e| ctx(e, format_args!("writer for {}", self.path.display())))?;
+        self.commit()?;
         let (jobs, job_rx) = mpsc::sync_channel::<WriteJob>(WRITE_BEHIND_JOBS);
         let (done_tx, done) = mpsc::channel::<Written>();
         let thread = std::thread::Builder::new()
@@ -716,6 +713,11 @@ impl PcapSink {
             Out::Inline(file) => {
                 let r = write_buffers(file, self.queued.iter().chain([&self.scratch]));
                 self.scratch.clear();
+                let mut written = std::mem::take(&mut self.queued);
+                for buf in written.drain(..) {
+                    self.recycle(buf);
+                }
+                self.queued = written;
                 r.map_err(|e| {
                     self.lost += frames;
                     lost_error(&self.path, frames, &e)
@@ -733,10 +735,6 @@ impl PcapSink {
                 self.reap(false)
             }
         };
-        let done: Vec<Vec<u8>> = self.queued.drain(..).collect();
-        for b in done {
-            self.recycle(b);
-        }
         self.queued_bytes = 0;
         r
     }

@@ -180,6 +180,13 @@ impl IngressStage {
         self.w.inject_buf(port, buf)
     }
 
+    /// Queues received frames, all from `port`, in the buffers they arrived in
+    /// (`bufs` is left empty).
+    #[inline]
+    pub fn inject_bufs(&mut self, port: u32, bufs: &mut Vec<PacketBuf>) {
+        self.w.inject_bufs(port, bufs)
+    }
+
     /// This stage's core (rx and ingress-drop counters, trace lines, errors).
     pub fn core(&self) -> &Core {
         &self.w.core

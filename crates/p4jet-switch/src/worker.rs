@@ -219,6 +219,12 @@ impl Worker {
         self.core.inject_buf(port, buf)
     }
 
+    /// Queues received frames, all from `port`, in the buffers they arrived in
+    /// (`bufs` is left empty).
+    pub fn inject_bufs(&mut self, port: u32, bufs: &mut Vec<PacketBuf>) {
+        self.core.inject_bufs(port, bufs)
+    }
+
     /// Packets waiting anywhere in the worker.
     pub fn pending(&self) -> usize {
         self.core.pending()
@@ -547,12 +553,52 @@ impl Core {
     /// the packet is processed there and, sent to a port that takes buffers
     /// ([`Core::set_moving_ports`]), leaves from there.
     pub fn inject_buf(&mut self, port: u32, buf: PacketBuf) {
+        let ctx = self.ctx_with(buf);
+        self.queue_received(ctx, port);
+    }
+
+    /// [`Core::inject_buf`] for every buffer of `bufs`, all received on `port`, in
+    /// order (`bufs` is left empty): one loop, the port's receive count updated once.
+    pub fn inject_bufs(&mut self, port: u32, bufs: &mut Vec<PacketBuf>) {
+        if self.cfg.trace {
+            for b in bufs.drain(..) {
+                self.inject_buf(port, b);
+            }
+            return;
+        }
+        let n = bufs.len() as u64;
+        for b in bufs.drain(..) {
+            let mut ctx = self.ctx_with(b);
+            self.received(&mut ctx, port);
+            self.input.push_back(ctx);
+        }
+        if n > 0 {
+            self.port_mut(port).rx += n;
+        }
+    }
+
+    /// A pooled context holding `buf`; the buffer it held becomes a spare (a context
+    /// whose frame left in place holds an empty one, given up without a drop).
+    #[inline(always)]
+    fn ctx_with(&mut self, buf: PacketBuf) -> Pkt {
         let mut ctx = self.alloc();
         let old = std::mem::replace(&mut ctx.pkt, buf);
-        if !old.buf.is_port_owned() && old.capacity() > 0 && self.spare.len() < SPARE_BUFFERS {
+        if old.buf.is_port_owned() || old.capacity() > 0 {
+            self.spare_or_drop(old);
+        } else {
+            // an empty heap buffer owns no memory: nothing to free
+            std::mem::forget(old);
+        }
+        ctx
+    }
+
+    /// Keeps a heap buffer as a spare (up to [`SPARE_BUFFERS`]), else drops it.
+    #[cold]
+    #[inline(never)]
+    fn spare_or_drop(&mut self, old: PacketBuf) {
+        if !old.buf.is_port_owned() && self.spare.len() < SPARE_BUFFERS {
             self.spare.push(old);
         }
-        self.queue_received(ctx, port);
     }
 
     /// Frames in port-owned buffers ([`Core::inject_buf`]) transmitted on these ports leave

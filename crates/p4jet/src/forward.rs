@@ -239,22 +239,25 @@ struct Lane {
     pcap_out: Vec<u32>,
     /// `pcap_out` changed since the thread last told its [`TxBuf`].
     pcap_changed: bool,
+    /// A receive burst of buffers on its way to the core (kept for its capacity).
+    staged: Vec<PacketBuf>,
 }
 
 /// Where a forwarding thread puts what it receives.
 trait Rx {
     /// A frame to copy into a pooled buffer.
     fn frame(&mut self, port: u32, frame: &[u8]);
-    /// A frame in its own buffer (a UMEM chunk).
-    fn buf(&mut self, port: u32, buf: PacketBuf);
+    /// Frames in their own buffers (UMEM chunks, mbufs), all from `port`, in order;
+    /// `bufs` is left empty.
+    fn bufs(&mut self, port: u32, bufs: &mut Vec<PacketBuf>);
 }
 
 impl Rx for Worker {
     fn frame(&mut self, port: u32, frame: &[u8]) {
         self.inject(port, frame)
     }
-    fn buf(&mut self, port: u32, buf: PacketBuf) {
-        self.inject_buf(port, buf)
+    fn bufs(&mut self, port: u32, bufs: &mut Vec<PacketBuf>) {
+        self.inject_bufs(port, bufs)
     }
 }
 
@@ -262,8 +265,8 @@ impl Rx for IngressStage {
     fn frame(&mut self, port: u32, frame: &[u8]) {
         self.inject(port, frame)
     }
-    fn buf(&mut self, port: u32, buf: PacketBuf) {
-        self.inject_buf(port, buf)
+    fn bufs(&mut self, port: u32, bufs: &mut Vec<PacketBuf>) {
+        self.inject_bufs(port, bufs)
     }
 }
 
@@ -374,8 +377,9 @@ impl Lane {
     /// Receives up to a batch per live port without blocking: AF_XDP frames in
     /// their UMEM chunks, other ports' frames copied. pcap ports are read by
     /// `read_pcaps` (the CPU port is live next to them with `--use-files`).
-    fn rx_live(&self, batch: usize, rx: &mut dyn Rx, errors: &mut Vec<String>) -> usize {
+    fn rx_live(&mut self, batch: usize, rx: &mut dyn Rx, errors: &mut Vec<String>) -> usize {
         let mut got = 0;
+        let staged = &mut self.staged;
         for ph in &self.ports {
             let num = ph.num;
             let mut pe = ph.lock();
@@ -384,7 +388,10 @@ impl Lane {
             }
             let port = pe.port();
             let n = if port.moves_buffers() {
-                port.recv_bufs(batch, &mut |b| rx.buf(num, b))
+                // the burst is staged, then handed over in one call (not one per frame)
+                let r = port.recv_bufs(batch, &mut |b| staged.push(b));
+                rx.bufs(num, staged);
+                r
             } else {
                 port.recv_batch(batch, None, &mut |f| rx.frame(num, f))
             };
@@ -575,6 +582,9 @@ struct TxBuf {
     frames: Vec<(u32, usize, usize)>,
     /// Frames leaving in their own buffers (UMEM chunks), from `Core::take_moved`.
     moved: Vec<(u32, PacketBuf)>,
+    /// The moved frames of other ports while one port sends its own (kept for its
+    /// capacity).
+    others: Vec<(u32, PacketBuf)>,
     /// pcap-file outputs (`--use-files`): frames are written as pcap records into
     /// the port's staging buffer as they leave, and handed over whole.
     pcap: Vec<PcapStage>,
@@ -707,7 +717,7 @@ impl TxBuf {
                 *failed += n as u64;
                 errors.push(format!("port {num}: transmit: {e}"));
             };
-            let mut dropped = match send_moved(port, num, &mut self.moved) {
+            let mut dropped = match send_moved(port, num, &mut self.moved, &mut self.others) {
                 Ok(d) => d as u64,
                 Err((e, n)) => {
                     fail(e, n, &mut failed);
@@ -761,39 +771,39 @@ impl TxBuf {
     }
 }
 
-/// Sends the moved frames of port `num` (in order; the others stay in `moved`),
-/// flushing while the transmit ring is full; returns how many were dropped because
-/// the kernel did not make room.
+/// Sends the moved frames of port `num` (in order; the others stay in `moved`, in
+/// order, by way of `others`, which is left empty), flushing while the transmit ring
+/// is full; returns how many were dropped because the kernel did not make room.
 /// An error leaves the frames of `num` not sent yet out of `moved` and gives how many
 /// there were.
 fn send_moved(
     port: &mut dyn Port,
     num: u32,
     moved: &mut Vec<(u32, PacketBuf)>,
+    others: &mut Vec<(u32, PacketBuf)>,
 ) -> Result<usize, (std::io::Error, usize)> {
     if !moved.iter().any(|m| m.0 == num) {
         return Ok(0);
     }
-    let mut dropped = 0;
-    let mut stalls = 0;
-    // in place: frames of other ports move to the front, in order; ours are sent
-    let mut keep = 0;
-    for i in 0..moved.len() {
-        if moved[i].0 != num {
-            moved.swap(keep, i);
-            keep += 1;
+    let (mut dropped, mut stalls, mut lost) = (0, 0, 0);
+    let mut failed = None;
+    // each frame taken by value as it is sent (no placeholder left to drop)
+    for (p, mut b) in moved.drain(..) {
+        if p != num {
+            others.push((p, b));
             continue;
         }
-        let mut b = std::mem::take(&mut moved[i].1);
+        if failed.is_some() {
+            // after a failure the rest of this port's frames are not sent
+            lost += 1;
+            continue;
+        }
         while let Err(back) = port.send_buf(b) {
             b = back;
             if let Err(e) = port.flush() {
-                // this frame and the rest of this port's are not sent
-                let later: Vec<(u32, PacketBuf)> = moved.drain(i + 1..).collect();
-                let lost = 1 + later.iter().filter(|m| m.0 == num).count();
-                moved.truncate(keep);
-                moved.extend(later.into_iter().filter(|m| m.0 != num));
-                return Err((e, lost));
+                failed = Some(e);
+                lost += 1;
+                break;
             }
             stalls += 1;
             if stalls > 10_000 {
@@ -805,8 +815,11 @@ fn send_moved(
             }
         }
     }
-    moved.truncate(keep);
-    Ok(dropped)
+    std::mem::swap(moved, others);
+    match failed {
+        Some(e) => Err((e, lost)),
+        None => Ok(dropped),
+    }
 }
 
 /// Sends every frame, flushing while the transmit ring is full; gives up (returns the
@@ -1222,6 +1235,7 @@ impl Lane {
             moving_changed: true,
             pcap_out: vec![],
             pcap_changed: true,
+            staged: Vec::new(),
         }
     }
 }

@@ -6,8 +6,8 @@
 //! `tx time - injection time` in its [`LatencyHist`]. Clocks are read once per batch
 //! ([`crate::Core::mark_rx`] before a batch of injections, once per egress batch before
 //! transmission), so the cost is two clock reads per batch and a store and a load per
-//! packet. (Until the seventh session the times sat in a table indexed by an arrival
-//! sequence number: two more memory accesses and the index arithmetic per packet.)
+//! packet. A forwarding loop that reads the time once per turn hands it to
+//! [`crate::Core::mark_rx_at`] instead.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -30,6 +30,12 @@ impl Stamps {
     #[inline]
     pub fn now_ns(&self) -> u64 {
         self.base.elapsed().as_nanos() as u64
+    }
+
+    /// `at`, in nanoseconds since the clock was created (0 before it).
+    #[inline]
+    pub fn ns_at(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.base).as_nanos() as u64
     }
 }
 

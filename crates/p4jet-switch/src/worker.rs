@@ -701,6 +701,14 @@ impl Core {
         }
     }
 
+    /// [`Core::mark_rx`] with the time `at` the caller read already (a forwarding loop
+    /// reads the clock once per turn).
+    pub fn mark_rx_at(&mut self, at: std::time::Instant) {
+        if let Some(s) = &self.stamps {
+            self.rx_stamp = s.ns_at(at);
+        }
+    }
+
     /// One ingress batch, then the traffic manager drained through egress.
     pub fn step(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8])) {
         self.step_with(cs, tx, true)

@@ -170,17 +170,24 @@ impl Reporter {
     /// Takes the core's messages; once a period publishes its books and reports the
     /// repeats and fault drops of the period (`now`: whatever the time).
     fn tick(&mut self, core: &mut Core, extra: &mut Vec<String>, now: bool) {
+        self.tick_at(core, extra, now, Instant::now())
+    }
+
+    /// [`Reporter::tick`] at `at`, the time of the caller's turn (one clock read per
+    /// turn of a forwarding loop).
+    fn tick_at(&mut self, core: &mut Core, extra: &mut Vec<String>, now: bool, at: Instant) {
         for e in std::mem::take(&mut core.errors) {
             self.message(e);
         }
         for e in extra.drain(..) {
             self.message(e);
         }
-        if !now && self.last.elapsed() < REPORT_EVERY {
+        let since = at.saturating_duration_since(self.last);
+        if !now && since < REPORT_EVERY {
             return;
         }
-        let secs = self.last.elapsed().as_secs_f64();
-        self.last = Instant::now();
+        let secs = since.as_secs_f64();
+        self.last = at;
         for (m, n) in self.seen.drain(..) {
             if n > 1 {
                 eprintln!("p4jet: {m} ({} more times in {secs:.1} s)", n - 1);
@@ -929,7 +936,8 @@ fn rtc_thread(
                 break;
             }
             lane.update_moving(&mut w.core);
-            w.core.mark_rx();
+            // the turn's time (one clock read): the latency stamp of what arrives now
+            w.core.mark_rx_at(now);
             lane.update_pcap(&mut tx);
             let (got, ended) = if c.files {
                 let (n, ended) =
@@ -948,7 +956,7 @@ fn rtc_thread(
             w.core.take_moved(&mut tx.moved);
             tx.send(&lane.ports, &mut w.core, &mut errors);
             flush_trace(&mut w.core, &c);
-            rep.tick(&mut w.core, &mut errors, false);
+            rep.tick_at(&mut w.core, &mut errors, false, now);
             if c.files {
                 // the pcap outputs: written when the thread is idle (readers of FIFOs
                 // see every frame promptly) or has been busy for FLUSH_EVERY
@@ -1045,7 +1053,9 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
     let r = (|| -> Result<(), String> {
         while !c.stop.load(Ordering::Relaxed) {
             lane.port_cmds();
-            st.core_mut().mark_rx();
+            // the turn's time (one clock read), for the latency stamps and the reporter
+            let now = Instant::now();
+            st.core_mut().mark_rx_at(now);
             let (got, ended) = if c.files {
                 let (n, ended) =
                     read_pcaps(&lane.ports, c.batch, c.fifo_wait, |n, f| st.inject(n, f))?;
@@ -1060,7 +1070,7 @@ fn ingress_thread(mut st: IngressStage, mut lane: Lane, c: Arc<Common>) -> Resul
                 st.step().map_err(&gone)?;
             }
             flush_trace(st.core_mut(), &c);
-            rep.tick(st.core_mut(), &mut errors, false);
+            rep.tick_at(st.core_mut(), &mut errors, false, now);
             if c.files {
                 if ended && st.pending() == 0 {
                     if c.exit_when_done {

@@ -25,9 +25,7 @@ use p4jet_engine::state::{ControlState, EntryAction, Externs};
 use p4jet_engine::{ControlBlock, Engine, Native, NativeStats, PacketCtx, Pkt, SUB_BATCH, Scratch};
 use p4jet_tables::EntryHandle;
 
-use crate::abi::{
-    ACCEPT, BEGUN, ERR_BIT, Env, FORCE, GROW, Hit, Lane, PARSE_ONLY, SLOT_NONE, SLOT_OTHER,
-};
+use crate::abi::{ACCEPT, ACTION_NONE, BEGUN, ERR_BIT, Env, FORCE, GROW, Hit, Lane, PARSE_ONLY};
 use crate::codegen::{H, Helpers};
 
 /// A function over a batch of at most 64 lanes: `(env, lanes, n)`.
@@ -78,8 +76,6 @@ pub(crate) struct TableCall {
     key_bytes: usize,
     /// Direct counters or meters: the interpreter resolves each outcome.
     direct: bool,
-    /// Per action id: the action's slot in the table's list, or [`SLOT_OTHER`].
-    slots: Box<[u32]>,
 }
 
 impl std::fmt::Debug for Compiled {
@@ -627,22 +623,16 @@ unsafe fn lookup(
         return 0;
     };
     let kb = tc.key_bytes;
-    let slots = &tc.slots;
     let outcome = |hit: &mut Hit, call: Option<&p4jet_ir::ActionCall>, found: bool| {
         hit.hit = u32::from(found);
         match call {
             Some(call) => {
                 hit.action = call.action;
-                hit.slot = slots
-                    .get(call.action as usize)
-                    .copied()
-                    .unwrap_or(SLOT_OTHER);
                 hit.data = call.data.as_ptr();
                 hit.len = call.data.len() as u64;
             }
             None => {
-                hit.action = 0;
-                hit.slot = SLOT_NONE;
+                hit.action = ACTION_NONE;
                 hit.data = std::ptr::null();
                 hit.len = 0;
             }
@@ -817,9 +807,6 @@ pub(crate) fn compiled(e: &Engine, a: Addrs, module: JITModule, stats: NativeSta
         .map(|(i, t)| TableCall {
             key_bytes: t.key_bytes as usize,
             direct: plan.get(i).is_none_or(|tp| tp.direct),
-            slots: (0..e.prog.actions.len() as u32)
-                .map(|a| t.action_slot(a).map_or(SLOT_OTHER, |s| s as u32))
-                .collect(),
         })
         .collect();
     // SAFETY: each address is a function the module finalized with the signature of

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{Block, InstBuilder, JumpTableData, Value, types};
+use cranelift_codegen::ir::{Block, InstBuilder, Value, types};
 use cranelift_frontend::Variable;
 use p4jet_engine::ControlBlock;
 use p4jet_engine::plan::control::{CondTest, ControlPlan, Node};
@@ -26,7 +26,7 @@ use p4jet_ir::ControlNode;
 use super::action::{self, Px};
 use super::checksum::{cond_inline, tree_inline};
 use super::{Gen, H, PTR, mem};
-use crate::abi::{SLOT_OTHER, off};
+use crate::abi::{ACTION_NONE, off};
 
 /// What the region code of one loop needs.
 struct Region<'c> {
@@ -454,10 +454,7 @@ fn apply(
     let first = g.k(0);
     let ho = g.b.ins().select(same, first, ho);
     let hp = g.b.ins().iadd(hits, ho);
-    let slot = g.b.ins().load(types::I32, mem(), hp, off::HIT_SLOT);
-    let hit = g.b.ins().uload32(mem(), hp, off::HIT_HIT);
-    let data = g.b.ins().load(PTR, mem(), hp, off::HIT_DATA);
-    let len = g.b.ins().load(types::I64, mem(), hp, off::HIT_LEN);
+    let action = g.b.ins().load(types::I32, mem(), hp, off::HIT_ACTION);
     let bit = g.bit(i);
     let after = g.b.create_block();
     let mut r = Region {
@@ -475,13 +472,8 @@ fn apply(
     };
     let slots: Vec<_> = ti.actions.iter().map(|_| g.b.create_block()).collect();
     let other = g.b.create_block();
-    let def = g.b.func.dfg.block_call(other, &[]);
-    let calls: Vec<_> = slots
-        .iter()
-        .map(|b| g.b.func.dfg.block_call(*b, &[]))
-        .collect();
-    let jt = g.b.create_jump_table(JumpTableData::new(def, &calls));
-    g.b.ins().br_table(slot, jt);
+    let none = g.b.create_block();
+    dispatch(g, action, &ti.actions, &slots, none, other);
     // where a packet goes after its action: by hit/miss, or by the action's slot
     // (Some(None): no action; None: an action outside the table's list)
     let go = |g: &mut Gen, r: &mut Region, exit: Value, slot: Option<Option<usize>>| match &tp.next
@@ -498,6 +490,8 @@ fn apply(
             let end = r.end(g);
             g.b.ins().brif(exit, end, &[], on, &[]);
             g.b.switch_to_block(on);
+            // the hit flag read only where it decides
+            let hit = g.b.ins().load(types::I32, mem(), hp, off::HIT_HIT);
             g.b.ins().brif(hit, hb, &[], mb, &[]);
         }
         ApplyNext::ByAction { slots, default } => {
@@ -514,24 +508,20 @@ fn apply(
     };
     for (s, a) in ti.actions.iter().enumerate() {
         g.b.switch_to_block(slots[s]);
+        let (data, len) = outcome_data(g, *a, hp);
         let exit = action::emit(g, *a, px, data, len);
         go(g, &mut r, exit, Some(Some(s)));
     }
-    // no action, or one outside the list (run by the interpreter)
+    // an action outside the list (run by the interpreter)
     g.b.switch_to_block(other);
-    let is_other =
-        g.b.ins()
-            .icmp_imm_u(IntCC::Equal, slot, i64::from(SLOT_OTHER));
-    let run = g.b.create_block();
-    let none = g.b.create_block();
-    g.b.ins().brif(is_other, run, &[], none, &[]);
-    g.b.switch_to_block(run);
-    let aid = g.b.ins().load(types::I32, mem(), hp, 0);
+    let data = g.b.ins().load(PTR, mem(), hp, off::HIT_DATA);
+    let len = g.b.ins().load(types::I64, mem(), hp, off::HIT_LEN);
     let res = g
-        .call(H::RunAction, &[env, lane, aid, data, len])
-        .unwrap_or(aid);
+        .call(H::RunAction, &[env, lane, action, data, len])
+        .unwrap_or(action);
     let exit = g.b.ins().uextend(types::I64, res);
     go(g, &mut r, exit, None);
+    // no action
     g.b.switch_to_block(none);
     let zero = g.k(0);
     go(g, &mut r, zero, Some(None));
@@ -542,4 +532,45 @@ fn apply(
     g.b.def_var(k, kv);
     g.b.ins().jump(head, &[]);
     g.b.switch_to_block(done);
+}
+
+/// Branches on a table outcome's `action`: to the block of its first slot in the
+/// table's list `actions` (`slots`), to `none` for [`ACTION_NONE`], else (an action
+/// outside the list) to `other`. Compares in a row: a table has few actions, and a
+/// jump table's bounds check and indirect jump cost as much as several of them.
+pub(crate) fn dispatch(
+    g: &mut Gen,
+    action: Value,
+    actions: &[u32],
+    slots: &[Block],
+    none: Block,
+    other: Block,
+) {
+    for (s, a) in actions.iter().enumerate() {
+        if actions[..s].contains(a) {
+            // the interpreter runs the first slot of an action listed twice
+            continue;
+        }
+        let eq = g.b.ins().icmp_imm_u(IntCC::Equal, action, i64::from(*a));
+        let next = g.b.create_block();
+        g.b.ins().brif(eq, slots[s], &[], next, &[]);
+        g.b.switch_to_block(next);
+    }
+    let is_none =
+        g.b.ins()
+            .icmp_imm_u(IntCC::Equal, action, i64::from(ACTION_NONE));
+    g.b.ins().brif(is_none, none, &[], other, &[]);
+}
+
+/// The action data and its length of the outcome at `hp`, for action `a` of the
+/// table: loaded only when the action's code reads them (else zeros).
+pub(crate) fn outcome_data(g: &mut Gen, a: u32, hp: Value) -> (Value, Value) {
+    if action::reads_data(g.e, a) {
+        let data = g.b.ins().load(PTR, mem(), hp, off::HIT_DATA);
+        let len = g.b.ins().load(types::I64, mem(), hp, off::HIT_LEN);
+        (data, len)
+    } else {
+        let z = g.k(0);
+        (z, z)
+    }
 }

@@ -73,16 +73,8 @@ impl Gen<'_, '_> {
             let add = self.b.ins().imul(add, v);
             sum = self.b.ins().iadd(sum, add);
         }
-        // carries folded back: 64 -> 32 bits, then 16 bits (four times covers any sum
-        // of a few hundred pieces)
-        let hi = self.b.ins().ushr_imm_s(sum, 32);
-        let lo = self.b.ins().band_imm_s(sum, 0xffff_ffff);
-        let mut s = self.b.ins().iadd(hi, lo);
-        for _ in 0..4 {
-            let hi = self.b.ins().ushr_imm_s(s, 16);
-            let lo = self.b.ins().band_imm_s(s, 0xffff);
-            s = self.b.ins().iadd(hi, lo);
-        }
+        // carries folded back to 16 bits
+        let s = self.fold16(sum);
         let s = self.b.ins().bnot(s);
         self.b.ins().band_imm_s(s, 0xffff)
     }

@@ -129,23 +129,12 @@ pub(crate) fn emit(g: &mut Gen, lanes: Value, n: Value, begin: bool, unicast: bo
     }
 
     // the states
+    let counted = has_cycle(prog);
     for (si, st) in plan.parser.states.iter().enumerate() {
         g.b.switch_to_block(states[si]);
-        // steps += 1; more than MAX_STEPS: ParserTimeout
-        let s = g.b.use_var(pk.steps);
-        let s = g.b.ins().iadd_imm_s(s, 1);
-        g.b.def_var(pk.steps, s);
-        let over =
-            g.b.ins()
-                .icmp_imm_s(IntCC::UnsignedGreaterThan, s, MAX_STEPS as i64);
-        let go = g.b.create_block();
-        let timeout = g.b.create_block();
-        g.b.ins().brif(over, timeout, &[], go, &[]);
-        g.b.switch_to_block(timeout);
-        let t = g.k(u64::from(codes.parser_timeout));
-        g.b.def_var(pk.error, t);
-        g.b.ins().jump(finish, &[]);
-        g.b.switch_to_block(go);
+        if counted {
+            steps(g, &pk, codes.parser_timeout, finish);
+        }
         for (oi, op) in st.ops.iter().enumerate() {
             parse_op(g, &pk, si as u32, oi as u32, *op, fail);
         }
@@ -290,6 +279,62 @@ pub(crate) fn emit(g: &mut Gen, lanes: Value, n: Value, begin: bool, unicast: bo
         g.k(0)
     };
     g.b.ins().return_(&[o]);
+}
+
+/// Whether the parse graph has a cycle (a state that can reach itself through the
+/// transitions). Without one a packet goes through each state at most once, so it can
+/// never run more than [`MAX_STEPS`] states and the steps need no counting.
+fn has_cycle(p: &p4jet_ir::Program) -> bool {
+    // depth-first, colouring states: 0 unseen, 1 on the path, 2 done
+    let states = &p.parser.states;
+    let mut colour = vec![0u8; states.len()];
+    let mut stack: Vec<(usize, usize)> = vec![];
+    for root in 0..states.len() {
+        if colour[root] != 0 {
+            continue;
+        }
+        colour[root] = 1;
+        stack.push((root, 0));
+        while let Some(&mut (s, ref mut t)) = stack.last_mut() {
+            let next = states[s].transitions.get(*t).map(|tr| tr.next);
+            *t += 1;
+            match next {
+                None => {
+                    colour[s] = 2;
+                    stack.pop();
+                }
+                Some(None) => {}
+                Some(Some(n)) => match colour.get(n as usize) {
+                    Some(1) => return true,
+                    Some(0) => {
+                        colour[n as usize] = 1;
+                        stack.push((n as usize, 0));
+                    }
+                    // done, or out of range (no state)
+                    _ => {}
+                },
+            }
+        }
+    }
+    false
+}
+
+/// `steps += 1`; more than [`MAX_STEPS`]: ParserTimeout (code `timeout`) to `finish`.
+fn steps(g: &mut Gen, pk: &Pkt, timeout: u32, finish: Block) {
+    let s = g.b.use_var(pk.steps);
+    let s = g.b.ins().iadd_imm_s(s, 1);
+    g.b.def_var(pk.steps, s);
+    let over =
+        g.b.ins()
+            .icmp_imm_s(IntCC::UnsignedGreaterThan, s, MAX_STEPS as i64);
+    let go = g.b.create_block();
+    let out = g.b.create_block();
+    g.b.ins().brif(over, out, &[], go, &[]);
+    g.b.switch_to_block(out);
+    let t = g.k(u64::from(timeout));
+    g.b.def_var(pk.error, t);
+    g.b.ins().jump(finish, &[]);
+    g.b.switch_to_block(go);
 }
 
 /// Whether select `sel` compiles: a one-field key with a 64-bit window, or a key of

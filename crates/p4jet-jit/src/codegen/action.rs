@@ -98,8 +98,29 @@ pub(crate) fn emit(g: &mut Gen, a: u32, px: Px, data: Value, len: Value) -> Valu
                 g.if_lt(len, need, slow, fast);
             }
             g.b.switch_to_block(fast);
+            let mut merged = 0;
             for (pc, op) in ap.ops.iter().enumerate() {
-                // the data's length was checked for every copy
+                if merged > 0 {
+                    // copied with an earlier one
+                    merged -= 1;
+                    continue;
+                }
+                if let Op::Copy((dst, src, n)) = *op {
+                    // the data's length was checked for every copy, and copies that
+                    // continue each other in the PHV and in the data are one copy
+                    let mut len_all = n;
+                    for next in &ap.ops[pc + 1..] {
+                        match *next {
+                            Op::Copy((d, s, m)) if d == dst + len_all && s == src + len_all => {
+                                len_all += m;
+                                merged += 1;
+                            }
+                            _ => break,
+                        }
+                    }
+                    g.copy(px.phv, dst as i32, data, src as i32, len_all);
+                    continue;
+                }
                 let next = g.b.create_block();
                 let cx = Cx {
                     a,

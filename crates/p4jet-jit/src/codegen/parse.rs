@@ -356,17 +356,61 @@ fn select_inline(sel: &Select) -> bool {
 }
 
 /// The key of select `sel` ([`select_inline`]) in 64 bits: the fields' values, each
-/// in its key bits, concatenated (`Select::next`).
+/// in its key bits, concatenated (`Select::next`). Fields that follow each other in
+/// the PHV as they follow each other in the key (each but the first filling its key
+/// bits) are one run of bits; the runs within 8 bytes of one another share one 8-byte
+/// load, each then a shift and a mask: a key of fields side by side is one big-endian
+/// word.
 fn select_key(g: &mut Gen, phv: Value, sel: &Select) -> Value {
     if let Some(w) = &sel.word {
         return g.read_window(phv, w.shift, w.mask, w.byte);
     }
-    let mut key: Option<Value> = None;
+    // (first PHV bit, width, key bits) per run
+    let mut runs: Vec<(u32, u32, u32)> = vec![];
     for k in &sel.key {
         let SelectKey::Field { loc, bits } = *k else {
             continue;
         };
-        let v = g.read_field(phv, loc).unwrap_or_else(|| g.k(0));
+        let start = loc.byte * 8 + u32::from(loc.bit);
+        match runs.last_mut() {
+            Some(r) if r.0 + r.1 == start && bits == loc.width => {
+                r.1 += loc.width;
+                r.2 += bits;
+            }
+            _ => runs.push((start, loc.width, bits)),
+        }
+    }
+    let mut key: Option<Value> = None;
+    // the current 8-byte window: (its first byte, the loaded word)
+    let mut win: Option<(u32, Value)> = None;
+    for (start, width, bits) in runs {
+        let (wb, w) = match win {
+            Some((wb, w)) if start >= wb * 8 && start + width <= wb * 8 + 64 => (wb, w),
+            _ => {
+                let wb = start / 8;
+                let w = g.b.ins().load(types::I64, mem(), phv, wb as i32);
+                let w = g.b.ins().bswap(w);
+                win = Some((wb, w));
+                (wb, w)
+            }
+        };
+        // a field of at most 64 bits from bit `start % 8` always lies in its window;
+        // a run of several may not: then it is read on its own
+        let v = if start + width <= wb * 8 + 64 {
+            let shift = wb * 8 + 64 - start - width;
+            let v = if shift > 0 {
+                g.b.ins().ushr_imm_u(w, i64::from(shift))
+            } else {
+                w
+            };
+            if width < 64 {
+                g.b.ins().band_imm_s(v, super::mask64(width) as i64)
+            } else {
+                v
+            }
+        } else {
+            read_bits(g, phv, start, width)
+        };
         key = Some(match key {
             // `bits` < 64 here: the key's earlier elements took some of its 64
             Some(k) => {
@@ -377,6 +421,21 @@ fn select_key(g: &mut Gen, phv: Value, sel: &Select) -> Value {
         });
     }
     key.unwrap_or_else(|| g.k(0))
+}
+
+/// `width` (at most 64) bits of the PHV from bit `start`, which an 8-byte window from
+/// `start`'s byte may not hold: two windows, joined.
+fn read_bits(g: &mut Gen, phv: Value, start: u32, width: u32) -> Value {
+    let hi_w = 64 - start % 8;
+    let lo_w = width - hi_w.min(width);
+    let hi = g.read_window(phv, 0, super::mask64(hi_w), start / 8);
+    if lo_w == 0 {
+        let hi = g.b.ins().ushr_imm_u(hi, i64::from(hi_w - width));
+        return g.b.ins().band_imm_s(hi, super::mask64(width) as i64);
+    }
+    let lo = g.read_window(phv, 64 - lo_w, super::mask64(lo_w), start / 8 + 8);
+    let hi = g.b.ins().ishl_imm_s(hi, i64::from(lo_w));
+    g.b.ins().bor(hi, lo)
 }
 
 /// `cursor + len <= frame length`, else ParserTooShort to `fail`; continues in a new

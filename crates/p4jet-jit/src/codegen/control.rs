@@ -16,7 +16,9 @@
 use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{Block, InstBuilder, Value, types};
+use cranelift_codegen::ir::{
+    Block, InstBuilder, StackSlot, StackSlotData, StackSlotKind, Value, types,
+};
 use cranelift_frontend::Variable;
 use p4jet_engine::ControlBlock;
 use p4jet_engine::plan::control::{CondTest, ControlPlan, Node};
@@ -28,12 +30,28 @@ use super::checksum::{cond_inline, tree_inline};
 use super::{Gen, H, PTR, mem};
 use crate::abi::{ACTION_NONE, off};
 
+/// Where a table node's mask of waiting packets is kept: 8 bytes of a stack slot.
+#[derive(Clone, Copy)]
+struct Mask {
+    ss: StackSlot,
+    at: i32,
+}
+
+impl Mask {
+    /// `mask |= bit`.
+    fn add(self, g: &mut Gen, bit: Value) {
+        let m = g.b.ins().stack_load(PTR, types::I64, self.ss, self.at);
+        let m = g.b.ins().bor(m, bit);
+        g.b.ins().stack_store(PTR, m, self.ss, self.at);
+    }
+}
+
 /// What the region code of one loop needs.
 struct Region<'c> {
     ctl: &'c ControlPlan,
     ir: &'c p4jet_ir::Control,
-    /// Per node: the mask variable of a table node's waiting packets.
-    at: &'c [Option<Variable>],
+    /// Per node: where the mask of a table node's waiting packets is kept.
+    at: &'c [Option<Mask>],
     /// Per table: the packets that applied it inline ([`inline_default`]) in this
     /// call, counted as its lookups at the end.
     counts: &'c [Option<Variable>],
@@ -158,11 +176,35 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
             _ => None,
         })
         .collect();
-    let at: Vec<Option<Variable>> = ctl
+    // the tables' masks of waiting packets, in one stack slot: memory, not variables
+    // every block would carry (they are live across the whole function, and as
+    // variables their moves and spills at each join cost more than a load, an or and
+    // a store where a packet joins a table)
+    let tables = ctl
         .nodes
         .iter()
         .zip(&inline)
-        .map(|(n, i)| (matches!(n, Node::Apply { .. }) && i.is_none()).then(|| g.var(0)))
+        .filter(|(n, i)| matches!(n, Node::Apply { .. }) && i.is_none())
+        .count();
+    let ss = g.b.create_sized_stack_slot(StackSlotData::new(
+        StackSlotKind::ExplicitSlot,
+        (8 * tables.max(1)) as u32,
+        3,
+    ));
+    let mut k = 0;
+    let at: Vec<Option<Mask>> = ctl
+        .nodes
+        .iter()
+        .zip(&inline)
+        .map(|(n, i)| {
+            (matches!(n, Node::Apply { .. }) && i.is_none()).then(|| {
+                let m = Mask { ss, at: 8 * k };
+                k += 1;
+                let z = g.k(0);
+                g.b.ins().stack_store(PTR, z, ss, m.at);
+                m
+            })
+        })
         .collect();
     let mut counts: Vec<Option<Variable>> = vec![None; e.prog.tables.len()];
     for (n, i) in ctl.nodes.iter().zip(&inline) {
@@ -179,12 +221,12 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
     let i_var = g.var(0);
     let head = g.b.create_block();
     let work = g.b.create_block();
-    let tables = g.b.create_block();
+    let tables_b = g.b.create_block();
     g.b.ins().jump(head, &[]);
     g.b.switch_to_block(head);
     let i = g.b.use_var(i_var);
     let more = g.b.ins().icmp(IntCC::UnsignedLessThan, i, n);
-    g.b.ins().brif(more, work, &[], tables, &[]);
+    g.b.ins().brif(more, work, &[], tables_b, &[]);
     g.b.switch_to_block(work);
     let i = g.b.use_var(i_var);
     let lane = g.lane(lanes, i);
@@ -224,12 +266,12 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
     g.b.def_var(i_var, i);
     g.b.ins().jump(head, &[]);
     // the tables, in topological order
-    g.b.switch_to_block(tables);
+    g.b.switch_to_block(tables_b);
     for (ni, node) in ctl.nodes.iter().enumerate() {
-        let (Node::Apply { table }, Some(v)) = (node, at[ni]) else {
+        let (Node::Apply { table }, Some(m)) = (node, at[ni]) else {
             continue;
         };
-        let here = g.b.use_var(v);
+        let here = g.b.ins().stack_load(PTR, types::I64, m.ss, m.at);
         let body = g.b.create_block();
         let next = g.b.create_block();
         g.b.ins().brif(here, body, &[], next, &[]);
@@ -306,8 +348,8 @@ impl Region<'_> {
                         Some((a, slot)) => self.apply_inline(g, table, a, slot),
                         None => {
                             // the packet waits at this table
-                            if let Some(v) = self.at.get(n as usize).copied().flatten() {
-                                g.or_into(v, self.bit);
+                            if let Some(m) = self.at.get(n as usize).copied().flatten() {
+                                m.add(g, self.bit);
                             }
                             g.b.ins().jump(self.done, &[]);
                         }
@@ -377,7 +419,7 @@ fn apply(
     g: &mut Gen,
     ctl: &ControlPlan,
     ir: &p4jet_ir::Control,
-    at: &[Option<Variable>],
+    at: &[Option<Mask>],
     counts: &[Option<Variable>],
     unicast: bool,
     t: u32,

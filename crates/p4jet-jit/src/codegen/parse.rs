@@ -135,8 +135,17 @@ pub(crate) fn emit(g: &mut Gen, lanes: Value, n: Value, begin: bool, unicast: bo
         if counted {
             steps(g, &pk, codes.parser_timeout, finish);
         }
-        for (oi, op) in st.ops.iter().enumerate() {
-            parse_op(g, &pk, si as u32, oi as u32, *op, fail);
+        let mut oi = 0;
+        while oi < st.ops.len() {
+            let run = copy_run(&st.ops[oi..]);
+            if let Some((dst, src, n, ops)) = run {
+                // byte copies that continue one another, as one copy
+                g.copy(pk.phv, dst as i32, pk.phv, src as i32, n);
+                oi += ops;
+                continue;
+            }
+            parse_op(g, &pk, si as u32, oi as u32, st.ops[oi], fail);
+            oi += 1;
         }
         match &st.next {
             Next::Goto(next) => {
@@ -436,6 +445,32 @@ fn read_bits(g: &mut Gen, phv: Value, start: u32, width: u32) -> Value {
     let lo = g.read_window(phv, 64 - lo_w, super::mask64(lo_w), start / 8 + 8);
     let hi = g.b.ins().ishl_imm_s(hi, i64::from(lo_w));
     g.b.ins().bor(hi, lo)
+}
+
+/// The [`ParseOp::CopyBytes`] at the start of `ops` and those right after it that
+/// continue it in the PHV, both source and destination (p4c slicing a `lookahead`
+/// temporary into a probe header's fields), when they are at least two and the whole
+/// source does not overlap the whole destination (so no copy reads a byte another
+/// wrote): (destination, source, bytes, operations).
+fn copy_run(ops: &[ParseOp]) -> Option<(u32, u32, u32, usize)> {
+    let Some(&ParseOp::CopyBytes { dst, src, n }) = ops.first() else {
+        return None;
+    };
+    let mut len = n;
+    let mut k = 1;
+    while let Some(&ParseOp::CopyBytes {
+        dst: d,
+        src: s,
+        n: m,
+    }) = ops.get(k)
+    {
+        if d != dst + len || s != src + len {
+            break;
+        }
+        len += m;
+        k += 1;
+    }
+    (k > 1 && (dst + len <= src || src + len <= dst)).then_some((dst, src, len, k))
 }
 
 /// `cursor + len <= frame length`, else ParserTooShort to `fail`; continues in a new

@@ -575,17 +575,20 @@ unsafe extern "C" fn h_build_key(env: *mut Env, lane: *mut Lane, t: u32, out: *m
 }
 
 /// Table `t`'s batched lookup for the `w` waiting packets, and each one's outcome;
-/// 1 when every packet has the same one, written once, at the first place (a keyless
-/// or empty table whose default action is a plain action call).
-unsafe extern "C" fn h_lookup(env: *mut Env, t: u32, w: u32) -> u32 {
+/// returns the outcomes' stride in bytes: 0 when every packet has the same one, written
+/// once, at the first place (a keyless or empty table whose default action is a plain
+/// action call).
+unsafe extern "C" fn h_lookup(env: *mut Env, t: u32, w: u32) -> u64 {
     // SAFETY: called by generated code with its env (a control call's).
     let (c, ex, comp) = unsafe { (call(env), externs(env), &*(*env).compiled) };
     // SAFETY: as above: the key, waiting, hit and lane buffers of the running call.
     let (keys, waiting, hits, lanes) =
         unsafe { ((*env).keys, (*env).waiting, (*env).hits, (*env).lanes) };
-    guard(0, || {
+    // the outcomes' stride: 0 when only the first was written, for every packet
+    let size = std::mem::size_of::<Hit>() as u64;
+    guard(size, || {
         // SAFETY: the call's buffers (see `lookup`).
-        unsafe {
+        let same = unsafe {
             lookup(
                 c,
                 ex,
@@ -597,7 +600,8 @@ unsafe extern "C" fn h_lookup(env: *mut Env, t: u32, w: u32) -> u32 {
                 hits,
                 lanes,
             )
-        }
+        };
+        if same == 1 { 0 } else { size }
     })
 }
 

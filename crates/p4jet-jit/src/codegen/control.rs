@@ -469,8 +469,11 @@ fn apply(
     let wv = g.b.use_var(w);
     let w32 = g.b.ins().ireduce(types::I32, wv);
     let tk = g.k32(t);
-    // 1 when every packet's outcome is the first one (a keyless or empty table)
-    let same = g.call(H::Lookup, &[env, tk, w32]).unwrap_or(tk);
+    // the outcomes' stride: 0 when every packet's is the first (one multiplication
+    // per packet, no test)
+    let stride = g
+        .call(H::Lookup, &[env, tk, w32])
+        .unwrap_or_else(|| g.k(off::HIT_SIZE as u64));
     // 3. per waiting packet: its action, inline, and on to its next table
     let k = g.var(0);
     let head = g.b.create_block();
@@ -492,9 +495,7 @@ fn apply(
         phv: g.lane_ptr(lane, off::LANE_PHV),
         valid: g.lane_ptr(lane, off::LANE_VALID),
     };
-    let ho = g.b.ins().imul_imm_s(kv, off::HIT_SIZE);
-    let first = g.k(0);
-    let ho = g.b.ins().select(same, first, ho);
+    let ho = g.b.ins().imul(kv, stride);
     let hp = g.b.ins().iadd(hits, ho);
     let action = g.b.ins().load(types::I32, mem(), hp, off::HIT_ACTION);
     let bit = g.bit(i);

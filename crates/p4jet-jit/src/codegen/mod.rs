@@ -51,7 +51,8 @@ pub(crate) enum H {
     Test,
     /// `(env, lane, table, out)`: a key from its parts.
     BuildKey,
-    /// `(env, table, waiting)`: lookup and outcomes of the waiting packets.
+    /// `(env, table, waiting) -> stride`: lookup and outcomes of the waiting packets;
+    /// the stride of their outcomes in bytes (0: the first one is everyone's).
     Lookup,
     /// `(env, lane, action, data, len) -> exit`
     RunAction,
@@ -74,7 +75,7 @@ impl H {
             H::Test => (&[I64, I64, I32], &[I32]),
             H::UpdateOne => (&[I64, I64, I32], &[]),
             H::BuildKey => (&[I64, I64, I32, I64], &[]),
-            H::Lookup => (&[I64, I32, I32], &[I32]),
+            H::Lookup => (&[I64, I32, I32], &[I64]),
             H::RunAction => (&[I64, I64, I32, I64, I64], &[I32]),
             H::Prim => (&[I64, I64, I32, I32, I64, I64], &[I32]),
             H::PayloadSum => (&[I64, I64], &[I64]),

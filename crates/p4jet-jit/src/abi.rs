@@ -33,25 +33,19 @@ pub struct Lane {
 /// A table's outcome for one packet, written by the lookup helper.
 #[repr(C)]
 pub struct Hit {
-    /// The action that runs (when `slot` is not [`SLOT_NONE`]).
+    /// The action that runs, or [`ACTION_NONE`]: no action runs. (The generated code
+    /// compares it with the table's actions; one outside them runs in the interpreter.)
     pub action: u32,
-    /// Its index in the table's action list; [`SLOT_NONE`]: no action runs;
-    /// [`SLOT_OTHER`]: an action outside the list (run by the interpreter).
-    pub slot: u32,
     /// 1 for a hit, 0 for a miss.
     pub hit: u32,
-    /// Padding.
-    pub pad: u32,
     /// The action data.
     pub data: *const u8,
     /// Its length in bytes.
     pub len: u64,
 }
 
-/// [`Hit::slot`]: no action runs.
-pub const SLOT_NONE: u32 = u32::MAX;
-/// [`Hit::slot`]: the action is not in the table's list.
-pub const SLOT_OTHER: u32 = u32::MAX - 1;
+/// [`Hit::action`]: no action runs.
+pub const ACTION_NONE: u32 = u32::MAX;
 
 /// What a generated function may use besides its lanes.
 #[repr(C)]
@@ -94,7 +88,7 @@ pub(crate) mod off {
     pub const LANE_OUT: i32 = offset_of!(Lane, out) as i32;
 
     pub const HIT_SIZE: i64 = size_of::<Hit>() as i64;
-    pub const HIT_SLOT: i32 = offset_of!(Hit, slot) as i32;
+    pub const HIT_ACTION: i32 = offset_of!(Hit, action) as i32;
     pub const HIT_HIT: i32 = offset_of!(Hit, hit) as i32;
     pub const HIT_DATA: i32 = offset_of!(Hit, data) as i32;
     pub const HIT_LEN: i32 = offset_of!(Hit, len) as i32;

@@ -25,9 +25,7 @@ use p4jet_engine::state::{ControlState, EntryAction, Externs};
 use p4jet_engine::{ControlBlock, Engine, Native, NativeStats, PacketCtx, Pkt, SUB_BATCH, Scratch};
 use p4jet_tables::EntryHandle;
 
-use crate::abi::{
-    ACCEPT, BEGUN, ERR_BIT, Env, FORCE, GROW, Hit, Lane, PARSE_ONLY, SLOT_NONE, SLOT_OTHER,
-};
+use crate::abi::{ACCEPT, ACTION_NONE, BEGUN, ERR_BIT, Env, FORCE, GROW, Hit, Lane, PARSE_ONLY};
 use crate::codegen::{H, Helpers};
 
 /// A function over a batch of at most 64 lanes: `(env, lanes, n)`.
@@ -78,8 +76,6 @@ pub(crate) struct TableCall {
     key_bytes: usize,
     /// Direct counters or meters: the interpreter resolves each outcome.
     direct: bool,
-    /// Per action id: the action's slot in the table's list, or [`SLOT_OTHER`].
-    slots: Box<[u32]>,
 }
 
 impl std::fmt::Debug for Compiled {
@@ -579,17 +575,20 @@ unsafe extern "C" fn h_build_key(env: *mut Env, lane: *mut Lane, t: u32, out: *m
 }
 
 /// Table `t`'s batched lookup for the `w` waiting packets, and each one's outcome;
-/// 1 when every packet has the same one, written once, at the first place (a keyless
-/// or empty table whose default action is a plain action call).
-unsafe extern "C" fn h_lookup(env: *mut Env, t: u32, w: u32) -> u32 {
+/// returns the outcomes' stride in bytes: 0 when every packet has the same one, written
+/// once, at the first place (a keyless or empty table whose default action is a plain
+/// action call).
+unsafe extern "C" fn h_lookup(env: *mut Env, t: u32, w: u32) -> u64 {
     // SAFETY: called by generated code with its env (a control call's).
     let (c, ex, comp) = unsafe { (call(env), externs(env), &*(*env).compiled) };
     // SAFETY: as above: the key, waiting, hit and lane buffers of the running call.
     let (keys, waiting, hits, lanes) =
         unsafe { ((*env).keys, (*env).waiting, (*env).hits, (*env).lanes) };
-    guard(0, || {
+    // the outcomes' stride: 0 when only the first was written, for every packet
+    let size = std::mem::size_of::<Hit>() as u64;
+    guard(size, || {
         // SAFETY: the call's buffers (see `lookup`).
-        unsafe {
+        let same = unsafe {
             lookup(
                 c,
                 ex,
@@ -601,7 +600,8 @@ unsafe extern "C" fn h_lookup(env: *mut Env, t: u32, w: u32) -> u32 {
                 hits,
                 lanes,
             )
-        }
+        };
+        if same == 1 { 0 } else { size }
     })
 }
 
@@ -627,22 +627,16 @@ unsafe fn lookup(
         return 0;
     };
     let kb = tc.key_bytes;
-    let slots = &tc.slots;
     let outcome = |hit: &mut Hit, call: Option<&p4jet_ir::ActionCall>, found: bool| {
         hit.hit = u32::from(found);
         match call {
             Some(call) => {
                 hit.action = call.action;
-                hit.slot = slots
-                    .get(call.action as usize)
-                    .copied()
-                    .unwrap_or(SLOT_OTHER);
                 hit.data = call.data.as_ptr();
                 hit.len = call.data.len() as u64;
             }
             None => {
-                hit.action = 0;
-                hit.slot = SLOT_NONE;
+                hit.action = ACTION_NONE;
                 hit.data = std::ptr::null();
                 hit.len = 0;
             }
@@ -817,9 +811,6 @@ pub(crate) fn compiled(e: &Engine, a: Addrs, module: JITModule, stats: NativeSta
         .map(|(i, t)| TableCall {
             key_bytes: t.key_bytes as usize,
             direct: plan.get(i).is_none_or(|tp| tp.direct),
-            slots: (0..e.prog.actions.len() as u32)
-                .map(|a| t.action_slot(a).map_or(SLOT_OTHER, |s| s as u32))
-                .collect(),
         })
         .collect();
     // SAFETY: each address is a function the module finalized with the signature of

@@ -37,6 +37,28 @@ fn jumps_back(body: &[Prim]) -> bool {
     })
 }
 
+/// Whether the code [`emit`] makes of action `a` reads its action data or its length
+/// (else they may be any value).
+pub(crate) fn reads_data(e: &p4jet_engine::Engine, a: u32) -> bool {
+    let Some(ap) = e.plan().actions.get(a as usize) else {
+        return false;
+    };
+    // operations that name no parameter (run inline, or by the interpreter's
+    // primitive, which then reads no data either); anything else may
+    !ap.ops.iter().all(|op| {
+        matches!(
+            op,
+            Op::Const(..)
+                | Op::CopyField { .. }
+                | Op::FieldOps { .. }
+                | Op::FieldAdd { .. }
+                | Op::MarkToDrop
+                | Op::AddHeader { .. }
+                | Op::RemoveHeader { .. }
+        )
+    })
+}
+
 /// Emits action `a` with action data `data` (`len` bytes) for packet `px`; returns its
 /// exit flag (0 or 1).
 pub(crate) fn emit(g: &mut Gen, a: u32, px: Px, data: Value, len: Value) -> Value {
@@ -68,11 +90,37 @@ pub(crate) fn emit(g: &mut Gen, a: u32, px: Px, data: Value, len: Value) -> Valu
         Form::Steps { need } => {
             let fast = g.b.create_block();
             let slow = g.b.create_block();
-            let need = g.k(need as u64);
-            g.if_lt(len, need, slow, fast);
+            if need == 0 {
+                // no data to check (`reads_data`): the slow path is never taken
+                g.b.ins().jump(fast, &[]);
+            } else {
+                let need = g.k(need as u64);
+                g.if_lt(len, need, slow, fast);
+            }
             g.b.switch_to_block(fast);
+            let mut merged = 0;
             for (pc, op) in ap.ops.iter().enumerate() {
-                // the data's length was checked for every copy
+                if merged > 0 {
+                    // copied with an earlier one
+                    merged -= 1;
+                    continue;
+                }
+                if let Op::Copy((dst, src, n)) = *op {
+                    // the data's length was checked for every copy, and copies that
+                    // continue each other in the PHV and in the data are one copy
+                    let mut len_all = n;
+                    for next in &ap.ops[pc + 1..] {
+                        match *next {
+                            Op::Copy((d, s, m)) if d == dst + len_all && s == src + len_all => {
+                                len_all += m;
+                                merged += 1;
+                            }
+                            _ => break,
+                        }
+                    }
+                    g.copy(px.phv, dst as i32, data, src as i32, len_all);
+                    continue;
+                }
                 let next = g.b.create_block();
                 let cx = Cx {
                     a,

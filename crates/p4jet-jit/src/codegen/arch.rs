@@ -17,13 +17,17 @@ impl Gen<'_, '_> {
     /// context's reset is the caller's.)
     pub(crate) fn begin_ingress(&mut self, lane: Value, phv: Value, valid: Value, len: Value) {
         let prog = &*self.e.prog;
-        // every data byte; the padding past them is never written
-        let bytes = prog.phv_bytes.div_ceil(8) * 8;
+        // every data byte, in 16-byte stores: the last one may reach into the padding
+        // (`PHV_PAD` bytes, zero, and never written otherwise: zeroing it changes
+        // nothing)
+        let bytes = prog.phv_bytes.div_ceil(16) * 16;
+        debug_assert!(bytes as usize <= prog.phv_bytes as usize + p4jet_engine::phv::PHV_PAD);
         let zero = self.k(0);
+        let zero2 = self.b.ins().splat(types::I64X2, zero);
         let mut o = 0;
         while o < bytes {
-            self.b.ins().store(mem(), zero, phv, o as i32);
-            o += 8;
+            self.b.ins().store(mem(), zero2, phv, o as i32);
+            o += 16;
         }
         // validity: metadata headers valid, the others not, in stores of 8, 4, 2, 1
         let init = &prog.valid_init;

@@ -51,40 +51,64 @@ pub(crate) fn csum_inline(c: &Checksum) -> bool {
 impl Gen<'_, '_> {
     /// The internet checksum of `c`'s pieces (a piece of an invalid header counts
     /// nothing), as `hash::csum16_planned` computes it: 16 bits in a 64-bit value.
-    pub(crate) fn csum16(&mut self, phv: Value, valid: Value, c: &Checksum) -> Value {
-        let mut sum = self.k(0);
+    /// `known`: a header the caller tested valid (its pieces are not weighed by their
+    /// validity byte).
+    ///
+    /// The bytes are summed in the host's (little-endian) order, each piece as two
+    /// zero-extended 4-byte loads with their mask, no byte swaps: a ones' complement
+    /// sum of byte-swapped words is the byte-swapped sum (RFC 1071), so one swap of
+    /// the folded result gives the big-endian one.
+    pub(crate) fn csum16(&mut self, phv: Value, valid: Value, c: &Checksum, known: u32) -> Value {
+        let mut sum: Option<Value> = None;
         let mut valids: HashMap<u32, Value> = HashMap::new();
         for p in c.pieces.iter() {
-            let v = match valids.get(&p.header) {
-                Some(v) => *v,
-                None => {
-                    let v = self.valid(valid, p.header);
-                    valids.insert(p.header, v);
-                    v
+            // the piece's mask over the bytes as loaded (little-endian)
+            let m = p.mask.swap_bytes();
+            let mut add: Option<Value> = None;
+            for (o, hm) in [(0i32, m as u32), (4, (m >> 32) as u32)] {
+                if hm == 0 {
+                    continue;
                 }
+                let w = self.b.ins().uload32(mem(), phv, p.byte as i32 + o);
+                // (the mask sign-extended: the high half of `w` is zero anyway, and
+                // the constant fits an instruction's 32-bit immediate)
+                let w = if hm == u32::MAX {
+                    w
+                } else {
+                    self.b.ins().band_imm_s(w, i64::from(hm as i32))
+                };
+                add = Some(match add {
+                    Some(a) => self.b.ins().iadd(a, w),
+                    None => w,
+                });
+            }
+            let Some(add) = add else { continue };
+            let add = if p.header == known {
+                add
+            } else {
+                let v = match valids.get(&p.header) {
+                    Some(v) => *v,
+                    None => {
+                        let v = self.valid(valid, p.header);
+                        valids.insert(p.header, v);
+                        v
+                    }
+                };
+                // valid is 0 or 1
+                self.b.ins().imul(add, v)
             };
-            let w = self.b.ins().load(types::I64, mem(), phv, p.byte as i32);
-            let w = self.b.ins().bswap(w);
-            let w = self.b.ins().band_imm_s(w, p.mask as i64);
-            let hi = self.b.ins().ushr_imm_s(w, 32);
-            let lo = self.b.ins().band_imm_s(w, 0xffff_ffff);
-            let add = self.b.ins().iadd(hi, lo);
-            // valid is 0 or 1
-            let add = self.b.ins().imul(add, v);
-            sum = self.b.ins().iadd(sum, add);
+            sum = Some(match sum {
+                Some(s) => self.b.ins().iadd(s, add),
+                None => add,
+            });
         }
-        // carries folded back: 64 -> 32 bits, then 16 bits (four times covers any sum
-        // of a few hundred pieces)
-        let hi = self.b.ins().ushr_imm_s(sum, 32);
-        let lo = self.b.ins().band_imm_s(sum, 0xffff_ffff);
-        let mut s = self.b.ins().iadd(hi, lo);
-        for _ in 0..4 {
-            let hi = self.b.ins().ushr_imm_s(s, 16);
-            let lo = self.b.ins().band_imm_s(s, 0xffff);
-            s = self.b.ins().iadd(hi, lo);
-        }
+        let sum = sum.unwrap_or_else(|| self.k(0));
+        // carries folded back to 16 bits, then to big-endian
+        let s = self.fold16(sum);
+        let s = self.b.ins().ireduce(types::I16, s);
+        let s = self.b.ins().bswap(s);
         let s = self.b.ins().bnot(s);
-        self.b.ins().band_imm_s(s, 0xffff)
+        self.b.ins().uextend(types::I64, s)
     }
 
     /// Whether planned checksum `c` is checked and fails (`Checksum::fails`): 0 or 1.
@@ -109,7 +133,7 @@ impl Gen<'_, '_> {
         }
         self.b.ins().brif(go, check, &[], ok, &[]);
         self.b.switch_to_block(check);
-        let got = self.csum16(phv, valid, c);
+        let got = self.csum16(phv, valid, c, c.header);
         let got = self
             .b
             .ins()
@@ -141,7 +165,8 @@ impl Gen<'_, '_> {
         }
         self.b.ins().brif(go, write, &[], done, &[]);
         self.b.switch_to_block(write);
-        let v = self.csum16(phv, valid, c);
+        let known = if c.only_valid { c.header } else { u32::MAX };
+        let v = self.csum16(phv, valid, c, known);
         self.write_field(phv, c.target.loc, v);
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(done);

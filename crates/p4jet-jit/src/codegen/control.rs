@@ -16,7 +16,9 @@
 use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{Block, InstBuilder, JumpTableData, Value, types};
+use cranelift_codegen::ir::{
+    Block, InstBuilder, StackSlot, StackSlotData, StackSlotKind, Value, types,
+};
 use cranelift_frontend::Variable;
 use p4jet_engine::ControlBlock;
 use p4jet_engine::plan::control::{CondTest, ControlPlan, Node};
@@ -26,14 +28,30 @@ use p4jet_ir::ControlNode;
 use super::action::{self, Px};
 use super::checksum::{cond_inline, tree_inline};
 use super::{Gen, H, PTR, mem};
-use crate::abi::{SLOT_OTHER, off};
+use crate::abi::{ACTION_NONE, off};
+
+/// Where a table node's mask of waiting packets is kept: 8 bytes of a stack slot.
+#[derive(Clone, Copy)]
+struct Mask {
+    ss: StackSlot,
+    at: i32,
+}
+
+impl Mask {
+    /// `mask |= bit`.
+    fn add(self, g: &mut Gen, bit: Value) {
+        let m = g.b.ins().stack_load(PTR, types::I64, self.ss, self.at);
+        let m = g.b.ins().bor(m, bit);
+        g.b.ins().stack_store(PTR, m, self.ss, self.at);
+    }
+}
 
 /// What the region code of one loop needs.
 struct Region<'c> {
     ctl: &'c ControlPlan,
     ir: &'c p4jet_ir::Control,
-    /// Per node: the mask variable of a table node's waiting packets.
-    at: &'c [Option<Variable>],
+    /// Per node: where the mask of a table node's waiting packets is kept.
+    at: &'c [Option<Mask>],
     /// Per table: the packets that applied it inline ([`inline_default`]) in this
     /// call, counted as its lookups at the end.
     counts: &'c [Option<Variable>],
@@ -158,11 +176,35 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
             _ => None,
         })
         .collect();
-    let at: Vec<Option<Variable>> = ctl
+    // the tables' masks of waiting packets, in one stack slot: memory, not variables
+    // every block would carry (they are live across the whole function, and as
+    // variables their moves and spills at each join cost more than a load, an or and
+    // a store where a packet joins a table)
+    let tables = ctl
         .nodes
         .iter()
         .zip(&inline)
-        .map(|(n, i)| (matches!(n, Node::Apply { .. }) && i.is_none()).then(|| g.var(0)))
+        .filter(|(n, i)| matches!(n, Node::Apply { .. }) && i.is_none())
+        .count();
+    let ss = g.b.create_sized_stack_slot(StackSlotData::new(
+        StackSlotKind::ExplicitSlot,
+        (8 * tables.max(1)) as u32,
+        3,
+    ));
+    let mut k = 0;
+    let at: Vec<Option<Mask>> = ctl
+        .nodes
+        .iter()
+        .zip(&inline)
+        .map(|(n, i)| {
+            (matches!(n, Node::Apply { .. }) && i.is_none()).then(|| {
+                let m = Mask { ss, at: 8 * k };
+                k += 1;
+                let z = g.k(0);
+                g.b.ins().stack_store(PTR, z, ss, m.at);
+                m
+            })
+        })
         .collect();
     let mut counts: Vec<Option<Variable>> = vec![None; e.prog.tables.len()];
     for (n, i) in ctl.nodes.iter().zip(&inline) {
@@ -179,12 +221,12 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
     let i_var = g.var(0);
     let head = g.b.create_block();
     let work = g.b.create_block();
-    let tables = g.b.create_block();
+    let tables_b = g.b.create_block();
     g.b.ins().jump(head, &[]);
     g.b.switch_to_block(head);
     let i = g.b.use_var(i_var);
     let more = g.b.ins().icmp(IntCC::UnsignedLessThan, i, n);
-    g.b.ins().brif(more, work, &[], tables, &[]);
+    g.b.ins().brif(more, work, &[], tables_b, &[]);
     g.b.switch_to_block(work);
     let i = g.b.use_var(i_var);
     let lane = g.lane(lanes, i);
@@ -224,12 +266,12 @@ pub(crate) fn emit(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
     g.b.def_var(i_var, i);
     g.b.ins().jump(head, &[]);
     // the tables, in topological order
-    g.b.switch_to_block(tables);
+    g.b.switch_to_block(tables_b);
     for (ni, node) in ctl.nodes.iter().enumerate() {
-        let (Node::Apply { table }, Some(v)) = (node, at[ni]) else {
+        let (Node::Apply { table }, Some(m)) = (node, at[ni]) else {
             continue;
         };
-        let here = g.b.use_var(v);
+        let here = g.b.ins().stack_load(PTR, types::I64, m.ss, m.at);
         let body = g.b.create_block();
         let next = g.b.create_block();
         g.b.ins().brif(here, body, &[], next, &[]);
@@ -306,8 +348,8 @@ impl Region<'_> {
                         Some((a, slot)) => self.apply_inline(g, table, a, slot),
                         None => {
                             // the packet waits at this table
-                            if let Some(v) = self.at.get(n as usize).copied().flatten() {
-                                g.or_into(v, self.bit);
+                            if let Some(m) = self.at.get(n as usize).copied().flatten() {
+                                m.add(g, self.bit);
                             }
                             g.b.ins().jump(self.done, &[]);
                         }
@@ -377,7 +419,7 @@ fn apply(
     g: &mut Gen,
     ctl: &ControlPlan,
     ir: &p4jet_ir::Control,
-    at: &[Option<Variable>],
+    at: &[Option<Mask>],
     counts: &[Option<Variable>],
     unicast: bool,
     t: u32,
@@ -427,8 +469,11 @@ fn apply(
     let wv = g.b.use_var(w);
     let w32 = g.b.ins().ireduce(types::I32, wv);
     let tk = g.k32(t);
-    // 1 when every packet's outcome is the first one (a keyless or empty table)
-    let same = g.call(H::Lookup, &[env, tk, w32]).unwrap_or(tk);
+    // the outcomes' stride: 0 when every packet's is the first (one multiplication
+    // per packet, no test)
+    let stride = g
+        .call(H::Lookup, &[env, tk, w32])
+        .unwrap_or_else(|| g.k(off::HIT_SIZE as u64));
     // 3. per waiting packet: its action, inline, and on to its next table
     let k = g.var(0);
     let head = g.b.create_block();
@@ -450,14 +495,9 @@ fn apply(
         phv: g.lane_ptr(lane, off::LANE_PHV),
         valid: g.lane_ptr(lane, off::LANE_VALID),
     };
-    let ho = g.b.ins().imul_imm_s(kv, off::HIT_SIZE);
-    let first = g.k(0);
-    let ho = g.b.ins().select(same, first, ho);
+    let ho = g.b.ins().imul(kv, stride);
     let hp = g.b.ins().iadd(hits, ho);
-    let slot = g.b.ins().load(types::I32, mem(), hp, off::HIT_SLOT);
-    let hit = g.b.ins().uload32(mem(), hp, off::HIT_HIT);
-    let data = g.b.ins().load(PTR, mem(), hp, off::HIT_DATA);
-    let len = g.b.ins().load(types::I64, mem(), hp, off::HIT_LEN);
+    let action = g.b.ins().load(types::I32, mem(), hp, off::HIT_ACTION);
     let bit = g.bit(i);
     let after = g.b.create_block();
     let mut r = Region {
@@ -475,13 +515,8 @@ fn apply(
     };
     let slots: Vec<_> = ti.actions.iter().map(|_| g.b.create_block()).collect();
     let other = g.b.create_block();
-    let def = g.b.func.dfg.block_call(other, &[]);
-    let calls: Vec<_> = slots
-        .iter()
-        .map(|b| g.b.func.dfg.block_call(*b, &[]))
-        .collect();
-    let jt = g.b.create_jump_table(JumpTableData::new(def, &calls));
-    g.b.ins().br_table(slot, jt);
+    let none = g.b.create_block();
+    dispatch(g, action, &ti.actions, &slots, none, other);
     // where a packet goes after its action: by hit/miss, or by the action's slot
     // (Some(None): no action; None: an action outside the table's list)
     let go = |g: &mut Gen, r: &mut Region, exit: Value, slot: Option<Option<usize>>| match &tp.next
@@ -498,6 +533,8 @@ fn apply(
             let end = r.end(g);
             g.b.ins().brif(exit, end, &[], on, &[]);
             g.b.switch_to_block(on);
+            // the hit flag read only where it decides
+            let hit = g.b.ins().load(types::I32, mem(), hp, off::HIT_HIT);
             g.b.ins().brif(hit, hb, &[], mb, &[]);
         }
         ApplyNext::ByAction { slots, default } => {
@@ -514,24 +551,20 @@ fn apply(
     };
     for (s, a) in ti.actions.iter().enumerate() {
         g.b.switch_to_block(slots[s]);
+        let (data, len) = outcome_data(g, *a, hp);
         let exit = action::emit(g, *a, px, data, len);
         go(g, &mut r, exit, Some(Some(s)));
     }
-    // no action, or one outside the list (run by the interpreter)
+    // an action outside the list (run by the interpreter)
     g.b.switch_to_block(other);
-    let is_other =
-        g.b.ins()
-            .icmp_imm_u(IntCC::Equal, slot, i64::from(SLOT_OTHER));
-    let run = g.b.create_block();
-    let none = g.b.create_block();
-    g.b.ins().brif(is_other, run, &[], none, &[]);
-    g.b.switch_to_block(run);
-    let aid = g.b.ins().load(types::I32, mem(), hp, 0);
+    let data = g.b.ins().load(PTR, mem(), hp, off::HIT_DATA);
+    let len = g.b.ins().load(types::I64, mem(), hp, off::HIT_LEN);
     let res = g
-        .call(H::RunAction, &[env, lane, aid, data, len])
-        .unwrap_or(aid);
+        .call(H::RunAction, &[env, lane, action, data, len])
+        .unwrap_or(action);
     let exit = g.b.ins().uextend(types::I64, res);
     go(g, &mut r, exit, None);
+    // no action
     g.b.switch_to_block(none);
     let zero = g.k(0);
     go(g, &mut r, zero, Some(None));
@@ -542,4 +575,45 @@ fn apply(
     g.b.def_var(k, kv);
     g.b.ins().jump(head, &[]);
     g.b.switch_to_block(done);
+}
+
+/// Branches on a table outcome's `action`: to the block of its first slot in the
+/// table's list `actions` (`slots`), to `none` for [`ACTION_NONE`], else (an action
+/// outside the list) to `other`. Compares in a row: a table has few actions, and a
+/// jump table's bounds check and indirect jump cost as much as several of them.
+pub(crate) fn dispatch(
+    g: &mut Gen,
+    action: Value,
+    actions: &[u32],
+    slots: &[Block],
+    none: Block,
+    other: Block,
+) {
+    for (s, a) in actions.iter().enumerate() {
+        if actions[..s].contains(a) {
+            // the interpreter runs the first slot of an action listed twice
+            continue;
+        }
+        let eq = g.b.ins().icmp_imm_u(IntCC::Equal, action, i64::from(*a));
+        let next = g.b.create_block();
+        g.b.ins().brif(eq, slots[s], &[], next, &[]);
+        g.b.switch_to_block(next);
+    }
+    let is_none =
+        g.b.ins()
+            .icmp_imm_u(IntCC::Equal, action, i64::from(ACTION_NONE));
+    g.b.ins().brif(is_none, none, &[], other, &[]);
+}
+
+/// The action data and its length of the outcome at `hp`, for action `a` of the
+/// table: loaded only when the action's code reads them (else zeros).
+pub(crate) fn outcome_data(g: &mut Gen, a: u32, hp: Value) -> (Value, Value) {
+    if action::reads_data(g.e, a) {
+        let data = g.b.ins().load(PTR, mem(), hp, off::HIT_DATA);
+        let len = g.b.ins().load(types::I64, mem(), hp, off::HIT_LEN);
+        (data, len)
+    } else {
+        let z = g.k(0);
+        (z, z)
+    }
 }

@@ -310,16 +310,19 @@ impl Gen<'_, '_> {
     }
 
     /// `s` (below 2^64) folded to 16 bits with end-around carries: 0 only when `s` is.
+    /// Two rotate-adds: the high half of `x + rotl(x, half)` is the sum of `x`'s halves
+    /// with the carry out of the low half added back (nonzero unless both halves are
+    /// 0), so 64 bits fold to 32, then 32 to 16, each the value modulo 2^16 - 1 in
+    /// 1..=0xffff as the repeated shift-and-add gives it.
     pub(crate) fn fold16(&mut self, s: Value) -> Value {
-        let hi = self.b.ins().ushr_imm_s(s, 32);
-        let lo = self.b.ins().band_imm_s(s, 0xffff_ffff);
-        let mut s = self.b.ins().iadd(hi, lo);
-        for _ in 0..4 {
-            let hi = self.b.ins().ushr_imm_s(s, 16);
-            let lo = self.b.ins().band_imm_s(s, 0xffff);
-            s = self.b.ins().iadd(hi, lo);
-        }
-        s
+        let r = self.b.ins().rotl_imm_u(s, 32);
+        let t = self.b.ins().iadd(s, r);
+        let t = self.b.ins().ushr_imm_u(t, 32);
+        let t = self.b.ins().ireduce(types::I32, t);
+        let r = self.b.ins().rotl_imm_u(t, 16);
+        let u = self.b.ins().iadd(t, r);
+        let u = self.b.ins().ushr_imm_u(u, 16);
+        self.b.ins().uextend(types::I64, u)
     }
 
     /// `dst = base + hash % max` of a compiled `hash()` (every header of its input

@@ -51,7 +51,8 @@ pub(crate) enum H {
     Test,
     /// `(env, lane, table, out)`: a key from its parts.
     BuildKey,
-    /// `(env, table, waiting)`: lookup and outcomes of the waiting packets.
+    /// `(env, table, waiting) -> stride`: lookup and outcomes of the waiting packets;
+    /// the stride of their outcomes in bytes (0: the first one is everyone's).
     Lookup,
     /// `(env, lane, action, data, len) -> exit`
     RunAction,
@@ -74,7 +75,7 @@ impl H {
             H::Test => (&[I64, I64, I32], &[I32]),
             H::UpdateOne => (&[I64, I64, I32], &[]),
             H::BuildKey => (&[I64, I64, I32, I64], &[]),
-            H::Lookup => (&[I64, I32, I32], &[I32]),
+            H::Lookup => (&[I64, I32, I32], &[I64]),
             H::RunAction => (&[I64, I64, I32, I64, I64], &[I32]),
             H::Prim => (&[I64, I64, I32, I32, I64, I64], &[I32]),
             H::PayloadSum => (&[I64, I64], &[I64]),
@@ -329,18 +330,32 @@ impl<'a, 'f> Gen<'a, 'f> {
 
     /// A field read through its 64-bit window: one 8-byte load from its first byte
     /// (the PHV's padding keeps it in bounds), shifted and masked.
+    /// A field within its first byte is one zero-extending byte load instead; the mask
+    /// is left out when it keeps every bit the shift left (a field from the top of its
+    /// window: `bit` 0).
     pub(crate) fn read_window(&mut self, phv: Value, shift: u32, mask: u64, byte: u32) -> Value {
-        let w = self.b.ins().load(types::I64, mem(), phv, byte as i32);
-        let w = self.b.ins().bswap(w);
-        let w = if shift > 0 {
-            self.b.ins().ushr_imm_s(w, i64::from(shift))
+        // the bits left after the shift
+        let live = mask64(64 - shift.min(64));
+        let w = if shift >= 56 {
+            let w = self.b.ins().uload8(types::I64, mem(), phv, byte as i32);
+            if shift > 56 {
+                self.b.ins().ushr_imm_s(w, i64::from(shift - 56))
+            } else {
+                w
+            }
         } else {
-            w
+            let w = self.b.ins().load(types::I64, mem(), phv, byte as i32);
+            let w = self.b.ins().bswap(w);
+            if shift > 0 {
+                self.b.ins().ushr_imm_s(w, i64::from(shift))
+            } else {
+                w
+            }
         };
-        if mask == u64::MAX {
+        if mask & live == live {
             w
         } else {
-            self.b.ins().band_imm_s(w, mask as i64)
+            self.b.ins().band_imm_s(w, (mask & live) as i64)
         }
     }
 
@@ -412,8 +427,8 @@ impl<'a, 'f> Gen<'a, 'f> {
 
     /// Header `h`'s validity byte (0 or 1) as a 64-bit value.
     pub(crate) fn valid(&mut self, valid: Value, h: u32) -> Value {
-        let v = self.b.ins().load(types::I8, mem(), valid, h as i32);
-        self.b.ins().uextend(types::I64, v)
+        // one zero-extending load (a byte load then an extension is two instructions)
+        self.b.ins().uload8(types::I64, mem(), valid, h as i32)
     }
 
     /// Sets header `h`'s validity byte.

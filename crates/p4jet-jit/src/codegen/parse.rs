@@ -129,25 +129,23 @@ pub(crate) fn emit(g: &mut Gen, lanes: Value, n: Value, begin: bool, unicast: bo
     }
 
     // the states
+    let counted = has_cycle(prog);
     for (si, st) in plan.parser.states.iter().enumerate() {
         g.b.switch_to_block(states[si]);
-        // steps += 1; more than MAX_STEPS: ParserTimeout
-        let s = g.b.use_var(pk.steps);
-        let s = g.b.ins().iadd_imm_s(s, 1);
-        g.b.def_var(pk.steps, s);
-        let over =
-            g.b.ins()
-                .icmp_imm_s(IntCC::UnsignedGreaterThan, s, MAX_STEPS as i64);
-        let go = g.b.create_block();
-        let timeout = g.b.create_block();
-        g.b.ins().brif(over, timeout, &[], go, &[]);
-        g.b.switch_to_block(timeout);
-        let t = g.k(u64::from(codes.parser_timeout));
-        g.b.def_var(pk.error, t);
-        g.b.ins().jump(finish, &[]);
-        g.b.switch_to_block(go);
-        for (oi, op) in st.ops.iter().enumerate() {
-            parse_op(g, &pk, si as u32, oi as u32, *op, fail);
+        if counted {
+            steps(g, &pk, codes.parser_timeout, finish);
+        }
+        let mut oi = 0;
+        while oi < st.ops.len() {
+            let run = copy_run(&st.ops[oi..]);
+            if let Some((dst, src, n, ops)) = run {
+                // byte copies that continue one another, as one copy
+                g.copy(pk.phv, dst as i32, pk.phv, src as i32, n);
+                oi += ops;
+                continue;
+            }
+            parse_op(g, &pk, si as u32, oi as u32, st.ops[oi], fail);
+            oi += 1;
         }
         match &st.next {
             Next::Goto(next) => {
@@ -292,6 +290,62 @@ pub(crate) fn emit(g: &mut Gen, lanes: Value, n: Value, begin: bool, unicast: bo
     g.b.ins().return_(&[o]);
 }
 
+/// Whether the parse graph has a cycle (a state that can reach itself through the
+/// transitions). Without one a packet goes through each state at most once, so it can
+/// never run more than [`MAX_STEPS`] states and the steps need no counting.
+fn has_cycle(p: &p4jet_ir::Program) -> bool {
+    // depth-first, colouring states: 0 unseen, 1 on the path, 2 done
+    let states = &p.parser.states;
+    let mut colour = vec![0u8; states.len()];
+    let mut stack: Vec<(usize, usize)> = vec![];
+    for root in 0..states.len() {
+        if colour[root] != 0 {
+            continue;
+        }
+        colour[root] = 1;
+        stack.push((root, 0));
+        while let Some(&mut (s, ref mut t)) = stack.last_mut() {
+            let next = states[s].transitions.get(*t).map(|tr| tr.next);
+            *t += 1;
+            match next {
+                None => {
+                    colour[s] = 2;
+                    stack.pop();
+                }
+                Some(None) => {}
+                Some(Some(n)) => match colour.get(n as usize) {
+                    Some(1) => return true,
+                    Some(0) => {
+                        colour[n as usize] = 1;
+                        stack.push((n as usize, 0));
+                    }
+                    // done, or out of range (no state)
+                    _ => {}
+                },
+            }
+        }
+    }
+    false
+}
+
+/// `steps += 1`; more than [`MAX_STEPS`]: ParserTimeout (code `timeout`) to `finish`.
+fn steps(g: &mut Gen, pk: &Pkt, timeout: u32, finish: Block) {
+    let s = g.b.use_var(pk.steps);
+    let s = g.b.ins().iadd_imm_s(s, 1);
+    g.b.def_var(pk.steps, s);
+    let over =
+        g.b.ins()
+            .icmp_imm_s(IntCC::UnsignedGreaterThan, s, MAX_STEPS as i64);
+    let go = g.b.create_block();
+    let out = g.b.create_block();
+    g.b.ins().brif(over, out, &[], go, &[]);
+    g.b.switch_to_block(out);
+    let t = g.k(u64::from(timeout));
+    g.b.def_var(pk.error, t);
+    g.b.ins().jump(finish, &[]);
+    g.b.switch_to_block(go);
+}
+
 /// Whether select `sel` compiles: a one-field key with a 64-bit window, or a key of
 /// fields of at most 64 bits each, 64 bits in all (no lookahead bits).
 fn select_inline(sel: &Select) -> bool {
@@ -311,17 +365,61 @@ fn select_inline(sel: &Select) -> bool {
 }
 
 /// The key of select `sel` ([`select_inline`]) in 64 bits: the fields' values, each
-/// in its key bits, concatenated (`Select::next`).
+/// in its key bits, concatenated (`Select::next`). Fields that follow each other in
+/// the PHV as they follow each other in the key (each but the first filling its key
+/// bits) are one run of bits; the runs within 8 bytes of one another share one 8-byte
+/// load, each then a shift and a mask: a key of fields side by side is one big-endian
+/// word.
 fn select_key(g: &mut Gen, phv: Value, sel: &Select) -> Value {
     if let Some(w) = &sel.word {
         return g.read_window(phv, w.shift, w.mask, w.byte);
     }
-    let mut key: Option<Value> = None;
+    // (first PHV bit, width, key bits) per run
+    let mut runs: Vec<(u32, u32, u32)> = vec![];
     for k in &sel.key {
         let SelectKey::Field { loc, bits } = *k else {
             continue;
         };
-        let v = g.read_field(phv, loc).unwrap_or_else(|| g.k(0));
+        let start = loc.byte * 8 + u32::from(loc.bit);
+        match runs.last_mut() {
+            Some(r) if r.0 + r.1 == start && bits == loc.width => {
+                r.1 += loc.width;
+                r.2 += bits;
+            }
+            _ => runs.push((start, loc.width, bits)),
+        }
+    }
+    let mut key: Option<Value> = None;
+    // the current 8-byte window: (its first byte, the loaded word)
+    let mut win: Option<(u32, Value)> = None;
+    for (start, width, bits) in runs {
+        let (wb, w) = match win {
+            Some((wb, w)) if start >= wb * 8 && start + width <= wb * 8 + 64 => (wb, w),
+            _ => {
+                let wb = start / 8;
+                let w = g.b.ins().load(types::I64, mem(), phv, wb as i32);
+                let w = g.b.ins().bswap(w);
+                win = Some((wb, w));
+                (wb, w)
+            }
+        };
+        // a field of at most 64 bits from bit `start % 8` always lies in its window;
+        // a run of several may not: then it is read on its own
+        let v = if start + width <= wb * 8 + 64 {
+            let shift = wb * 8 + 64 - start - width;
+            let v = if shift > 0 {
+                g.b.ins().ushr_imm_u(w, i64::from(shift))
+            } else {
+                w
+            };
+            if width < 64 {
+                g.b.ins().band_imm_s(v, super::mask64(width) as i64)
+            } else {
+                v
+            }
+        } else {
+            read_bits(g, phv, start, width)
+        };
         key = Some(match key {
             // `bits` < 64 here: the key's earlier elements took some of its 64
             Some(k) => {
@@ -332,6 +430,47 @@ fn select_key(g: &mut Gen, phv: Value, sel: &Select) -> Value {
         });
     }
     key.unwrap_or_else(|| g.k(0))
+}
+
+/// `width` (at most 64) bits of the PHV from bit `start`, which an 8-byte window from
+/// `start`'s byte may not hold: two windows, joined.
+fn read_bits(g: &mut Gen, phv: Value, start: u32, width: u32) -> Value {
+    let hi_w = 64 - start % 8;
+    let lo_w = width - hi_w.min(width);
+    let hi = g.read_window(phv, 0, super::mask64(hi_w), start / 8);
+    if lo_w == 0 {
+        let hi = g.b.ins().ushr_imm_u(hi, i64::from(hi_w - width));
+        return g.b.ins().band_imm_s(hi, super::mask64(width) as i64);
+    }
+    let lo = g.read_window(phv, 64 - lo_w, super::mask64(lo_w), start / 8 + 8);
+    let hi = g.b.ins().ishl_imm_s(hi, i64::from(lo_w));
+    g.b.ins().bor(hi, lo)
+}
+
+/// The [`ParseOp::CopyBytes`] at the start of `ops` and those right after it that
+/// continue it in the PHV, both source and destination (p4c slicing a `lookahead`
+/// temporary into a probe header's fields), when they are at least two and the whole
+/// source does not overlap the whole destination (so no copy reads a byte another
+/// wrote): (destination, source, bytes, operations).
+fn copy_run(ops: &[ParseOp]) -> Option<(u32, u32, u32, usize)> {
+    let Some(&ParseOp::CopyBytes { dst, src, n }) = ops.first() else {
+        return None;
+    };
+    let mut len = n;
+    let mut k = 1;
+    while let Some(&ParseOp::CopyBytes {
+        dst: d,
+        src: s,
+        n: m,
+    }) = ops.get(k)
+    {
+        if d != dst + len || s != src + len {
+            break;
+        }
+        len += m;
+        k += 1;
+    }
+    (k > 1 && (dst + len <= src || src + len <= dst)).then_some((dst, src, len, k))
 }
 
 /// `cursor + len <= frame length`, else ParserTooShort to `fail`; continues in a new

@@ -8,7 +8,7 @@
 //! the table's actions) and moves it to its next node; a call node runs its action.
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{InstBuilder, JumpTableData, Value, types};
+use cranelift_codegen::ir::{InstBuilder, Value, types};
 use cranelift_frontend::Variable;
 use p4jet_engine::ControlBlock;
 use p4jet_engine::plan::control::{CondTest, Node};
@@ -18,7 +18,7 @@ use p4jet_ir::ControlNode;
 use super::action::{self, Px};
 use super::checksum::{cond_inline, tree_inline};
 use super::{Gen, H, PTR, mem};
-use crate::abi::{SLOT_OTHER, off};
+use crate::abi::off;
 
 /// Emits the control function's body: `(env, lanes, n)` with `n` at most 64.
 pub(crate) fn emit_walk(g: &mut Gen, which: ControlBlock, lanes: Value, n: Value) {
@@ -153,8 +153,11 @@ fn apply(g: &mut Gen, t: u32, lanes: Value, here: Value, at: &[Variable]) {
     let wv = g.b.use_var(w);
     let w32 = g.b.ins().ireduce(types::I32, wv);
     let tk = g.k32(t);
-    // 1 when every packet's outcome is the first one (a keyless or empty table)
-    let same = g.call(H::Lookup, &[env, tk, w32]).unwrap_or(tk);
+    // the outcomes' stride: 0 when every packet's is the first (one multiplication
+    // per packet, no test)
+    let stride = g
+        .call(H::Lookup, &[env, tk, w32])
+        .unwrap_or_else(|| g.k(off::HIT_SIZE as u64));
     // 3. per waiting packet: its action, inline, and its next node
     let k = g.var(0);
     let head = g.b.create_block();
@@ -176,25 +179,15 @@ fn apply(g: &mut Gen, t: u32, lanes: Value, here: Value, at: &[Variable]) {
         phv: g.lane_ptr(lane, off::LANE_PHV),
         valid: g.lane_ptr(lane, off::LANE_VALID),
     };
-    let ho = g.b.ins().imul_imm_s(kv, off::HIT_SIZE);
-    let first = g.k(0);
-    let ho = g.b.ins().select(same, first, ho);
+    let ho = g.b.ins().imul(kv, stride);
     let hp = g.b.ins().iadd(hits, ho);
-    let slot = g.b.ins().load(types::I32, mem(), hp, off::HIT_SLOT);
-    let hit = g.b.ins().uload32(mem(), hp, off::HIT_HIT);
-    let data = g.b.ins().load(PTR, mem(), hp, off::HIT_DATA);
-    let len = g.b.ins().load(types::I64, mem(), hp, off::HIT_LEN);
+    let action = g.b.ins().load(types::I32, mem(), hp, off::HIT_ACTION);
     let bit = g.bit(i);
     let after = g.b.create_block();
     let slots: Vec<_> = ti.actions.iter().map(|_| g.b.create_block()).collect();
     let other = g.b.create_block();
-    let def = g.b.func.dfg.block_call(other, &[]);
-    let calls: Vec<_> = slots
-        .iter()
-        .map(|b| g.b.func.dfg.block_call(*b, &[]))
-        .collect();
-    let jt = g.b.create_jump_table(JumpTableData::new(def, &calls));
-    g.b.ins().br_table(slot, jt);
+    let none = g.b.create_block();
+    super::control::dispatch(g, action, &ti.actions, &slots, none, other);
     // where a packet goes: by hit/miss, or by the action's slot (None: no action)
     let go = |g: &mut Gen, exit: Value, slot: Option<Option<usize>>| {
         let zero = g.k(0);
@@ -206,6 +199,8 @@ fn apply(g: &mut Gen, t: u32, lanes: Value, here: Value, at: &[Variable]) {
                 }
             }
             ApplyNext::HitMiss { hit: h, miss: m } => {
+                // the hit flag read only where it decides
+                let hit = g.b.ins().uload32(mem(), hp, off::HIT_HIT);
                 let hm = g.b.ins().imul(stay, hit);
                 let mm = g.b.ins().bxor(stay, hm);
                 if let Some(v) = h.and_then(|x| at.get(x as usize)) {
@@ -233,24 +228,20 @@ fn apply(g: &mut Gen, t: u32, lanes: Value, here: Value, at: &[Variable]) {
     };
     for (s, a) in ti.actions.iter().enumerate() {
         g.b.switch_to_block(slots[s]);
+        let (data, len) = super::control::outcome_data(g, *a, hp);
         let exit = action::emit(g, *a, px, data, len);
         go(g, exit, Some(Some(s)));
     }
-    // no action, or one outside the list (run by the interpreter)
+    // an action outside the list (run by the interpreter)
     g.b.switch_to_block(other);
-    let is_other =
-        g.b.ins()
-            .icmp_imm_u(IntCC::Equal, slot, i64::from(SLOT_OTHER));
-    let run = g.b.create_block();
-    let none = g.b.create_block();
-    g.b.ins().brif(is_other, run, &[], none, &[]);
-    g.b.switch_to_block(run);
-    let aid = g.b.ins().load(types::I32, mem(), hp, 0);
+    let data = g.b.ins().load(PTR, mem(), hp, off::HIT_DATA);
+    let len = g.b.ins().load(types::I64, mem(), hp, off::HIT_LEN);
     let r = g
-        .call(H::RunAction, &[env, lane, aid, data, len])
-        .unwrap_or(aid);
+        .call(H::RunAction, &[env, lane, action, data, len])
+        .unwrap_or(action);
     let exit = g.b.ins().uextend(types::I64, r);
     go(g, exit, None);
+    // no action
     g.b.switch_to_block(none);
     let zero = g.k(0);
     go(g, zero, Some(None));

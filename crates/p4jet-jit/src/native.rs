@@ -19,9 +19,12 @@
 use std::mem::MaybeUninit;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cranelift_jit::JITModule;
-use p4jet_engine::state::{ControlState, EntryAction, Externs};
+use p4jet_engine::state::{
+    ControlState, CounterCell, EntryAction, Externs, TableState, handle_index,
+};
 use p4jet_engine::{ControlBlock, Engine, Native, NativeStats, PacketCtx, Pkt, SUB_BATCH, Scratch};
 use p4jet_tables::EntryHandle;
 
@@ -74,8 +77,12 @@ pub struct Compiled {
 pub(crate) struct TableCall {
     /// Bytes per key (0: keyless).
     key_bytes: usize,
-    /// Direct counters or meters: the interpreter resolves each outcome.
+    /// Direct counters, meters or hit times: outside the loop that writes each
+    /// outcome as it is found, the interpreter resolves each outcome.
     direct: bool,
+    /// A direct meter: the interpreter resolves each outcome (direct counters and hit
+    /// times without one are updated in the lookup's loop).
+    metered: bool,
 }
 
 impl std::fmt::Debug for Compiled {
@@ -627,21 +634,6 @@ unsafe fn lookup(
         return 0;
     };
     let kb = tc.key_bytes;
-    let outcome = |hit: &mut Hit, call: Option<&p4jet_ir::ActionCall>, found: bool| {
-        hit.hit = u32::from(found);
-        match call {
-            Some(call) => {
-                hit.action = call.action;
-                hit.data = call.data.as_ptr();
-                hit.len = call.data.len() as u64;
-            }
-            None => {
-                hit.action = ACTION_NONE;
-                hit.data = std::ptr::null();
-                hit.len = 0;
-            }
-        }
-    };
     // a plain default (None: a profile's member or group, by the interpreter)
     let default = match &ts.default {
         Some(EntryAction::Direct(call)) => Some(Some(call)),
@@ -659,36 +651,47 @@ unsafe fn lookup(
         outcome(unsafe { &mut *hits }, call, false);
         return 1;
     }
-    if looked_up && !tc.direct && default.is_some() {
-        // a direct entry's outcome is its action and data, written as the lookup
-        // finds it (the closure kept small, for the lookup to inline it); anything
-        // else (a profile member or group, possible only in a profile's table) is
-        // set aside and resolved by the interpreter after the lookup
-        let mut n_found = 0u64;
-        let mut slow = 0u64;
+    if looked_up && !tc.metered && default.is_some() {
+        // each outcome written as the lookup finds it (`each`); a profile's member or
+        // group resolved by the interpreter after the lookup
         let mut slow_found: [MaybeUninit<Option<(EntryHandle, &p4jet_engine::EntryValue)>>;
             SUB_BATCH] = [const { MaybeUninit::uninit() }; SUB_BATCH];
         // SAFETY: the generated code wrote `w` keys of `kb` bytes; the buffer has
         // KEY_SLACK more (the tables may read whole words past a key).
         let keys = unsafe { std::slice::from_raw_parts(keys, w * kb + KEY_SLACK) };
-        ts.entries.lookup_batch_each(keys, w, |k, f| {
-            let call = match f {
-                Some((_, v)) => {
-                    n_found += 1;
-                    match &v.action {
-                        EntryAction::Direct(call) => Some(call),
-                        _ => {
-                            slow |= 1 << k;
-                            slow_found[k].write(f);
-                            return;
-                        }
-                    }
-                }
-                None => default.flatten(),
-            };
-            // SAFETY: `hits` has room for `w` outcomes and `k < w`.
-            outcome(unsafe { &mut *hits.add(k) }, call, f.is_some());
-        });
+        // two copies of the loop (the lookup's closure kept small, for the lookup
+        // to inline it): the one of tables without direct resources tests for none
+        let lanes_of = (waiting, lanes);
+        // SAFETY: the call's buffers, as this function's.
+        let (n_found, mut slow) = unsafe {
+            if tc.direct {
+                each::<true>(
+                    ex,
+                    t,
+                    c.now_us,
+                    ts,
+                    keys,
+                    w,
+                    default,
+                    hits,
+                    lanes_of,
+                    &mut slow_found,
+                )
+            } else {
+                each::<false>(
+                    ex,
+                    t,
+                    c.now_us,
+                    ts,
+                    keys,
+                    w,
+                    default,
+                    hits,
+                    lanes_of,
+                    &mut slow_found,
+                )
+            }
+        };
         while slow != 0 {
             let k = slow.trailing_zeros() as usize;
             slow &= slow - 1;
@@ -740,6 +743,109 @@ unsafe fn lookup(
         outcome(unsafe { &mut *hits.add(k) }, outcome_call, f.is_some());
     }
     0
+}
+
+/// A packet's outcome: whether it `found` an entry, and `call`, the action that runs
+/// (None: none runs).
+#[inline(always)]
+fn outcome(hit: &mut Hit, call: Option<&p4jet_ir::ActionCall>, found: bool) {
+    hit.hit = u32::from(found);
+    match call {
+        Some(call) => {
+            hit.action = call.action;
+            hit.data = call.data.as_ptr();
+            hit.len = call.data.len() as u64;
+        }
+        None => {
+            hit.action = ACTION_NONE;
+            hit.data = std::ptr::null();
+            hit.len = 0;
+        }
+    }
+}
+
+/// [`lookup`]'s batched lookup of the `w` keys of table `t` (state `ts`) in `keys`,
+/// each packet's outcome written as its entry is found: a direct entry's action and
+/// data, or `default`'s on a miss (`default`: a plain default action, or none). With
+/// `DIRECT`, a hit on a direct entry also updates the entry's direct counter and hit
+/// time, as the interpreter's `count_and_meter` does (a table without a direct meter).
+/// Anything else (a profile member or group, possible only in a profile's table) is
+/// set aside in `slow_found`, for the interpreter (which updates its counter and hit
+/// time). Returns the hits and the mask of the outcomes set aside.
+///
+/// # Safety
+/// `hits` has room for `w` outcomes; `lanes.0` holds `w` indexes of lanes of
+/// `lanes.1`: the running call's buffers.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn each<'a, const DIRECT: bool>(
+    ex: &Externs,
+    t: u32,
+    now_us: u64,
+    ts: &'a TableState,
+    keys: &[u8],
+    w: usize,
+    default: Option<Option<&'a p4jet_ir::ActionCall>>,
+    hits: *mut Hit,
+    (waiting, lanes): (*const u8, *mut Lane),
+    slow_found: &mut [MaybeUninit<Option<(EntryHandle, &'a p4jet_engine::EntryValue)>>; SUB_BATCH],
+) -> (u64, u64) {
+    let counters = ex
+        .direct_counters
+        .get(t as usize)
+        .and_then(|c| c.as_deref());
+    let hit_times = ex.entry_hits.get(t as usize).and_then(|h| h.as_deref());
+    let now = now_us.saturating_add(1);
+    let (mut n_found, mut slow) = (0u64, 0u64);
+    ts.entries.lookup_batch_each(keys, w, |k, f| {
+        let call = match f {
+            Some((h, v)) => {
+                n_found += 1;
+                match &v.action {
+                    EntryAction::Direct(call) => {
+                        if DIRECT {
+                            // SAFETY: `waiting[k]` (k < w) indexes one of the call's
+                            // lanes; only its context's length is read.
+                            let len = unsafe {
+                                (*(*lanes.add(*waiting.add(k) as usize)).ctx).ingress_len
+                            };
+                            count_hit(counters, hit_times, h, len, now);
+                        }
+                        Some(call)
+                    }
+                    _ => {
+                        slow |= 1 << k;
+                        slow_found[k].write(f);
+                        return;
+                    }
+                }
+            }
+            None => default.flatten(),
+        };
+        // SAFETY: `hits` has room for `w` outcomes and `k < w`.
+        outcome(unsafe { &mut *hits.add(k) }, call, f.is_some());
+    });
+    (n_found, slow)
+}
+
+/// A hit's direct counter (one packet of `len` bytes: the interpreter's
+/// `count_and_meter` counts the packet's length at ingress) and hit time (`now`: the
+/// switch clock plus one), in the slot of handle `h`.
+#[inline]
+fn count_hit(
+    counters: Option<&[CounterCell]>,
+    hit_times: Option<&[AtomicU64]>,
+    h: EntryHandle,
+    len: u32,
+    now: u64,
+) {
+    let i = handle_index(h);
+    if let Some(c) = counters.and_then(|c| c.get(i)) {
+        c.count(len);
+    }
+    if let Some(t) = hit_times.and_then(|t| t.get(i)) {
+        t.store(now, Ordering::Relaxed);
+    }
 }
 
 /// A whole action by the interpreter: 1 when the packet exits its control.
@@ -811,6 +917,7 @@ pub(crate) fn compiled(e: &Engine, a: Addrs, module: JITModule, stats: NativeSta
         .map(|(i, t)| TableCall {
             key_bytes: t.key_bytes as usize,
             direct: plan.get(i).is_none_or(|tp| tp.direct),
+            metered: t.direct_meter.is_some(),
         })
         .collect();
     // SAFETY: each address is a function the module finalized with the signature of

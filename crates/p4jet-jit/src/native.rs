@@ -663,33 +663,27 @@ unsafe fn lookup(
         // to inline it): the one of tables without direct resources tests for none
         let lanes_of = (waiting, lanes);
         // SAFETY: the call's buffers, as this function's.
+        macro_rules! each_with {
+            ($direct:literal) => {
+                each::<$direct>(
+                    ex,
+                    t,
+                    c.now_us,
+                    ts,
+                    keys,
+                    w,
+                    default,
+                    hits,
+                    lanes_of,
+                    &mut slow_found,
+                )
+            };
+        }
         let (n_found, mut slow) = unsafe {
             if tc.direct {
-                each::<true>(
-                    ex,
-                    t,
-                    c.now_us,
-                    ts,
-                    keys,
-                    w,
-                    default,
-                    hits,
-                    lanes_of,
-                    &mut slow_found,
-                )
+                each_with!(true)
             } else {
-                each::<false>(
-                    ex,
-                    t,
-                    c.now_us,
-                    ts,
-                    keys,
-                    w,
-                    default,
-                    hits,
-                    lanes_of,
-                    &mut slow_found,
-                )
+                each_with!(false)
             }
         };
         while slow != 0 {

@@ -5,8 +5,10 @@
 //! which most hit an entry.
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+mod common;
+use common::packets;
 use p4jet_engine::state::{EntryAction, EntryValue, Op};
-use p4jet_engine::{Engine, EngineConfig, EngineKind, Externs, Pkt, Scratch};
+use p4jet_engine::{Engine, EngineConfig, EngineKind, Externs, Scratch};
 use p4jet_ir::{ActionCall, MatchKind};
 use p4jet_tables::{FieldMatch, MatchKey};
 
@@ -52,20 +54,6 @@ fn frame(rnd: &mut impl FnMut() -> u64) -> Vec<u8> {
     let sum = (sum & 0xffff) + (sum >> 16);
     f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
     f
-}
-
-/// The packets of `frames`, entering on port 1.
-fn packets(e: &Engine, frames: &[Vec<u8>]) -> Vec<Pkt> {
-    frames
-        .iter()
-        .map(|f| {
-            let mut ctx = Box::new(e.new_ctx(f.len() + 512));
-            ctx.pkt.set(f);
-            ctx.reset(&e.prog);
-            ctx.arch.port = 1;
-            ctx
-        })
-        .collect()
 }
 
 /// The engines on `json`: reference, interp, jit (compiled).

@@ -5,9 +5,11 @@
 //! like the looked-up ones.
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+mod common;
+use common::packets;
 use std::path::PathBuf;
 
-use p4jet_engine::{Engine, EngineConfig, EngineKind, Pkt, Scratch};
+use p4jet_engine::{EngineConfig, EngineKind, Scratch};
 
 /// Every corpus program's JSON.
 fn corpus() -> Vec<PathBuf> {
@@ -57,20 +59,6 @@ fn frame(rnd: &mut impl FnMut() -> u64) -> Vec<u8> {
         _ => {}
     }
     f
-}
-
-/// The packets of `frames`, entering on port 1.
-fn packets(e: &Engine, frames: &[Vec<u8>]) -> Vec<Pkt> {
-    frames
-        .iter()
-        .map(|f| {
-            let mut ctx = Box::new(e.new_ctx(f.len() + 512));
-            ctx.pkt.set(f);
-            ctx.reset(&e.prog);
-            ctx.arch.port = 1;
-            ctx
-        })
-        .collect()
 }
 
 #[test]

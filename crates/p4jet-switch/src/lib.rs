@@ -58,6 +58,16 @@ impl Clock {
         }
     }
 
+    /// The instant `at` (read by the caller from the real clock), in microseconds since
+    /// start; a manual clock gives its own time.
+    #[inline]
+    pub fn us_at(&self, at: Instant) -> u64 {
+        match self {
+            Clock::Real(t) => at.saturating_duration_since(*t).as_micros() as u64,
+            Clock::Manual(v) => v.load(Ordering::Relaxed),
+        }
+    }
+
     /// Now, in nanoseconds since start (a manual clock counts whole microseconds).
     #[inline]
     pub fn now_ns(&self) -> u64 {

@@ -82,6 +82,10 @@ pub struct Core {
     stamps: Option<Arc<Stamps>>,
     /// The time [`Core::mark_rx`] read, given to the packets injected after it.
     rx_stamp: u64,
+    /// The time the caller read for this turn ([`Core::mark_rx`], [`Core::mark_rx_at`]):
+    /// the next ingress batch takes its timestamp from it instead of reading the
+    /// clock again; cleared once that step's ingress ran.
+    turn_at: Option<std::time::Instant>,
     /// Injection-to-transmission latency of the packets this core transmitted (only
     /// with [`Core::enable_latency`]).
     pub latency: LatencyHist,
@@ -179,6 +183,7 @@ impl Worker {
                 stage_ns: [0; 5],
                 stamps: None,
                 rx_stamp: 0,
+                turn_at: None,
                 latency: LatencyHist::default(),
                 spare: Vec::new(),
                 moving: Vec::new(),
@@ -693,20 +698,25 @@ impl Core {
         self.stamps = Some(stamps);
     }
 
-    /// Reads the clock for the packets injected next (one read per batch).
+    /// Reads the clock for the packets injected next (one read per batch, only when
+    /// latency is measured); the next ingress batch's timestamp comes from the same
+    /// read.
     #[inline]
     pub fn mark_rx(&mut self) {
-        if let Some(s) = &self.stamps {
-            self.rx_stamp = s.now_ns();
+        if self.stamps.is_some() {
+            self.mark_rx_at(std::time::Instant::now());
         }
     }
 
     /// [`Core::mark_rx`] with the time `at` the caller read already (a forwarding loop
-    /// reads the clock once per turn).
+    /// reads the clock once per turn): the latency stamp of the packets injected next
+    /// and the timestamp of the next ingress batch (`ingress_global_timestamp`), so
+    /// the step that follows reads no clock for its ingress.
     pub fn mark_rx_at(&mut self, at: std::time::Instant) {
         if let Some(s) = &self.stamps {
             self.rx_stamp = s.ns_at(at);
         }
+        self.turn_at = Some(at);
     }
 
     /// One ingress batch, then the traffic manager drained through egress.
@@ -876,6 +886,8 @@ impl Core {
         if !self.batch.is_empty() {
             self.ingress(cs);
         }
+        // the turn's time is for this step's ingress only
+        self.turn_at = None;
     }
 
     /// Moves the next egress batch into `self.egress`: the whole fast lane, else up to a
@@ -906,7 +918,11 @@ impl Core {
     fn ingress(&mut self, cs: &ControlState) {
         let engine = self.engine.clone();
         let e: &Engine = &engine;
-        let now = self.clock.now_us();
+        // the time the caller read for this turn, else a clock read
+        let now = match self.turn_at {
+            Some(at) => self.clock.us_at(at),
+            None => self.clock.now_us(),
+        };
         let mut batch = std::mem::take(&mut self.batch);
         // simple_switch: a resubmitted/recirculated/cloned instance has ingress_port 0
         // unless preserved; the port was recorded as 0 when it was requeued.

@@ -322,3 +322,26 @@ fn a_pipelined_worker_paces_too_and_never_hangs() {
         ]
     );
 }
+
+#[test]
+fn the_ingress_timestamp_is_the_turns_time_when_the_caller_read_it() {
+    // a real clock: the time a forwarding loop read for its turn (here one far in the
+    // future, which the clock could not give) stamps the next ingress batch, and only
+    // that one
+    let json = program();
+    let mut sw = Switch::new(&json, SwitchConfig::default()).unwrap();
+    let stamp = |sw: &mut Switch| {
+        sw.inject(6, &frame(0, 3, 0));
+        let mut out = vec![];
+        sw.run_until_idle(&mut |p, f| out.push((p, decode(f))));
+        assert_eq!(out.len(), 1, "{out:?}");
+        out[0].1.enq_timestamp
+    };
+    sw.worker
+        .core
+        .mark_rx_at(Instant::now() + Duration::from_secs(30));
+    let turn = stamp(&mut sw);
+    assert!((30_000_000..31_000_000).contains(&turn), "{turn}");
+    let later = stamp(&mut sw);
+    assert!(later < 1_000_000, "{later}");
+}

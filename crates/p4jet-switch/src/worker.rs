@@ -1468,8 +1468,6 @@ impl Core {
         // latency: the packets of a batch mostly share their injection time, so equal
         // values are counted together
         let mut lat = (0u64, 0u64);
-        // transmissions: a run of packets to one port is counted at once
-        let mut sent = (0u32, 0u64);
         let plain = !self.cfg.trace;
         // ports that take buffers (AF_XDP, DPDK): tested per packet only if any
         let moving = !self.moving.is_empty();
@@ -1502,13 +1500,9 @@ impl Core {
                     Some(t) => tx(port, &data[..(t as usize).min(data.len())]),
                 }
             }
-            if sent.0 != port {
-                if sent.1 > 0 {
-                    self.port_mut(sent.0).tx += sent.1;
-                }
-                sent = (port, 0);
-            }
-            sent.1 += 1;
+            // counted per packet: counting runs of packets to one port instead
+            // mispredicted a branch per packet on traffic spread over ports
+            self.port_mut(port).tx += 1;
             if tx_ns.is_some() {
                 let rx = ctx.arch.rx_ns;
                 if lat.1 > 0 && lat.0 != rx {
@@ -1518,9 +1512,6 @@ impl Core {
                 lat = (rx, lat.1 + 1);
             }
             self.free(ctx);
-        }
-        if sent.1 > 0 {
-            self.port_mut(sent.0).tx += sent.1;
         }
         if lat.1 > 0 {
             self.record_latency(tx_ns, lat);

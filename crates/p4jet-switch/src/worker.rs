@@ -278,8 +278,13 @@ impl Worker {
 
     /// One ingress batch, then the traffic manager drained through egress. Moves to a
     /// swapped-in program first, if there is one.
-    pub fn step(&mut self, tx: &mut dyn FnMut(u32, &[u8])) {
-        if self.dataplane.generation() != self.active.generation && !self.follow_swap(tx) {
+    ///
+    /// Generic over the transmit callback (a `&mut dyn FnMut` works too): a forwarding
+    /// loop's own closure is inlined into the transmit loop.
+    pub fn step<F: FnMut(u32, &[u8]) + ?Sized>(&mut self, tx: &mut F) {
+        if self.dataplane.generation() != self.active.generation
+            && !self.follow_swap(&mut |p, f| tx(p, f))
+        {
             // packets of the old program wait in a rate-limited queue
             return;
         }
@@ -720,12 +725,17 @@ impl Core {
     }
 
     /// One ingress batch, then the traffic manager drained through egress.
-    pub fn step(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8])) {
+    pub fn step<F: FnMut(u32, &[u8]) + ?Sized>(&mut self, cs: &ControlState, tx: &mut F) {
         self.step_with(cs, tx, true)
     }
 
     /// [`Core::step`]; received packets enter ingress only if `take_input`.
-    fn step_with(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8]), take_input: bool) {
+    fn step_with<F: FnMut(u32, &[u8]) + ?Sized>(
+        &mut self,
+        cs: &ControlState,
+        tx: &mut F,
+        take_input: bool,
+    ) {
         self.ingress_half(cs, take_input);
         while self.next_egress_batch() {
             self.run_egress(cs, tx, true);
@@ -1426,7 +1436,12 @@ impl Core {
 
     /// Egress for `self.egress`; `deq_qdepth` is taken from this core's traffic manager
     /// if `compute_deq`, else it was written when the packet was dequeued.
-    fn run_egress(&mut self, cs: &ControlState, tx: &mut dyn FnMut(u32, &[u8]), compute_deq: bool) {
+    fn run_egress<F: FnMut(u32, &[u8]) + ?Sized>(
+        &mut self,
+        cs: &ControlState,
+        tx: &mut F,
+        compute_deq: bool,
+    ) {
         let engine = self.engine.clone();
         let e: &Engine = &engine;
         let std = &e.std_meta;

@@ -29,6 +29,7 @@ mod exact;
 mod hash;
 mod prefetch;
 mod prune;
+mod small;
 mod tss;
 mod wlpm;
 mod words;

@@ -649,9 +649,14 @@ fn bench_small(c: &mut Criterion) {
         16,
     )
     .unwrap();
-    for (i, (p, lo, hi)) in [(17, 0, 1023), (17, 1900, 1900), (17, 11211, 11211), (6, 0, 0)]
-        .into_iter()
-        .enumerate()
+    for (i, (p, lo, hi)) in [
+        (17, 0, 1023),
+        (17, 1900, 1900),
+        (17, 11211, 11211),
+        (6, 0, 0),
+    ]
+    .into_iter()
+    .enumerate()
     {
         let k = MatchKey {
             fields: vec![FieldMatch::Exact(vec![p]), range(lo, hi)],

@@ -449,7 +449,7 @@ impl Tss {
             + self.ranges.capacity()
             + self.rnum.capacity() * 8
             + self.small_rec.capacity() * 8
-            + self.sbits.table.capacity()
+            + self.sbits.memory_bytes()
             + self.cand.capacity() * 8
             + self.dup_head.capacity() * 16
             + self.dup_next.capacity() * 4
@@ -899,9 +899,7 @@ impl Tss {
         self.small_rec.clear();
         self.sbits_on = false;
         if self.live > SMALL || !self.small_flat() {
-            if self.sbits.table.capacity() > 0 {
-                self.sbits = SmallBits::default();
-            }
+            self.sbits = SmallBits::default();
             return;
         }
         let w = self.w;
@@ -924,7 +922,7 @@ impl Tss {
         self.sbits_on = self
             .sbits
             .build(self.kb, w, &self.range_fields, &self.small_rec);
-        if !self.sbits_on && self.sbits.table.capacity() > 0 {
+        if !self.sbits_on {
             self.sbits = SmallBits::default();
         }
     }
@@ -1057,14 +1055,21 @@ impl Tss {
                 _ => {}
             }
         }
-        if self.live <= SMALL && self.sbits_on {
+        if self.live <= SMALL && self.sbits_on && kb > 0 {
             let sb = &self.sbits;
-            match sb.lanes.len() {
-                0 => return sb.each::<0>(keys, kb, n, &mut emit),
-                1 => return sb.each::<1>(keys, kb, n, &mut emit),
-                2 => return sb.each::<2>(keys, kb, n, &mut emit),
-                3 => return sb.each::<3>(keys, kb, n, &mut emit),
-                4 => return sb.each::<4>(keys, kb, n, &mut emit),
+            match sb.shape() {
+                (0, 0) => return sb.each::<0, 0>(keys, kb, n, &mut emit),
+                (0, 1) => return sb.each::<0, 1>(keys, kb, n, &mut emit),
+                (0, 2) => return sb.each::<0, 2>(keys, kb, n, &mut emit),
+                (0, 3) => return sb.each::<0, 3>(keys, kb, n, &mut emit),
+                (0, 4) => return sb.each::<0, 4>(keys, kb, n, &mut emit),
+                (1, 0) => return sb.each::<1, 0>(keys, kb, n, &mut emit),
+                (1, 1) => return sb.each::<1, 1>(keys, kb, n, &mut emit),
+                (1, 2) => return sb.each::<1, 2>(keys, kb, n, &mut emit),
+                (1, 3) => return sb.each::<1, 3>(keys, kb, n, &mut emit),
+                (2, 0) => return sb.each::<2, 0>(keys, kb, n, &mut emit),
+                (2, 1) => return sb.each::<2, 1>(keys, kb, n, &mut emit),
+                (2, 2) => return sb.each::<2, 2>(keys, kb, n, &mut emit),
                 _ => {}
             }
         }

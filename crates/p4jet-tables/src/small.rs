@@ -52,18 +52,23 @@ fn num_of(words: &[u64], off: usize, n: usize) -> u64 {
 /// Set `bit` in `t[v]` for every `v` in `lo..=hi` (`hi < t.len()`) with
 /// `v & m == val`.
 fn fill(t: &mut [u8], lo: u64, hi: u64, m: u64, val: u64, bit: u8) {
-    let top = t.len() as u64 - 1;
+    if val & !m != 0 {
+        return;
+    }
+    let free = !m & (t.len() as u64 - 1);
+    // a prefix mask (no mask, a single value, ...) admits one interval
+    let prefix = free & (free + 1) == 0;
+    let (lo, hi) = if prefix {
+        (lo.max(val), hi.min(val | free))
+    } else {
+        (lo, hi)
+    };
     if lo > hi {
         return;
     }
     let t = &mut t[lo as usize..=hi as usize];
-    if m == 0 {
+    if prefix {
         t.iter_mut().for_each(|b| *b |= bit);
-    } else if m == top {
-        // every bit of the lane: one value at most
-        if (lo..=hi).contains(&val) {
-            t[(val - lo) as usize] |= bit;
-        }
     } else {
         let (m, val) = (m as u32, val as u32);
         for (v, b) in (lo as u32..).zip(t.iter_mut()) {

@@ -12,15 +12,16 @@
 //! bit: the first match in bmv2's order.
 //!
 //! A one-byte lane costs 256 bytes, a two-byte lane 64 KiB. The tables are
-//! rebuilt from the flat records on every write to a small table (a 64 KiB
-//! lane: cleared, then one pass over the values each entry covers).
+//! rebuilt from the flat records on every write to a small table: cleared,
+//! then per entry and lane the values it admits are marked (one interval for
+//! a prefix mask or range bounds; a pass over the lane's values otherwise).
 
 use crate::tss::SMALL;
 
 /// Most lanes a bit-vector table has; a table needing more is scanned.
-pub(crate) const MAX_LANES: usize = 4;
+const MAX_LANES: usize = 4;
 /// Most two-byte lanes (64 KiB each).
-pub(crate) const MAX_WIDE: usize = 2;
+const MAX_WIDE: usize = 2;
 
 /// Values of a two-byte lane.
 const WIDE: usize = 1 << 16;
@@ -29,9 +30,9 @@ const WIDE: usize = 1 << 16;
 pub(crate) struct SmallBits {
     /// two-byte lanes: the key offset of the lane's bytes, and per value of
     /// them the entries (bit `r` = `r`-th in rank order) that match there
-    pub(crate) wide: Vec<(usize, Box<[u8; WIDE]>)>,
+    wide: Vec<(usize, Box<[u8; WIDE]>)>,
     /// one-byte lanes, likewise
-    pub(crate) narrow: Vec<(usize, Box<[u8; 256]>)>,
+    narrow: Vec<(usize, Box<[u8; 256]>)>,
     /// entry index of the `r`-th entry in rank order
     ent: [u32; SMALL],
     /// one bit per entry

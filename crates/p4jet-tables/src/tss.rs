@@ -57,7 +57,8 @@ use crate::words::{self, ByteWords, Words, meq, mhash, seed_of, to_words};
 /// Longest chain an entry may join in a merged (less specific) tuple.
 const CHAIN_LIMIT: usize = 16;
 /// Tables with at most this many entries are also kept as one list sorted
-/// by rank and looked up by a linear scan (cheaper than hashing).
+/// by rank and looked up by bit vectors per key lane (`small.rs`) or a
+/// linear scan (both cheaper than hashing).
 pub(crate) const SMALL: usize = 8;
 /// Small tables keep flat scan records when they have at most this many
 /// range fields, all of at most 8 bytes.

@@ -624,6 +624,82 @@ fn bench_acl(c: &mut Criterion) {
     bench_table(c, "acl_10k_nocache", off, &keys64k);
 }
 
+/// acl_large's small tables: `port_class` (one 16-bit range field, 4
+/// entries) and `src_port_filter` (exact protocol, 16-bit source-port range,
+/// 4 entries): lookups, and a write (delete one entry and insert it again,
+/// each rebuilding the small-table structures; reported per write).
+fn bench_small(c: &mut Criterion) {
+    let range = |lo: u16, hi: u16| FieldMatch::Range {
+        low: lo.to_be_bytes().to_vec(),
+        high: hi.to_be_bytes().to_vec(),
+    };
+    let mut pc = Table::new(vec![spec(MatchKind::Range, 16)], 16).unwrap();
+    for (i, (lo, hi)) in [(0, 1023), (8080, 8089), (1024, 49151), (49152, 65535)]
+        .into_iter()
+        .enumerate()
+    {
+        let k = MatchKey {
+            fields: vec![range(lo, hi)],
+            priority: i as i32,
+        };
+        pc.insert(k, i as u32).unwrap();
+    }
+    let mut sf = Table::new(
+        vec![spec(MatchKind::Exact, 8), spec(MatchKind::Range, 16)],
+        16,
+    )
+    .unwrap();
+    for (i, (p, lo, hi)) in [
+        (17, 0, 1023),
+        (17, 1900, 1900),
+        (17, 11211, 11211),
+        (6, 0, 0),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let k = MatchKey {
+            fields: vec![FieldMatch::Exact(vec![p]), range(lo, hi)],
+            priority: i as i32,
+        };
+        sf.insert(k, i as u32).unwrap();
+    }
+    let mut rng = Rng(7);
+    let pc_keys: Vec<u8> = (0..NKEYS)
+        .flat_map(|_| (rng.next() as u16).to_be_bytes())
+        .collect();
+    let sf_keys: Vec<u8> = (0..NKEYS)
+        .flat_map(|_| {
+            let p = [6u8, 17, 1][rng.below(3) as usize];
+            let port = rng.next() as u16;
+            [p, (port >> 8) as u8, port as u8]
+        })
+        .collect();
+    for (name, t) in [("small_port_class", &pc), ("small_src_port_filter", &sf)] {
+        let keys = if name == "small_port_class" {
+            &pc_keys
+        } else {
+            &sf_keys
+        };
+        bench_table(c, name, t.clone(), keys);
+        let mut g = c.benchmark_group(name);
+        g.throughput(Throughput::Elements(2));
+        let mut t = t.clone();
+        g.bench_function("write", |b| {
+            b.iter(|| {
+                let (h, k, v) = t
+                    .iter()
+                    .next()
+                    .map(|(h, k, v)| (h, k.into_owned(), *v))
+                    .unwrap();
+                t.delete(h).unwrap();
+                black_box(t.insert(k, v).unwrap())
+            })
+        });
+        g.finish();
+    }
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
@@ -634,6 +710,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = bench_exact, bench_lpm32, bench_lpm128, bench_ternary, bench_acl, bench_exact_insert
+    targets = bench_exact, bench_lpm32, bench_lpm128, bench_ternary, bench_acl, bench_exact_insert, bench_small
 }
 criterion_main!(benches);

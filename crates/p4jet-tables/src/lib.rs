@@ -11,7 +11,8 @@
 //! * ternary / range tables: tuple-space search (TupleMerge placement,
 //!   per-field length bounds that skip tuples before hashing, a Bloom filter
 //!   shared by all tuples, priority pruning, staged batches with
-//!   prefetching; a linear scan for tables of at most 8 entries) behind an
+//!   prefetching; bit vectors per key lane, or a linear scan, for tables of
+//!   at most 8 entries) behind an
 //!   exact lookup-result cache that every write invalidates.
 //!
 //! See `docs/tables.md` for the design, complexity and measurements.
@@ -29,6 +30,7 @@ mod exact;
 mod hash;
 mod prefetch;
 mod prune;
+mod small;
 mod tss;
 mod wlpm;
 mod words;

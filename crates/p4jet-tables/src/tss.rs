@@ -51,13 +51,15 @@ use std::hash::{BuildHasherDefault, Hasher};
 use crate::hash::HashIndex;
 use crate::prefetch::prefetch_index;
 use crate::prune::{Bound, BoundView, MixHasher};
+use crate::small::SmallBits;
 use crate::words::{self, ByteWords, Words, meq, mhash, seed_of, to_words};
 
 /// Longest chain an entry may join in a merged (less specific) tuple.
 const CHAIN_LIMIT: usize = 16;
 /// Tables with at most this many entries are also kept as one list sorted
-/// by rank and looked up by a linear scan (cheaper than hashing).
-const SMALL: usize = 8;
+/// by rank and looked up by bit vectors per key lane (`small.rs`) or a
+/// linear scan (both cheaper than hashing).
+pub(crate) const SMALL: usize = 8;
 /// Small tables keep flat scan records when they have at most this many
 /// range fields, all of at most 8 bytes.
 const SMALL_MAX_RANGES: usize = 4;
@@ -334,6 +336,10 @@ pub(crate) struct Tss {
     /// value words, mask words, entry index, then per range field its bounds
     /// as numbers (`0..=u64::MAX` for an entry without range check)
     small_rec: Vec<u64>,
+    /// `small_rec` as bit vectors per key lane (see `small.rs`), used when
+    /// `sbits_on`; empty when the table is not small
+    sbits: SmallBits,
+    sbits_on: bool,
     /// per range field, when none straddles two key words: (word, right
     /// shift to its first byte, mask of its bytes); `None` otherwise
     rword: Option<Vec<(usize, u32, u64)>>,
@@ -405,6 +411,8 @@ impl Tss {
             live: 0,
             small: Vec::new(),
             small_rec: Vec::new(),
+            sbits: SmallBits::default(),
+            sbits_on: false,
             rword,
             bounds: Vec::new(),
             active: Vec::new(),
@@ -441,6 +449,8 @@ impl Tss {
             + self.erec.capacity() * 8
             + self.ranges.capacity()
             + self.rnum.capacity() * 8
+            + self.small_rec.capacity() * 8
+            + self.sbits.memory_bytes()
             + self.cand.capacity() * 8
             + self.dup_head.capacity() * 16
             + self.dup_next.capacity() * 4
@@ -888,7 +898,9 @@ impl Tss {
     /// Rebuild `small_rec` from `small`.
     fn rebuild_small_rec(&mut self) {
         self.small_rec.clear();
-        if !self.small_flat() {
+        self.sbits_on = false;
+        if self.live > SMALL || !self.small_flat() {
+            self.sbits = SmallBits::default();
             return;
         }
         let w = self.w;
@@ -907,6 +919,12 @@ impl Tss {
                     self.small_rec.extend_from_slice(&[0, u64::MAX]);
                 }
             }
+        }
+        self.sbits_on = self
+            .sbits
+            .build(self.kb, w, &self.range_fields, &self.small_rec);
+        if !self.sbits_on {
+            self.sbits = SmallBits::default();
         }
     }
 
@@ -1035,6 +1053,24 @@ impl Tss {
                 2 => staged!(2),
                 3 => staged!(3),
                 4 => staged!(4),
+                _ => {}
+            }
+        }
+        if self.live <= SMALL && self.sbits_on && kb > 0 {
+            let sb = &self.sbits;
+            match sb.shape() {
+                (0, 0) => return sb.each::<0, 0>(keys, kb, n, &mut emit),
+                (0, 1) => return sb.each::<0, 1>(keys, kb, n, &mut emit),
+                (0, 2) => return sb.each::<0, 2>(keys, kb, n, &mut emit),
+                (0, 3) => return sb.each::<0, 3>(keys, kb, n, &mut emit),
+                (0, 4) => return sb.each::<0, 4>(keys, kb, n, &mut emit),
+                (1, 0) => return sb.each::<1, 0>(keys, kb, n, &mut emit),
+                (1, 1) => return sb.each::<1, 1>(keys, kb, n, &mut emit),
+                (1, 2) => return sb.each::<1, 2>(keys, kb, n, &mut emit),
+                (1, 3) => return sb.each::<1, 3>(keys, kb, n, &mut emit),
+                (2, 0) => return sb.each::<2, 0>(keys, kb, n, &mut emit),
+                (2, 1) => return sb.each::<2, 1>(keys, kb, n, &mut emit),
+                (2, 2) => return sb.each::<2, 2>(keys, kb, n, &mut emit),
                 _ => {}
             }
         }
@@ -1380,6 +1416,9 @@ impl Tss {
     #[inline(always)]
     fn lookup_k<K: Words + ?Sized>(&self, k: &K, key: &[u8]) -> Option<u32> {
         if self.live <= SMALL {
+            if self.sbits_on {
+                return self.sbits.lookup(key);
+            }
             if self.small_flat() {
                 return self.small_scan(k, key);
             }

@@ -453,3 +453,127 @@ fn staged_batches_on_other_layouts_against_a_scan() {
     let tuples = ternary_against_a_scan(&[1, 1, 1, 1, 1, 1, 3, 5], 3000, 15);
     assert!(tuples > 64, "{tuples} tuples: one candidate word only");
 }
+
+/// Small tables (at most 8 entries: bit vectors per key lane) of
+/// src_port_filter's shape, `protocol : ternary` (exact, wildcard or a
+/// partial mask) and `port : range` (16 bits), and port_class's (the range
+/// alone): every key (3 protocols × all 65536 ports) against a priority scan
+/// after every write; random overlapping ranges, single ports, empty ranges
+/// (low > high), duplicate matches with other priorities, deletes and
+/// re-inserts that cross the 8-entry threshold both ways.
+#[test]
+fn small_range_tables_every_key_against_a_scan() {
+    type R = (u8, u8, u16, u16, i32);
+    let scan = |live: &[(R, EntryHandle)], proto: u8, port: u16| {
+        live.iter()
+            .filter(|((v, m, lo, hi, _), _)| proto & m == v & m && (*lo..=*hi).contains(&port))
+            .min_by_key(|((.., p), h)| (*p, *h & 0xff_ffff))
+            .map(|(_, h)| *h)
+    };
+    for seed in 0..24u64 {
+        let mut rng = Rng(seed * 0x9e37_79b9 + 7);
+        let with_proto = seed % 3 != 0;
+        let mut spec = vec![];
+        if with_proto {
+            spec.push(KeyFieldSpec {
+                kind: MatchKind::Ternary,
+                bit_width: 8,
+            });
+        }
+        spec.push(KeyFieldSpec {
+            kind: MatchKind::Range,
+            bit_width: 16,
+        });
+        let mut t: Table<u32> = Table::new(spec, 64).unwrap();
+        if seed % 2 == 1 {
+            t.set_cache_mode(CacheMode::On(4));
+        }
+        let mut pool: Vec<R> = vec![];
+        let mut live: Vec<(R, EntryHandle)> = vec![];
+        for step in 0..40 {
+            let grow = live.len() < 4 || (live.len() < 11 && rng.below(5) < 3);
+            if grow {
+                let r: R = if !pool.is_empty() && rng.below(5) == 0 {
+                    // the same match again with another priority
+                    let mut r = pool[rng.below(pool.len() as u64) as usize];
+                    r.4 = rng.below(4) as i32;
+                    r
+                } else {
+                    let (v, m) = if with_proto {
+                        match rng.below(4) {
+                            0 => (0, 0),
+                            1 => (17, 0xff),
+                            2 => (6, 0x0f),
+                            _ => (6, 0xff),
+                        }
+                    } else {
+                        (0, 0)
+                    };
+                    let (lo, hi) = match rng.below(5) {
+                        0 => port(&mut rng),
+                        1 => {
+                            let p = rng.next() as u16;
+                            (p, p)
+                        }
+                        2 => (rng.next() as u16, rng.next() as u16),
+                        _ => {
+                            let a = rng.next() as u16;
+                            (a, a.saturating_add(rng.next() as u16 % 300))
+                        }
+                    };
+                    (v, m, lo, hi, rng.below(4) as i32)
+                };
+                let mut fields = vec![];
+                if with_proto {
+                    fields.push(FieldMatch::Ternary {
+                        value: vec![r.0],
+                        mask: vec![r.1],
+                    });
+                }
+                fields.push(FieldMatch::Range {
+                    low: r.2.to_be_bytes().to_vec(),
+                    high: r.3.to_be_bytes().to_vec(),
+                });
+                // a refused insert (a duplicate match and priority) leaves
+                // nothing to compare; one with low > high matches no key
+                if let Ok(h) = t.insert(
+                    MatchKey {
+                        fields,
+                        priority: r.4,
+                    },
+                    step,
+                ) {
+                    pool.push(r);
+                    live.push((r, h));
+                }
+            } else {
+                let i = rng.below(live.len() as u64) as usize;
+                let (_, h) = live.swap_remove(i);
+                t.delete(h).unwrap();
+            }
+            let protos: &[u8] = if with_proto { &[6, 17, 22] } else { &[0] };
+            let kb = t.key_bytes();
+            let mut keys = Vec::with_capacity(65536 * kb);
+            for &p in protos {
+                keys.clear();
+                for port in 0..=u16::MAX {
+                    if with_proto {
+                        keys.push(p);
+                    }
+                    keys.extend_from_slice(&port.to_be_bytes());
+                }
+                let mut out = vec![None; 65536];
+                t.lookup_batch(&keys, &mut out);
+                for port in 0..=u16::MAX {
+                    let want = scan(&live, p, port);
+                    let got = out[usize::from(port)].map(|(h, _)| h);
+                    assert_eq!(got, want, "seed {seed} step {step}: proto {p} port {port}");
+                    if port % 251 == 0 {
+                        let k = &keys[usize::from(port) * kb..(usize::from(port) + 1) * kb];
+                        assert_eq!(t.lookup(k).map(|(h, _)| h), want);
+                    }
+                }
+            }
+        }
+    }
+}

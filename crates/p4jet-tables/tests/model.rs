@@ -507,13 +507,13 @@ impl Gen {
             let mut v = match near.map(|k| &k.fields[i]) {
                 Some(FieldMatch::Exact(v)) | Some(FieldMatch::Lpm { value: v, .. }) => v.clone(),
                 Some(FieldMatch::Ternary { value, .. }) => value.clone(),
-                Some(FieldMatch::Range { low, high }) => {
-                    if rng.chance(50) {
-                        low.clone()
-                    } else {
-                        high.clone()
-                    }
-                }
+                Some(FieldMatch::Range { low, high }) => match rng.below(6) {
+                    0 | 1 => low.clone(),
+                    2 | 3 => high.clone(),
+                    // just outside the bounds
+                    4 => step_be(low, false),
+                    _ => step_be(high, true),
+                },
                 Some(FieldMatch::Valid(b)) => vec![u8::from(*b)],
                 None => self.value(i, rng),
             };
@@ -532,6 +532,23 @@ impl Gen {
         }
         out
     }
+}
+
+/// `v + 1` (`up`) or `v - 1` as a big-endian number, wrapping.
+fn step_be(v: &[u8], up: bool) -> Vec<u8> {
+    let mut v = v.to_vec();
+    for b in v.iter_mut().rev() {
+        let (x, carry) = if up {
+            b.overflowing_add(1)
+        } else {
+            b.overflowing_sub(1)
+        };
+        *b = x;
+        if !carry {
+            break;
+        }
+    }
+    v
 }
 
 fn fix_width(mut v: Vec<u8>, w: u32) -> Vec<u8> {
@@ -680,6 +697,22 @@ fn run_with(specs: &[KeyFieldSpec], max: usize, seed: u64, ops: &[u8], mode: Cac
     }
 }
 
+/// Operation bytes (see `run_with`) with about as many deletes as inserts,
+/// so that a table of at most 12 entries keeps crossing the small-table
+/// threshold (8 entries) both ways.
+fn small_ops() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(
+        prop_oneof![
+            3 => 0u8..7,
+            3 => 7u8..9,
+            1 => Just(9u8),
+            1 => Just(10u8),
+            4 => 11u8..16,
+        ],
+        1..300,
+    )
+}
+
 fn cfg() -> ProptestConfig {
     // PROPTEST_CASES overrides the default of 96 cases per property
     ProptestConfig {
@@ -753,6 +786,27 @@ proptest! {
         run(&[spec(MatchKind::Range, 72), spec(MatchKind::Exact, 8)], 64, seed, &ops);
         run(&[spec(MatchKind::Range, 8), spec(MatchKind::Range, 7), spec(MatchKind::Range, 8),
               spec(MatchKind::Exact, 16)], 64, seed, &ops);
+    }
+
+    #[test]
+    fn small_tables(seed: u64, ops in small_ops()) {
+        // bit-vector lookups of small tables (one lane per range field of at
+        // most 2 bytes and per masked byte of the other fields, at most 4
+        // lanes), around the 8-entry threshold: port_class's and
+        // src_port_filter's shapes, padding above a field's width, two
+        // 16-bit range lanes, ternary lanes, and shapes that keep the scan
+        // (5 lanes, a 3-byte range field)
+        run(&[spec(MatchKind::Range, 16)], 12, seed, &ops);
+        run(&[spec(MatchKind::Exact, 8), spec(MatchKind::Range, 16)], 12, seed, &ops);
+        run(&[spec(MatchKind::Range, 16), spec(MatchKind::Ternary, 8)], 12, seed, &ops);
+        run(&[spec(MatchKind::Range, 9)], 12, seed, &ops);
+        run(&[spec(MatchKind::Range, 4)], 12, seed, &ops);
+        run(&[spec(MatchKind::Range, 8), spec(MatchKind::Range, 16), spec(MatchKind::Exact, 8)], 12, seed, &ops);
+        run(&[spec(MatchKind::Range, 16), spec(MatchKind::Range, 16)], 12, seed, &ops);
+        run(&[spec(MatchKind::Ternary, 24), spec(MatchKind::Valid, 1)], 12, seed, &ops);
+        run(&[spec(MatchKind::Lpm, 16), spec(MatchKind::Range, 12)], 12, seed, &ops);
+        run(&[spec(MatchKind::Ternary, 32), spec(MatchKind::Exact, 8)], 12, seed, &ops);
+        run(&[spec(MatchKind::Range, 24), spec(MatchKind::Ternary, 3)], 12, seed, &ops);
     }
 
     #[test]

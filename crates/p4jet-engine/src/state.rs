@@ -1636,3 +1636,36 @@ impl Externs {
 pub fn handle_index(h: EntryHandle) -> usize {
     (h & 0x00ff_ffff) as usize
 }
+
+/// A table's direct counter cells and entry hit times (each None when the table has
+/// none): see [`count_entry_hit`].
+pub type EntryHitCells<'a> = (Option<&'a [CounterCell]>, Option<&'a [AtomicU64]>);
+
+impl Externs {
+    /// Table `t`'s direct counter cells and entry hit times.
+    #[inline]
+    pub fn entry_hit_cells(&self, t: u32) -> EntryHitCells<'_> {
+        (
+            self.direct_counters
+                .get(t as usize)
+                .and_then(|c| c.as_deref()),
+            self.entry_hits.get(t as usize).and_then(|h| h.as_deref()),
+        )
+    }
+}
+
+/// A hit on entry `h`: its direct counter counts one packet of `len` bytes (the
+/// packet's length at ingress, as bmv2 counts it) and its hit time becomes `now_us + 1`
+/// (0 is "never hit"). The direct meter is not this function's: see the engine's
+/// table apply.
+#[inline]
+pub fn count_entry_hit(cells: EntryHitCells<'_>, h: EntryHandle, len: u32, now_us: u64) {
+    let i = handle_index(h);
+    if let Some(c) = cells.0.and_then(|c| c.get(i)) {
+        c.count(len);
+    }
+    // entries that can age: when they were last hit
+    if let Some(t) = cells.1.and_then(|t| t.get(i)) {
+        t.store(now_us.saturating_add(1), Ordering::Relaxed);
+    }
+}

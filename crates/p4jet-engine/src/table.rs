@@ -277,20 +277,7 @@ impl Engine {
     ) {
         let p = &*self.prog;
         let ti = &p.tables[t as usize];
-        if let Some(Some(cells)) = ex.direct_counters.get(t as usize)
-            && let Some(c) = cells.get(state::handle_index(h))
-        {
-            c.count(ctx.ingress_len);
-        }
-        // entries that can age: when they were last hit
-        if let Some(Some(hits)) = ex.entry_hits.get(t as usize)
-            && let Some(c) = hits.get(state::handle_index(h))
-        {
-            c.store(
-                now_us.saturating_add(1),
-                std::sync::atomic::Ordering::Relaxed,
-            );
-        }
+        state::count_entry_hit(ex.entry_hit_cells(t), h, ctx.ingress_len, now_us);
         if let (Some(mi), Some(Some(cells))) = (ti.direct_meter, ex.direct_meters.get(t as usize))
             && let Some(cell) = cells.get(state::handle_index(h))
         {

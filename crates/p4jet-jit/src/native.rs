@@ -19,12 +19,9 @@
 use std::mem::MaybeUninit;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use cranelift_jit::JITModule;
-use p4jet_engine::state::{
-    ControlState, CounterCell, EntryAction, Externs, TableState, handle_index,
-};
+use p4jet_engine::state::{ControlState, EntryAction, Externs, TableState, count_entry_hit};
 use p4jet_engine::{ControlBlock, Engine, Native, NativeStats, PacketCtx, Pkt, SUB_BATCH, Scratch};
 use p4jet_tables::EntryHandle;
 
@@ -762,7 +759,7 @@ fn outcome(hit: &mut Hit, call: Option<&p4jet_ir::ActionCall>, found: bool) {
 /// each packet's outcome written as its entry is found: a direct entry's action and
 /// data, or `default`'s on a miss (`default`: a plain default action, or none). With
 /// `DIRECT`, a hit on a direct entry also updates the entry's direct counter and hit
-/// time, as the interpreter's `count_and_meter` does (a table without a direct meter).
+/// time ([`count_entry_hit`], as the interpreter does; a table without a direct meter).
 /// Anything else (a profile member or group, possible only in a profile's table) is
 /// set aside in `slow_found`, for the interpreter (which updates its counter and hit
 /// time). Returns the hits and the mask of the outcomes set aside.
@@ -784,12 +781,7 @@ unsafe fn each<'a, const DIRECT: bool>(
     (waiting, lanes): (*const u8, *mut Lane),
     slow_found: &mut [MaybeUninit<Option<(EntryHandle, &'a p4jet_engine::EntryValue)>>; SUB_BATCH],
 ) -> (u64, u64) {
-    let counters = ex
-        .direct_counters
-        .get(t as usize)
-        .and_then(|c| c.as_deref());
-    let hit_times = ex.entry_hits.get(t as usize).and_then(|h| h.as_deref());
-    let now = now_us.saturating_add(1);
+    let cells = ex.entry_hit_cells(t);
     let (mut n_found, mut slow) = (0u64, 0u64);
     ts.entries.lookup_batch_each(keys, w, |k, f| {
         let call = match f {
@@ -803,7 +795,7 @@ unsafe fn each<'a, const DIRECT: bool>(
                             let len = unsafe {
                                 (*(*lanes.add(*waiting.add(k) as usize)).ctx).ingress_len
                             };
-                            count_hit(counters, hit_times, h, len, now);
+                            count_entry_hit(cells, h, len, now_us);
                         }
                         Some(call)
                     }
@@ -820,26 +812,6 @@ unsafe fn each<'a, const DIRECT: bool>(
         outcome(unsafe { &mut *hits.add(k) }, call, f.is_some());
     });
     (n_found, slow)
-}
-
-/// A hit's direct counter (one packet of `len` bytes: the interpreter's
-/// `count_and_meter` counts the packet's length at ingress) and hit time (`now`: the
-/// switch clock plus one), in the slot of handle `h`.
-#[inline]
-fn count_hit(
-    counters: Option<&[CounterCell]>,
-    hit_times: Option<&[AtomicU64]>,
-    h: EntryHandle,
-    len: u32,
-    now: u64,
-) {
-    let i = handle_index(h);
-    if let Some(c) = counters.and_then(|c| c.get(i)) {
-        c.count(len);
-    }
-    if let Some(t) = hit_times.and_then(|t| t.get(i)) {
-        t.store(now, Ordering::Relaxed);
-    }
 }
 
 /// A whole action by the interpreter: 1 when the packet exits its control.

@@ -196,6 +196,42 @@ impl SmallBits {
         (m != 0).then(|| self.ent[m.trailing_zeros() as usize % SMALL])
     }
 
+    /// [`SmallBits::each`] for this table's shape (one dispatch per batch);
+    /// false, with nothing emitted, for a shape it has no copy of.
+    #[inline]
+    pub(crate) fn each_any(
+        &self,
+        keys: &[u8],
+        kb: usize,
+        n: usize,
+        emit: &mut impl FnMut(usize, Option<u32>),
+    ) -> bool {
+        macro_rules! by_shape {
+            ($(($t:literal, $b:literal)),*) => {
+                match self.shape() {
+                    $(($t, $b) => self.each::<$t, $b>(keys, kb, n, emit),)*
+                    _ => return false,
+                }
+            };
+        }
+        // every shape `build` accepts: at most MAX_WIDE two-byte lanes, MAX_LANES in all
+        by_shape!(
+            (0, 0),
+            (0, 1),
+            (0, 2),
+            (0, 3),
+            (0, 4),
+            (1, 0),
+            (1, 1),
+            (1, 2),
+            (1, 3),
+            (2, 0),
+            (2, 1),
+            (2, 2)
+        );
+        true
+    }
+
     /// `emit(i, lookup(key i))` for `n` keys of `kb > 0` bytes packed back
     /// to back in `keys`, with `T` two-byte and `B` one-byte lanes.
     #[inline(never)]

@@ -1056,23 +1056,12 @@ impl Tss {
                 _ => {}
             }
         }
-        if self.live <= SMALL && self.sbits_on && kb > 0 {
-            let sb = &self.sbits;
-            match sb.shape() {
-                (0, 0) => return sb.each::<0, 0>(keys, kb, n, &mut emit),
-                (0, 1) => return sb.each::<0, 1>(keys, kb, n, &mut emit),
-                (0, 2) => return sb.each::<0, 2>(keys, kb, n, &mut emit),
-                (0, 3) => return sb.each::<0, 3>(keys, kb, n, &mut emit),
-                (0, 4) => return sb.each::<0, 4>(keys, kb, n, &mut emit),
-                (1, 0) => return sb.each::<1, 0>(keys, kb, n, &mut emit),
-                (1, 1) => return sb.each::<1, 1>(keys, kb, n, &mut emit),
-                (1, 2) => return sb.each::<1, 2>(keys, kb, n, &mut emit),
-                (1, 3) => return sb.each::<1, 3>(keys, kb, n, &mut emit),
-                (2, 0) => return sb.each::<2, 0>(keys, kb, n, &mut emit),
-                (2, 1) => return sb.each::<2, 1>(keys, kb, n, &mut emit),
-                (2, 2) => return sb.each::<2, 2>(keys, kb, n, &mut emit),
-                _ => {}
-            }
+        if self.live <= SMALL
+            && self.sbits_on
+            && kb > 0
+            && self.sbits.each_any(keys, kb, n, &mut emit)
+        {
+            return;
         }
         if self.live <= SMALL && self.small_flat() {
             match (self.w, self.range_fields.len()) {

@@ -137,6 +137,41 @@ fn lane_of(ctx: &mut PacketCtx) -> Lane {
     }
 }
 
+/// The packets of an egress chunk the generated deparser left to the interpreter: all
+/// that leave (`all`: a header without a fixed length), else those whose headers
+/// outgrew the headroom (the interpreter moves the payload). Out of line: rare.
+#[cold]
+#[inline(never)]
+fn deparse_rest(
+    e: &Engine,
+    cs: &ControlState,
+    sc: &mut Scratch,
+    chunk: &mut [Pkt],
+    lanes: &mut Lanes,
+    all: bool,
+) {
+    for (i, ctx) in chunk.iter_mut().enumerate() {
+        let again = if all {
+            !ctx.req.pending && !e.dropped_in_egress(ctx)
+        } else {
+            lane_mut(lanes, i).out == GROW
+        };
+        if again {
+            e.deparse_interp(ctx, sc, cs);
+            ctx.deparsed = true;
+        }
+    }
+}
+
+/// A packet carrying preserved fields enters ingress by the interpreter's code (out
+/// of line: rare, and inlined its field writes would cost every batch their set-up).
+#[cold]
+#[inline(never)]
+fn begin_preserved(e: &Engine, ctx: &mut PacketCtx, now_us: u64) -> u64 {
+    e.begin_ingress(ctx, now_us);
+    BEGUN
+}
+
 /// The buffers of a control call: the keys, outcomes and lane indexes of the packets
 /// waiting at a table.
 struct Bufs {
@@ -299,8 +334,7 @@ impl Native for Compiled {
                     ctx.reset_but_phv();
                     0
                 } else {
-                    e.begin_ingress(ctx, now_us);
-                    BEGUN
+                    begin_preserved(e, ctx, now_us)
                 };
                 // (`begin_ingress` wrote the same lengths)
                 let (start, end) = (ctx.pkt.start, ctx.pkt.end);
@@ -398,23 +432,8 @@ impl Native for Compiled {
                 &mut bufs,
             );
             let grown = if self.deparse.is_some() { r } else { 0 };
-            if self.deparse.is_none() {
-                // a varbit header: the interpreter deparses
-                for ctx in chunk.iter_mut() {
-                    if !ctx.req.pending && !e.dropped_in_egress(ctx) {
-                        e.deparse_interp(ctx, sc, cs);
-                        ctx.deparsed = true;
-                    }
-                }
-            }
-            if grown > 0 {
-                // headers that outgrew the headroom: the interpreter moves the payload
-                for (i, ctx) in chunk.iter_mut().enumerate() {
-                    if lane_mut(&mut lanes, i).out == GROW {
-                        e.deparse_interp(ctx, sc, cs);
-                        ctx.deparsed = true;
-                    }
-                }
+            if self.deparse.is_none() || grown > 0 {
+                deparse_rest(e, cs, sc, chunk, &mut lanes, self.deparse.is_none());
             }
         }
     }

@@ -937,27 +937,7 @@ impl Core {
         // simple_switch: a resubmitted/recirculated/cloned instance has ingress_port 0
         // unless preserved; the port was recorded as 0 when it was requeued.
         if self.timing {
-            // the stages one by one, to time them
-            let mut t = None;
-            lap(true, &mut t, &mut 0);
-            for ctx in batch.iter_mut() {
-                e.begin_ingress(ctx, now);
-            }
-            e.parse(cs, &mut batch, &mut self.scratch);
-            lap(true, &mut t, &mut self.stage_ns[0]);
-            e.run_control(
-                cs,
-                &self.externs,
-                ControlBlock::Ingress,
-                &mut batch,
-                &mut self.scratch,
-                now,
-            );
-            lap(true, &mut t, &mut self.stage_ns[1]);
-            for ctx in batch.drain(..) {
-                self.after_ingress(e, cs, ctx, now);
-            }
-            lap(true, &mut t, &mut self.stage_ns[2]);
+            self.ingress_timed(e, cs, &mut batch, now);
         } else {
             let unicast = e.ingress_pass(cs, &self.externs, &mut batch, &mut self.scratch, now);
             if unicast
@@ -974,6 +954,33 @@ impl Core {
             }
         }
         self.batch = batch;
+    }
+
+    /// [`Core::ingress`] stage by stage, to time the stages (`bench --stages`). Out of
+    /// line: inlined, its field writes would cost every batch their set-up.
+    #[cold]
+    #[inline(never)]
+    fn ingress_timed(&mut self, e: &Engine, cs: &ControlState, batch: &mut Vec<Pkt>, now: u64) {
+        let mut t = None;
+        lap(true, &mut t, &mut 0);
+        for ctx in batch.iter_mut() {
+            e.begin_ingress(ctx, now);
+        }
+        e.parse(cs, batch, &mut self.scratch);
+        lap(true, &mut t, &mut self.stage_ns[0]);
+        e.run_control(
+            cs,
+            &self.externs,
+            ControlBlock::Ingress,
+            batch,
+            &mut self.scratch,
+            now,
+        );
+        lap(true, &mut t, &mut self.stage_ns[1]);
+        for ctx in batch.drain(..) {
+            self.after_ingress(e, cs, ctx, now);
+        }
+        lap(true, &mut t, &mut self.stage_ns[2]);
     }
 
     fn preserve(&self, e: &Engine, ctx: &PacketCtx, fl: u32, out: &mut Vec<(u32, BigUint)>) {
@@ -1464,17 +1471,7 @@ impl Core {
             }
         }
         if on {
-            for ctx in batch.iter_mut() {
-                e.begin_egress(ctx, now);
-            }
-            e.run_control(
-                cs,
-                &self.externs,
-                ControlBlock::Egress,
-                &mut batch,
-                &mut self.scratch,
-                now,
-            );
+            self.egress_timed(e, cs, &mut batch, now);
         } else {
             e.egress_pass(cs, &self.externs, &mut batch, &mut self.scratch, now);
         }
@@ -1533,6 +1530,24 @@ impl Core {
         }
         lap(on, &mut t, &mut self.stage_ns[4]);
         self.egress = batch;
+    }
+
+    /// The egress control of [`Core::run_egress`] when the stages are timed: the
+    /// interpreter's stages one by one. Out of line (see [`Core::ingress_timed`]).
+    #[cold]
+    #[inline(never)]
+    fn egress_timed(&mut self, e: &Engine, cs: &ControlState, batch: &mut [Pkt], now: u64) {
+        for ctx in batch.iter_mut() {
+            e.begin_egress(ctx, now);
+        }
+        e.run_control(
+            cs,
+            &self.externs,
+            ControlBlock::Egress,
+            batch,
+            &mut self.scratch,
+            now,
+        );
     }
 
     /// The trace lines of a packet transmitted on `port` (`--log-console`,

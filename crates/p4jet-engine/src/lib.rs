@@ -51,7 +51,7 @@ use num_traits::ToPrimitive;
 use p4jet_ir::Program;
 
 pub use eval::EvalCtx;
-pub use native::{Native, NativeStats};
+pub use native::{Native, NativeStats, Passed};
 pub use packet::{PacketCtx, Scratch, TableStats, level, trace_line, trace_text};
 pub use phv::{Phv, Window64};
 pub use plan::Plan;

@@ -26,6 +26,20 @@ pub struct NativeStats {
     pub functions: usize,
 }
 
+/// What an ingress pass ([`Engine::ingress_pass`]) left to the switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Passed {
+    /// The switch decides each packet's way after ingress.
+    Ingress,
+    /// Every packet is a plain unicast (no request pending, `mcast_grp` and `priority`
+    /// 0, `egress_spec` not the drop port) whose architecture fields are set as the
+    /// traffic manager's fast lane sets them ([`Engine::unicast`]).
+    Unicast,
+    /// As [`Passed::Unicast`], and every packet went on through the egress pass
+    /// ([`Engine::egress_pass`]) at the ingress time: the switch transmits them.
+    Egress,
+}
+
 /// A plan compiled to native code: the stages with the interpreter's semantics.
 pub trait Native: Send + Sync {
     /// [`Engine::parse`]: parser and checksum verification of every packet.
@@ -48,7 +62,9 @@ pub trait Native: Send + Sync {
     fn deparse(&self, e: &Engine, ctx: &mut PacketCtx, sc: &mut Scratch, cs: &ControlState);
 
     /// [`Engine::ingress_pass`]: arrival, parser, verification, ingress control, and
-    /// the plain unicast packets' fast-lane fields; true when every packet is one.
+    /// the plain unicast packets' fast-lane fields; with `through`, when every packet
+    /// is one, also the egress pass at `now_us`.
+    #[allow(clippy::too_many_arguments)]
     fn ingress_pass(
         &self,
         e: &Engine,
@@ -57,7 +73,8 @@ pub trait Native: Send + Sync {
         pkts: &mut [Pkt],
         sc: &mut Scratch,
         now_us: u64,
-    ) -> bool;
+        through: bool,
+    ) -> Passed;
 
     /// [`Engine::egress_pass`]: egress metadata, egress control and the deparser.
     fn egress_pass(

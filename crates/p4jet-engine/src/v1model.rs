@@ -9,6 +9,7 @@
 use num_bigint::BigUint;
 use p4jet_ir::Program;
 
+use crate::native::Passed;
 use crate::phv::{Phv, Window64};
 use crate::state::{ControlState, Externs};
 use crate::{ControlBlock, Engine, PacketCtx, Pkt, Scratch};
@@ -350,11 +351,12 @@ impl Engine {
     }
 
     /// The ingress pass of a batch: [`Engine::begin_ingress`], the parser with
-    /// checksum verification, the ingress control. True when every packet is a plain
-    /// unicast (no request pending, `mcast_grp` and `priority` 0, `egress_spec` not the
-    /// drop port) whose architecture fields are already set as the traffic manager's
-    /// fast lane sets them ([`Engine::unicast`]); compiled code checks and sets this,
-    /// the interpreter leaves it to the switch (false).
+    /// checksum verification, the ingress control. Compiled code also checks whether
+    /// every packet is a plain unicast and sets the fast lane's fields
+    /// ([`Passed::Unicast`]); then, with `through` (the caller's traffic manager would
+    /// hand such packets straight to egress), it runs the egress pass too
+    /// ([`Passed::Egress`]: [`Engine::egress_pass`] at `now_us`). The interpreter
+    /// leaves all that to the switch ([`Passed::Ingress`]).
     pub fn ingress_pass(
         &self,
         cs: &ControlState,
@@ -362,16 +364,17 @@ impl Engine {
         pkts: &mut [Pkt],
         sc: &mut Scratch,
         now_us: u64,
-    ) -> bool {
+        through: bool,
+    ) -> Passed {
         if let Some(n) = self.run_native() {
-            return n.ingress_pass(self, cs, ex, pkts, sc, now_us);
+            return n.ingress_pass(self, cs, ex, pkts, sc, now_us, through);
         }
         for ctx in pkts.iter_mut() {
             self.begin_ingress(ctx, now_us);
         }
         self.parse_interp(cs, pkts, sc);
         self.run_control_interp(cs, ex, ControlBlock::Ingress, pkts, sc, now_us);
-        false
+        Passed::Ingress
     }
 
     /// A plain unicast packet after ingress handed to the fast lane of an empty

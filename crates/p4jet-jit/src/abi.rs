@@ -109,6 +109,7 @@ pub(crate) mod ctx {
     pub const LENGTH_REG: i32 = offset_of!(PacketCtx, length_reg) as i32;
     pub const PAYLOAD_OFF: i32 = offset_of!(PacketCtx, payload_off) as i32;
     pub const DEPARSED: i32 = offset_of!(PacketCtx, deparsed) as i32;
+    pub const EXIT: i32 = offset_of!(PacketCtx, exit) as i32;
     pub const PENDING: i32 = (offset_of!(PacketCtx, req) + offset_of!(Requests, pending)) as i32;
     pub const PKT_START: i32 = (offset_of!(PacketCtx, pkt) + offset_of!(PacketBuf, start)) as i32;
     pub const PORT: i32 = (ARCH + offset_of!(ArchMeta, port)) as i32;

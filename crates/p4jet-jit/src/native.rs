@@ -22,7 +22,9 @@ use std::sync::Mutex;
 
 use cranelift_jit::JITModule;
 use p4jet_engine::state::{ControlState, EntryAction, Externs, TableState, count_entry_hit};
-use p4jet_engine::{ControlBlock, Engine, Native, NativeStats, PacketCtx, Pkt, SUB_BATCH, Scratch};
+use p4jet_engine::{
+    ControlBlock, Engine, Native, NativeStats, PacketCtx, Passed, Pkt, SUB_BATCH, Scratch,
+};
 use p4jet_tables::EntryHandle;
 
 use crate::abi::{ACCEPT, ACTION_NONE, BEGUN, ERR_BIT, Env, FORCE, GROW, Hit, Lane, PARSE_ONLY};
@@ -267,6 +269,62 @@ impl Compiled {
     }
 }
 
+impl Compiled {
+    /// The egress pass of one chunk (at most [`SUB_BATCH`] packets): egress metadata,
+    /// control and deparser, and the interpreter's deparser for the packets the
+    /// generated one left to it. `lanes` are written here, unless `ready`: the unicast
+    /// check after ingress wrote them for egress (`Gen::egress_lane`).
+    #[allow(clippy::too_many_arguments)]
+    fn egress_chunk(
+        &self,
+        e: &Engine,
+        cs: &ControlState,
+        ex: &Externs,
+        chunk: &mut [Pkt],
+        sc: &mut Scratch,
+        now_us: u64,
+        bufs: &mut Bufs,
+        lanes: &mut Lanes,
+        ready: bool,
+    ) {
+        let n = chunk.len();
+        for (l, ctx) in lanes.iter_mut().zip(chunk.iter_mut()) {
+            if ready {
+                break;
+            }
+            ctx.exit = false;
+            ctx.req.clone = None;
+            ctx.deparsed = false;
+            // the deparser's lane: the buffer's start and the payload's offset
+            let pk = &ctx.pkt;
+            let payload = pk.start + ctx.payload_off.min(pk.end - pk.start);
+            l.write(Lane {
+                phv: ctx.phv.data.as_mut_ptr(),
+                valid: ctx.phv.valid.as_mut_ptr().cast::<u8>(),
+                pkt: ctx.pkt.buf.as_mut_ptr(),
+                len: payload as u64,
+                out: 0,
+                ctx: &mut **ctx,
+            });
+        }
+        // the egress arrival, control and deparser that exist, in that order
+        let mut fs = [self.arrive; 3];
+        let mut k = 0;
+        for f in [self.begin_egress, self.egress, self.deparse]
+            .into_iter()
+            .flatten()
+        {
+            fs[k] = f;
+            k += 1;
+        }
+        let r = self.run(&fs[..k], e, cs, Some(ex), sc, now_us, lanes, n, bufs);
+        let grown = if self.deparse.is_some() { r } else { 0 };
+        if self.deparse.is_none() || grown > 0 {
+            deparse_rest(e, cs, sc, chunk, lanes, self.deparse.is_none());
+        }
+    }
+}
+
 impl Native for Compiled {
     fn parse(&self, e: &Engine, cs: &ControlState, pkts: &mut [Pkt], sc: &mut Scratch) {
         let mut bufs = Bufs::new(e);
@@ -319,9 +377,12 @@ impl Native for Compiled {
         pkts: &mut [Pkt],
         sc: &mut Scratch,
         now_us: u64,
-    ) -> bool {
+        through: bool,
+    ) -> Passed {
         let mut bufs = Bufs::new(e);
         let mut others = 0;
+        // on through egress when the batch is one chunk of plain unicast packets
+        let through = through && pkts.len() <= SUB_BATCH;
         for chunk in pkts.chunks_mut(SUB_BATCH) {
             let n = chunk.len();
             let mut lanes: Lanes = [const { MaybeUninit::uninit() }; SUB_BATCH];
@@ -377,8 +438,17 @@ impl Native for Compiled {
                 n,
                 &mut bufs,
             );
+            if through && others == 0 {
+                // every lane turned into its egress form by the unicast check
+                self.egress_chunk(e, cs, ex, chunk, sc, now_us, &mut bufs, &mut lanes, true);
+                return Passed::Egress;
+            }
         }
-        others == 0
+        if others == 0 {
+            Passed::Unicast
+        } else {
+            Passed::Ingress
+        }
     }
 
     fn egress_pass(
@@ -392,49 +462,8 @@ impl Native for Compiled {
     ) {
         let mut bufs = Bufs::new(e);
         for chunk in pkts.chunks_mut(SUB_BATCH) {
-            let n = chunk.len();
             let mut lanes: Lanes = [const { MaybeUninit::uninit() }; SUB_BATCH];
-            for (l, ctx) in lanes.iter_mut().zip(chunk.iter_mut()) {
-                ctx.exit = false;
-                ctx.req.clone = None;
-                ctx.deparsed = false;
-                // the deparser's lane: the buffer's start and the payload's offset
-                let pk = &ctx.pkt;
-                let payload = pk.start + ctx.payload_off.min(pk.end - pk.start);
-                l.write(Lane {
-                    phv: ctx.phv.data.as_mut_ptr(),
-                    valid: ctx.phv.valid.as_mut_ptr().cast::<u8>(),
-                    pkt: ctx.pkt.buf.as_mut_ptr(),
-                    len: payload as u64,
-                    out: 0,
-                    ctx: &mut **ctx,
-                });
-            }
-            // the egress arrival, control and deparser that exist, in that order
-            let mut fs = [self.arrive; 3];
-            let mut k = 0;
-            for f in [self.begin_egress, self.egress, self.deparse]
-                .into_iter()
-                .flatten()
-            {
-                fs[k] = f;
-                k += 1;
-            }
-            let r = self.run(
-                &fs[..k],
-                e,
-                cs,
-                Some(ex),
-                sc,
-                now_us,
-                &mut lanes,
-                n,
-                &mut bufs,
-            );
-            let grown = if self.deparse.is_some() { r } else { 0 };
-            if self.deparse.is_none() || grown > 0 {
-                deparse_rest(e, cs, sc, chunk, &mut lanes, self.deparse.is_none());
-            }
+            self.egress_chunk(e, cs, ex, chunk, sc, now_us, &mut bufs, &mut lanes, false);
         }
     }
 

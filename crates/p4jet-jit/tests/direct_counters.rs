@@ -205,7 +205,7 @@ fn direct_counters_and_hit_times_are_the_same_under_every_engine() {
             let frames: Vec<Vec<u8>> = (0..1 + rnd() % 70).map(|_| frame(&mut rnd)).collect();
             for (e, (cs, ex, sc)) in es.iter().zip(&mut states) {
                 let mut pkts = packets(e, &frames);
-                e.ingress_pass(cs, ex, &mut pkts, sc, 1000 + 37 * round);
+                e.ingress_pass(cs, ex, &mut pkts, sc, 1000 + 37 * round, false);
             }
         }
         let reference = direct_state(&states[0].1);

@@ -91,8 +91,8 @@ fn compiled_ingress_counts_tables_like_the_interpreter() {
             let frames: Vec<Vec<u8>> = (0..1 + rnd() % 70).map(|_| frame(&mut rnd)).collect();
             let mut a = packets(&interp, &frames);
             let mut b = packets(&jit, &frames);
-            interp.ingress_pass(&cs_i, &ex_i, &mut a, &mut sc_i, 1000);
-            jit.ingress_pass(&cs_j, &ex_j, &mut b, &mut sc_j, 1000);
+            interp.ingress_pass(&cs_i, &ex_i, &mut a, &mut sc_i, 1000, false);
+            jit.ingress_pass(&cs_j, &ex_j, &mut b, &mut sc_j, 1000, false);
             for (i, (x, y)) in a.iter().zip(&b).enumerate() {
                 let what = format!("{} round {round} packet {i}", path.display());
                 assert_eq!(x.phv.data, y.phv.data, "headers: {what}");

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use num_bigint::BigUint;
 use p4jet_engine::{
-    ControlBlock, ControlState, Engine, Externs, PacketBuf, PacketCtx, Scratch, TableStats,
+    ControlBlock, ControlState, Engine, Externs, PacketBuf, PacketCtx, Passed, Scratch, TableStats,
     TraceId, level, trace_line, trace_text,
 };
 use p4jet_ir::expr::FieldRef;
@@ -62,6 +62,11 @@ pub struct Core {
     egress: Vec<Pkt>,
     /// Packets that skipped the traffic manager queues (see `enqueue`).
     fast: Vec<Pkt>,
+    /// The fast lane's packets went through egress already, at this time (µs): the
+    /// ingress pass ran on into egress ([`Passed::Egress`]).
+    fast_egressed: Option<u64>,
+    /// The same for the packets of `egress` (moved with them from the fast lane).
+    egressed: Option<u64>,
     tm: Tm,
     /// Per-port counts (index = port).
     pub ports: Vec<PortCounters>,
@@ -173,6 +178,8 @@ impl Worker {
                 batch: Vec::new(),
                 egress: Vec::new(),
                 fast: Vec::new(),
+                fast_egressed: None,
+                egressed: None,
                 tm: Tm::default(),
                 ports: Vec::new(),
                 accounts: Accounts::default(),
@@ -736,7 +743,7 @@ impl Core {
         tx: &mut F,
         take_input: bool,
     ) {
-        self.ingress_half(cs, take_input);
+        self.ingress_half(cs, take_input, true);
         while self.next_egress_batch() {
             self.run_egress(cs, tx, true);
         }
@@ -752,7 +759,8 @@ impl Core {
         take_input: bool,
         out: &mut Vec<Pkt>,
     ) {
-        self.ingress_half(cs, take_input);
+        // (the egress stage runs egress: ingress does not go on through it)
+        self.ingress_half(cs, take_input, false);
         let engine = self.engine.clone();
         let e: &Engine = &engine;
         while self.next_egress_batch() {
@@ -838,6 +846,7 @@ impl Core {
     /// counted as discarded on their port.
     pub(crate) fn clear_pipeline(&mut self) {
         let mut lost: Vec<Pkt> = self.recirc.drain(..).chain(self.fast.drain(..)).collect();
+        self.fast_egressed = None;
         let mut tm = std::mem::take(&mut self.tm);
         tm.dequeue_into(usize::MAX, &mut lost, u64::MAX);
         self.discard(lost);
@@ -869,7 +878,10 @@ impl Core {
     /// recirculated packets first, then received ones if `take_input`), ingress and the
     /// after-ingress decisions. What is to leave waits in the fast lane or the traffic
     /// manager for [`Core::next_egress_batch`].
-    fn ingress_half(&mut self, cs: &ControlState, take_input: bool) {
+    /// One ingress batch: recirculated packets first, then received ones if
+    /// `take_input`. With `through`, a batch of plain unicast packets that would meet
+    /// an empty traffic manager may run on through egress in the same pass.
+    fn ingress_half(&mut self, cs: &ControlState, take_input: bool, through: bool) {
         let max = self.cfg.batch.max(1);
         // queue limits: one look at the shared configuration per batch
         self.sync_queue_config();
@@ -894,7 +906,7 @@ impl Core {
             }
         }
         if !self.batch.is_empty() {
-            self.ingress(cs);
+            self.ingress(cs, through);
         }
         // the turn's time is for this step's ingress only
         self.turn_at = None;
@@ -906,6 +918,7 @@ impl Core {
         if !self.fast.is_empty() {
             // the fast lane: packets that met an empty traffic manager without limits
             std::mem::swap(&mut self.egress, &mut self.fast);
+            self.egressed = self.fast_egressed.take();
             true
         } else if !self.tm.is_empty() {
             // rate-limited packets leave at their departure time (one clock read)
@@ -925,7 +938,7 @@ impl Core {
         }
     }
 
-    fn ingress(&mut self, cs: &ControlState) {
+    fn ingress(&mut self, cs: &ControlState, through: bool) {
         let engine = self.engine.clone();
         let e: &Engine = &engine;
         // the time the caller read for this turn, else a clock read
@@ -939,16 +952,27 @@ impl Core {
         if self.timing {
             self.ingress_timed(e, cs, &mut batch, now);
         } else {
-            let unicast = e.ingress_pass(cs, &self.externs, &mut batch, &mut self.scratch, now);
-            if unicast
-                && self.qplain
-                && self.tm.is_empty()
-                && self.fast.is_empty()
-                && !self.cfg.trace
-            {
+            // the fast lane is open (plain queues, nothing queued, no trace)
+            let open = self.qplain && self.tm.is_empty() && self.fast.is_empty() && !self.cfg.trace;
+            // plain unicast packets may go on through egress at once: they would be
+            // next out of the traffic manager, and nothing in between looks at them
+            // (a program reading `deq_qdepth` gets it from the traffic manager)
+            let through = through && open && e.std_meta.deq_qdepth.is_none();
+            let passed = e.ingress_pass(
+                cs,
+                &self.externs,
+                &mut batch,
+                &mut self.scratch,
+                now,
+                through,
+            );
+            if passed != Passed::Ingress && open {
                 // every packet a plain unicast, already set for the fast lane (which
                 // was empty): the vectors trade places
                 std::mem::swap(&mut self.fast, &mut batch);
+                if passed == Passed::Egress {
+                    self.fast_egressed = Some(now);
+                }
             } else {
                 self.after_ingress_batch(e, cs, &mut batch, now);
             }
@@ -1459,22 +1483,28 @@ impl Core {
         // is neither set nor checked) and the time is only for the informational
         // metadata (else for meters and E2E clones): with neither, no clock read
         let egress_control = e.prog.egress.init.is_some();
-        let now = if std.egress_info || egress_control {
-            self.clock.now_us()
-        } else {
-            0
-        };
         let mut batch = std::mem::take(&mut self.egress);
-        if compute_deq && std.deq_qdepth.is_some() {
-            for ctx in batch.iter_mut() {
-                ctx.arch.deq_qdepth = deq_qdepth(&self.tm, ctx) as u32;
-            }
-        }
-        if on {
-            self.egress_timed(e, cs, &mut batch, now);
+        let now = if let Some(at) = self.egressed.take() {
+            // the ingress pass ran on through egress at `at`
+            at
         } else {
-            e.egress_pass(cs, &self.externs, &mut batch, &mut self.scratch, now);
-        }
+            let now = if std.egress_info || egress_control {
+                self.clock.now_us()
+            } else {
+                0
+            };
+            if compute_deq && std.deq_qdepth.is_some() {
+                for ctx in batch.iter_mut() {
+                    ctx.arch.deq_qdepth = deq_qdepth(&self.tm, ctx) as u32;
+                }
+            }
+            if on {
+                self.egress_timed(e, cs, &mut batch, now);
+            } else {
+                e.egress_pass(cs, &self.externs, &mut batch, &mut self.scratch, now);
+            }
+            now
+        };
         lap(on, &mut t, &mut self.stage_ns[3]);
         let tx_ns = self.stamps.as_ref().map(|s| s.now_ns());
         // latency: the packets of a batch mostly share their injection time, so equal

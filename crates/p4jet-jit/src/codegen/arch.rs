@@ -203,6 +203,7 @@ impl Gen<'_, '_> {
         let spec32 = g.b.ins().ireduce(types::I32, spec);
         g.b.ins().store(mem(), spec32, cx, ctx::PORT);
         g.b.ins().store(mem(), z32, cx, ctx::ENQ_QDEPTH);
+        g.egress_lane(lane, cx);
         g.b.ins().jump(next, &[]);
         g.b.switch_to_block(other);
         let o = g.b.ins().load(types::I64, mem(), g.env, off::ENV_OTHERS);
@@ -210,6 +211,31 @@ impl Gen<'_, '_> {
         g.b.ins().store(mem(), o, g.env, off::ENV_OTHERS);
         g.b.ins().jump(next, &[]);
         g.b.switch_to_block(next);
+    }
+}
+
+impl Gen<'_, '_> {
+    /// Turns a plain unicast packet's lane from the parser's form into the egress
+    /// pass's (`pkt`: the buffer's first byte, `len`: the payload's offset in it, `out`
+    /// 0) and resets what the egress pass starts from (`exit`, `deparsed`; a packet
+    /// without a pending request has no clone request), so that the egress functions
+    /// can run on the same lanes ([`p4jet_engine::Passed::Egress`]).
+    fn egress_lane(&mut self, lane: Value, cx: Value) {
+        let g = self;
+        let start = g.b.ins().load(types::I64, mem(), cx, ctx::PKT_START);
+        let frame = g.lane_ptr(lane, off::LANE_PKT);
+        let buf = g.b.ins().isub(frame, start);
+        g.b.ins().store(mem(), buf, lane, off::LANE_PKT);
+        let len = g.lane_ptr(lane, off::LANE_LEN);
+        let po = g.b.ins().load(types::I64, mem(), cx, ctx::PAYLOAD_OFF);
+        let po = g.b.ins().umin(po, len);
+        let payload = g.b.ins().iadd(start, po);
+        g.b.ins().store(mem(), payload, lane, off::LANE_LEN);
+        let z = g.k(0);
+        g.b.ins().store(mem(), z, lane, off::LANE_OUT);
+        let z8 = g.b.ins().ireduce(types::I8, z);
+        g.b.ins().store(mem(), z8, cx, ctx::EXIT);
+        g.b.ins().store(mem(), z8, cx, ctx::DEPARSED);
     }
 }
 

@@ -267,9 +267,7 @@ impl Compiled {
         }
         r
     }
-}
 
-impl Compiled {
     /// The egress pass of one chunk (at most [`SUB_BATCH`] packets): egress metadata,
     /// control and deparser, and the interpreter's deparser for the packets the
     /// generated one left to it. `lanes` are written here, unless `ready`: the unicast
@@ -288,24 +286,23 @@ impl Compiled {
         ready: bool,
     ) {
         let n = chunk.len();
-        for (l, ctx) in lanes.iter_mut().zip(chunk.iter_mut()) {
-            if ready {
-                break;
+        if !ready {
+            for (l, ctx) in lanes.iter_mut().zip(chunk.iter_mut()) {
+                ctx.exit = false;
+                ctx.req.clone = None;
+                ctx.deparsed = false;
+                // the deparser's lane: the buffer's start and the payload's offset
+                let pk = &ctx.pkt;
+                let payload = pk.start + ctx.payload_off.min(pk.end - pk.start);
+                l.write(Lane {
+                    phv: ctx.phv.data.as_mut_ptr(),
+                    valid: ctx.phv.valid.as_mut_ptr().cast::<u8>(),
+                    pkt: ctx.pkt.buf.as_mut_ptr(),
+                    len: payload as u64,
+                    out: 0,
+                    ctx: &mut **ctx,
+                });
             }
-            ctx.exit = false;
-            ctx.req.clone = None;
-            ctx.deparsed = false;
-            // the deparser's lane: the buffer's start and the payload's offset
-            let pk = &ctx.pkt;
-            let payload = pk.start + ctx.payload_off.min(pk.end - pk.start);
-            l.write(Lane {
-                phv: ctx.phv.data.as_mut_ptr(),
-                valid: ctx.phv.valid.as_mut_ptr().cast::<u8>(),
-                pkt: ctx.pkt.buf.as_mut_ptr(),
-                len: payload as u64,
-                out: 0,
-                ctx: &mut **ctx,
-            });
         }
         // the egress arrival, control and deparser that exist, in that order
         let mut fs = [self.arrive; 3];

@@ -63,13 +63,13 @@ impl PacketCtx {
     }
 
     /// [`PacketCtx::reset`] of everything but the PHV's bytes and validity (which
-    /// compiled code resets itself as a packet enters ingress).
+    /// compiled code resets itself as a packet enters ingress). `extras`: the program
+    /// has header stacks or varbit fields (else their indexes and lengths, which it
+    /// never reads, are left alone; a per-program test the caller makes once).
     #[inline(always)]
-    pub fn reset_but_phv(&mut self) {
-        if !self.phv.stack_next.is_empty() {
+    pub fn reset_but_phv(&mut self, extras: bool) {
+        if extras {
             self.phv.stack_next.fill(0);
-        }
-        if !self.phv.varbit_bits.is_empty() {
             self.phv.varbit_bits.fill(0);
         }
         self.exit = false;

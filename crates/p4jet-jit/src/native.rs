@@ -380,6 +380,7 @@ impl Native for Compiled {
         let mut others = 0;
         // on through egress when the batch is one chunk of plain unicast packets
         let through = through && pkts.len() <= SUB_BATCH;
+        let extras = !e.prog.stacks.is_empty() || e.prog.varbit_slots > 0;
         for chunk in pkts.chunks_mut(SUB_BATCH) {
             let n = chunk.len();
             let mut lanes: Lanes = [const { MaybeUninit::uninit() }; SUB_BATCH];
@@ -389,7 +390,7 @@ impl Native for Compiled {
                 // generated code resets the PHV of the others and writes their arrival
                 // metadata
                 let begun = if ctx.arch.preserved.is_empty() {
-                    ctx.reset_but_phv();
+                    ctx.reset_but_phv(extras);
                     0
                 } else {
                     begin_preserved(e, ctx, now_us)

@@ -6,21 +6,11 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
-use common::packets;
+use common::{packets, rng};
 use p4jet_engine::state::{EntryAction, EntryValue, Op};
 use p4jet_engine::{Engine, EngineConfig, EngineKind, Externs, Scratch};
 use p4jet_ir::{ActionCall, MatchKind};
 use p4jet_tables::{FieldMatch, MatchKey};
-
-/// A seeded xorshift generator.
-fn rng(mut x: u64) -> impl FnMut() -> u64 {
-    move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    }
-}
 
 /// The source MACs of the frames (and of `smac`'s entries, the last one's left out).
 const MACS: [[u8; 6]; 5] = [

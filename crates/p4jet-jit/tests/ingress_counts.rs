@@ -6,60 +6,9 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
-use common::packets;
-use std::path::PathBuf;
+use common::{corpus, packets, random_frame, rng};
 
 use p4jet_engine::{EngineConfig, EngineKind, Scratch};
-
-/// Every corpus program's JSON.
-fn corpus() -> Vec<PathBuf> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus");
-    let mut paths = vec![];
-    for e in std::fs::read_dir(&root).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            for f in std::fs::read_dir(&p).into_iter().flatten().flatten() {
-                if f.path().extension().is_some_and(|x| x == "json") {
-                    paths.push(f.path());
-                }
-            }
-        }
-    }
-    paths.sort();
-    assert!(paths.len() >= 20, "corpus not found: {paths:?}");
-    paths
-}
-
-/// A seeded xorshift generator.
-fn rng(mut x: u64) -> impl FnMut() -> u64 {
-    move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    }
-}
-
-/// A random frame: Ethernet with IPv4 (TCP or UDP), ARP or random bytes, random
-/// contents, 14 to 160 bytes.
-fn frame(rnd: &mut impl FnMut() -> u64) -> Vec<u8> {
-    let n = 14 + (rnd() % 147) as usize;
-    let mut f: Vec<u8> = (0..n).map(|_| rnd() as u8).collect();
-    match rnd() % 4 {
-        0 | 1 if n >= 34 => {
-            f[12] = 0x08;
-            f[13] = 0x00;
-            f[14] = 0x45;
-            f[23] = if rnd().is_multiple_of(2) { 6 } else { 17 };
-        }
-        2 => {
-            f[12] = 0x08;
-            f[13] = 0x06;
-        }
-        _ => {}
-    }
-    f
-}
 
 #[test]
 fn compiled_ingress_counts_tables_like_the_interpreter() {
@@ -88,7 +37,9 @@ fn compiled_ingress_counts_tables_like_the_interpreter() {
         let (ex_i, ex_j) = (interp.new_externs(), jit.new_externs());
         let (mut sc_i, mut sc_j) = (Scratch::default(), Scratch::default());
         for round in 0..20 {
-            let frames: Vec<Vec<u8>> = (0..1 + rnd() % 70).map(|_| frame(&mut rnd)).collect();
+            let frames: Vec<Vec<u8>> = (0..1 + rnd() % 70)
+                .map(|_| random_frame(&mut rnd))
+                .collect();
             let mut a = packets(&interp, &frames);
             let mut b = packets(&jit, &frames);
             interp.ingress_pass(&cs_i, &ex_i, &mut a, &mut sc_i, 1000, false);

@@ -6,60 +6,9 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
-use common::packets;
-use std::path::PathBuf;
+use common::{corpus, packets, random_frame, rng};
 
 use p4jet_engine::{Engine, EngineConfig, EngineKind, Passed, SUB_BATCH, Scratch};
-
-/// Every corpus program's JSON.
-fn corpus() -> Vec<PathBuf> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus");
-    let mut paths = vec![];
-    for e in std::fs::read_dir(&root).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            for f in std::fs::read_dir(&p).into_iter().flatten().flatten() {
-                if f.path().extension().is_some_and(|x| x == "json") {
-                    paths.push(f.path());
-                }
-            }
-        }
-    }
-    paths.sort();
-    assert!(paths.len() >= 20, "corpus not found: {paths:?}");
-    paths
-}
-
-/// A seeded xorshift generator.
-fn rng(mut x: u64) -> impl FnMut() -> u64 {
-    move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    }
-}
-
-/// A random frame: Ethernet with IPv4 (TCP or UDP), ARP or random bytes, random
-/// contents, 14 to 160 bytes.
-fn frame(rnd: &mut impl FnMut() -> u64) -> Vec<u8> {
-    let n = 14 + (rnd() % 147) as usize;
-    let mut f: Vec<u8> = (0..n).map(|_| rnd() as u8).collect();
-    match rnd() % 4 {
-        0 | 1 if n >= 34 => {
-            f[12] = 0x08;
-            f[13] = 0x00;
-            f[14] = 0x45;
-            f[23] = if rnd().is_multiple_of(2) { 6 } else { 17 };
-        }
-        2 => {
-            f[12] = 0x08;
-            f[13] = 0x06;
-        }
-        _ => {}
-    }
-    f
-}
 
 fn jit(json: &str) -> Engine {
     let mut e = p4jet_engine::load(
@@ -95,7 +44,7 @@ fn ingress_through_egress_leaves_packets_as_two_passes_do() {
         let mut went = false;
         for round in 0..20u64 {
             let n = 1 + (rnd() % SUB_BATCH as u64) as usize;
-            let frames: Vec<Vec<u8>> = (0..n).map(|_| frame(&mut rnd)).collect();
+            let frames: Vec<Vec<u8>> = (0..n).map(|_| random_frame(&mut rnd)).collect();
             let now = 1000 + 7 * round;
             let mut x = packets(&a, &frames);
             let mut y = packets(&b, &frames);

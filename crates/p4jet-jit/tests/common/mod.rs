@@ -1,4 +1,7 @@
-//! Helpers shared by the jit crate's integration tests.
+//! Helpers shared by the jit crate's integration tests (each test binary uses some).
+#![allow(dead_code)]
+
+use std::path::PathBuf;
 
 use p4jet_engine::{Engine, Pkt};
 
@@ -14,4 +17,54 @@ pub fn packets(e: &Engine, frames: &[Vec<u8>]) -> Vec<Pkt> {
             ctx
         })
         .collect()
+}
+
+/// Every corpus program's JSON.
+pub fn corpus() -> Vec<PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus");
+    let mut paths = vec![];
+    for e in std::fs::read_dir(&root).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            for f in std::fs::read_dir(&p).into_iter().flatten().flatten() {
+                if f.path().extension().is_some_and(|x| x == "json") {
+                    paths.push(f.path());
+                }
+            }
+        }
+    }
+    paths.sort();
+    assert!(paths.len() >= 20, "corpus not found: {paths:?}");
+    paths
+}
+
+/// A seeded xorshift generator.
+pub fn rng(mut x: u64) -> impl FnMut() -> u64 {
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
+/// A random frame: Ethernet with IPv4 (TCP or UDP), ARP or random bytes, random
+/// contents, 14 to 160 bytes.
+pub fn random_frame(rnd: &mut impl FnMut() -> u64) -> Vec<u8> {
+    let n = 14 + (rnd() % 147) as usize;
+    let mut f: Vec<u8> = (0..n).map(|_| rnd() as u8).collect();
+    match rnd() % 4 {
+        0 | 1 if n >= 34 => {
+            f[12] = 0x08;
+            f[13] = 0x00;
+            f[14] = 0x45;
+            f[23] = if rnd().is_multiple_of(2) { 6 } else { 17 };
+        }
+        2 => {
+            f[12] = 0x08;
+            f[13] = 0x06;
+        }
+        _ => {}
+    }
+    f
 }

@@ -13,6 +13,12 @@ use p4jet_engine::v1model::Requests;
 use p4jet_engine::{ArchMeta, Engine, PacketBuf, PacketCtx, Scratch};
 
 /// One packet as the generated code sees it.
+///
+/// The generated code reads `ctx`, `phv`, `valid`, `pkt` and `len` as unchanging during
+/// a call (readonly loads), with one exception: the unicast check after ingress, a
+/// packet's last step in its function, turns a plain unicast packet's `pkt`, `len` and
+/// `out` into the deparser's form (`codegen::arch`, `Gen::egress_lane`) for the egress
+/// functions called next on the same lanes; nothing reads them after it in that call.
 #[repr(C)]
 pub struct Lane {
     /// The packet's context (for calls back into the interpreter).

@@ -6,9 +6,9 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
-use common::{packets, rng};
+use common::{engine, packets, rng};
 use p4jet_engine::state::{EntryAction, EntryValue, Op};
-use p4jet_engine::{Engine, EngineConfig, EngineKind, Externs, Scratch};
+use p4jet_engine::{Engine, EngineKind, Externs, Scratch};
 use p4jet_ir::{ActionCall, MatchKind};
 use p4jet_tables::{FieldMatch, MatchKey};
 
@@ -48,23 +48,7 @@ fn frame(rnd: &mut impl FnMut() -> u64) -> Vec<u8> {
 
 /// The engines on `json`: reference, interp, jit (compiled).
 fn engines(json: &str) -> Vec<Engine> {
-    EngineKind::ALL
-        .iter()
-        .map(|&engine| {
-            let mut e = p4jet_engine::load(
-                json,
-                EngineConfig {
-                    engine,
-                    ..EngineConfig::default()
-                },
-            )
-            .unwrap();
-            if engine == EngineKind::Jit {
-                p4jet_jit::attach(&mut e).unwrap();
-            }
-            e
-        })
-        .collect()
+    EngineKind::ALL.iter().map(|&k| engine(json, k)).collect()
 }
 
 /// Entries in every table of `e` with a direct counter or entries that can age: a

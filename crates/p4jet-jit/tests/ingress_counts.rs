@@ -6,9 +6,9 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
-use common::{corpus, packets, random_frame, rng};
+use common::{corpus, engine, packets, random_frame, rng};
 
-use p4jet_engine::{EngineConfig, EngineKind, Scratch};
+use p4jet_engine::{EngineKind, Scratch};
 
 #[test]
 fn compiled_ingress_counts_tables_like_the_interpreter() {
@@ -20,16 +20,8 @@ fn compiled_ingress_counts_tables_like_the_interpreter() {
     let mut compared = 0usize;
     for path in corpus() {
         let json = std::fs::read_to_string(&path).unwrap();
-        let interp = p4jet_engine::load(&json, EngineConfig::default()).unwrap();
-        let mut jit = p4jet_engine::load(
-            &json,
-            EngineConfig {
-                engine: EngineKind::Jit,
-                ..EngineConfig::default()
-            },
-        )
-        .unwrap();
-        p4jet_jit::attach(&mut jit).unwrap();
+        let interp = engine(&json, EngineKind::Interp);
+        let jit = engine(&json, EngineKind::Jit);
         let (cs_i, cs_j) = (
             interp.new_control_state().unwrap(),
             jit.new_control_state().unwrap(),

@@ -6,22 +6,9 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
-use common::{corpus, packets, random_frame, rng};
+use common::{corpus, engine, packets, random_frame, rng};
 
-use p4jet_engine::{Engine, EngineConfig, EngineKind, Passed, SUB_BATCH, Scratch};
-
-fn jit(json: &str) -> Engine {
-    let mut e = p4jet_engine::load(
-        json,
-        EngineConfig {
-            engine: EngineKind::Jit,
-            ..EngineConfig::default()
-        },
-    )
-    .unwrap();
-    p4jet_jit::attach(&mut e).unwrap();
-    e
-}
+use p4jet_engine::{EngineKind, Passed, SUB_BATCH, Scratch};
 
 #[test]
 fn ingress_through_egress_leaves_packets_as_two_passes_do() {
@@ -34,7 +21,10 @@ fn ingress_through_egress_leaves_packets_as_two_passes_do() {
     for path in corpus() {
         let json = std::fs::read_to_string(&path).unwrap();
         // one engine runs the passes fused, the other one after the other
-        let (a, b) = (jit(&json), jit(&json));
+        let (a, b) = (
+            engine(&json, EngineKind::Jit),
+            engine(&json, EngineKind::Jit),
+        );
         let (cs_a, cs_b) = (
             a.new_control_state().unwrap(),
             b.new_control_state().unwrap(),

@@ -62,10 +62,8 @@ pub struct Core {
     egress: Vec<Pkt>,
     /// Packets that skipped the traffic manager queues (see `enqueue`).
     fast: Vec<Pkt>,
-    /// The fast lane's packets went through egress already, at this time (µs): the
-    /// ingress pass ran on into egress ([`Passed::Egress`]).
-    fast_egressed: Option<u64>,
-    /// The same for the packets of `egress` (moved with them from the fast lane).
+    /// `egress` holds a batch the ingress pass ran on through egress at this time
+    /// (µs, [`Passed::Egress`]): it is next out, and only transmitted.
     egressed: Option<u64>,
     tm: Tm,
     /// Per-port counts (index = port).
@@ -178,7 +176,6 @@ impl Worker {
                 batch: Vec::new(),
                 egress: Vec::new(),
                 fast: Vec::new(),
-                fast_egressed: None,
                 egressed: None,
                 tm: Tm::default(),
                 ports: Vec::new(),
@@ -846,7 +843,6 @@ impl Core {
     /// counted as discarded on their port.
     pub(crate) fn clear_pipeline(&mut self) {
         let mut lost: Vec<Pkt> = self.recirc.drain(..).chain(self.fast.drain(..)).collect();
-        self.fast_egressed = None;
         let mut tm = std::mem::take(&mut self.tm);
         tm.dequeue_into(usize::MAX, &mut lost, u64::MAX);
         self.discard(lost);
@@ -877,10 +873,9 @@ impl Core {
     /// Ingress half of a step: the queue configuration, one batch (resubmitted and
     /// recirculated packets first, then received ones if `take_input`), ingress and the
     /// after-ingress decisions. What is to leave waits in the fast lane or the traffic
-    /// manager for [`Core::next_egress_batch`].
-    /// One ingress batch: recirculated packets first, then received ones if
-    /// `take_input`. With `through`, a batch of plain unicast packets that would meet
-    /// an empty traffic manager may run on through egress in the same pass.
+    /// manager for [`Core::next_egress_batch`]; with `through`, a batch of plain
+    /// unicast packets that finds the fast lane open may instead run on through egress
+    /// in the same pass (it then waits in `egress`, see [`Core::egressed`]).
     fn ingress_half(&mut self, cs: &ControlState, take_input: bool, through: bool) {
         let max = self.cfg.batch.max(1);
         // queue limits: one look at the shared configuration per batch
@@ -915,10 +910,13 @@ impl Core {
     /// Moves the next egress batch into `self.egress`: the whole fast lane, else up to a
     /// batch from the traffic manager. False when nothing waits.
     fn next_egress_batch(&mut self) -> bool {
-        if !self.fast.is_empty() {
+        if self.egressed.is_some() {
+            // the batch that ran on through egress in its ingress pass (it met an
+            // empty fast lane and traffic manager: nothing is before it)
+            true
+        } else if !self.fast.is_empty() {
             // the fast lane: packets that met an empty traffic manager without limits
             std::mem::swap(&mut self.egress, &mut self.fast);
-            self.egressed = self.fast_egressed.take();
             true
         } else if !self.tm.is_empty() {
             // rate-limited packets leave at their departure time (one clock read)
@@ -952,8 +950,7 @@ impl Core {
         if self.timing {
             self.ingress_timed(e, cs, &mut batch, now);
         } else {
-            // the fast lane is open (plain queues, nothing queued, no trace)
-            let open = self.qplain && self.tm.is_empty() && self.fast.is_empty() && !self.cfg.trace;
+            let open = self.fast_lane_open();
             // plain unicast packets may go on through egress at once: they would be
             // next out of the traffic manager, and nothing in between looks at them
             // (a program reading `deq_qdepth` gets it from the traffic manager)
@@ -966,18 +963,27 @@ impl Core {
                 now,
                 through,
             );
-            if passed != Passed::Ingress && open {
+            if passed == Passed::Egress {
+                // (`egress` is empty between steps)
+                debug_assert!(self.egress.is_empty());
+                std::mem::swap(&mut self.egress, &mut batch);
+                self.egressed = Some(now);
+            } else if passed == Passed::Unicast && open {
                 // every packet a plain unicast, already set for the fast lane (which
                 // was empty): the vectors trade places
                 std::mem::swap(&mut self.fast, &mut batch);
-                if passed == Passed::Egress {
-                    self.fast_egressed = Some(now);
-                }
             } else {
                 self.after_ingress_batch(e, cs, &mut batch, now);
             }
         }
         self.batch = batch;
+    }
+
+    /// Plain unicast packets may skip the traffic manager's queues: one queue per port
+    /// without limits, nothing queued, none in the fast lane yet, no trace.
+    #[inline(always)]
+    fn fast_lane_open(&self) -> bool {
+        self.qplain && self.tm.is_empty() && self.fast.is_empty() && !self.cfg.trace
     }
 
     /// [`Core::ingress`] stage by stage, to time the stages (`bench --stages`). Out of
@@ -1034,7 +1040,7 @@ impl Core {
         let std = &e.std_meta;
         let n = batch.len();
         let (mut w, mut r) = (0usize, 0usize);
-        if self.qplain && self.tm.is_empty() && self.fast.is_empty() && !self.cfg.trace {
+        if self.fast_lane_open() {
             let drop_port = self.cfg.drop_port;
             while r < n {
                 let ctx = &mut batch[r];

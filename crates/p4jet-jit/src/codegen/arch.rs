@@ -223,10 +223,11 @@ impl Gen<'_, '_> {
     fn egress_lane(&mut self, lane: Value, cx: Value) {
         let g = self;
         let start = g.b.ins().load(types::I64, mem(), cx, ctx::PKT_START);
-        let frame = g.lane_ptr(lane, off::LANE_PKT);
+        // (plain loads: these two fields are written just below, see `abi::Lane`)
+        let frame = g.b.ins().load(types::I64, mem(), lane, off::LANE_PKT);
         let buf = g.b.ins().isub(frame, start);
         g.b.ins().store(mem(), buf, lane, off::LANE_PKT);
-        let len = g.lane_ptr(lane, off::LANE_LEN);
+        let len = g.b.ins().load(types::I64, mem(), lane, off::LANE_LEN);
         let po = g.b.ins().load(types::I64, mem(), cx, ctx::PAYLOAD_OFF);
         let po = g.b.ins().umin(po, len);
         let payload = g.b.ins().iadd(start, po);

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use p4jet_engine::{Engine, Pkt};
+use p4jet_engine::{Engine, EngineConfig, EngineKind, Pkt};
 
 /// The packets of `frames`, entering on port 1.
 pub fn packets(e: &Engine, frames: &[Vec<u8>]) -> Vec<Pkt> {
@@ -67,4 +67,20 @@ pub fn random_frame(rnd: &mut impl FnMut() -> u64) -> Vec<u8> {
         _ => {}
     }
     f
+}
+
+/// `json` loaded for the engine `kind` (compiled and attached for [`EngineKind::Jit`]).
+pub fn engine(json: &str, kind: EngineKind) -> Engine {
+    let mut e = p4jet_engine::load(
+        json,
+        EngineConfig {
+            engine: kind,
+            ..EngineConfig::default()
+        },
+    )
+    .unwrap();
+    if kind == EngineKind::Jit {
+        p4jet_jit::attach(&mut e).unwrap();
+    }
+    e
 }

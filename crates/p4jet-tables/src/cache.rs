@@ -172,10 +172,14 @@ impl LookupCache {
         h: u64,
         generation: u32,
     ) -> Option<Option<u32>> {
-        let base = self.set_base(h);
-        let w = self.w;
+        // the key's own word count (a constant for fixed-size keys: the loops
+        // unroll), which is the cache's
+        let w = k.n();
+        debug_assert_eq!(w, self.w);
+        let stride = 2 + w;
+        let base = ((h >> 20) as usize & self.sets_mask) * WAYS * stride;
         for way in 0..WAYS {
-            let b = base + way * self.stride;
+            let b = base + way * stride;
             let ws = &self.slots[b..b + 2 + w];
             let s1 = ws[0].load(Ordering::Acquire);
             let res = ws[1].load(Ordering::Relaxed);

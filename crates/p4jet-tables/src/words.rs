@@ -142,6 +142,22 @@ pub(crate) fn word_in(buf: &[u8], s: usize, r: usize) -> u64 {
 #[inline(always)]
 pub(crate) fn fixed_in<const W: usize>(buf: &[u8], at: usize, kb: usize) -> [u64; W] {
     let mut a = [0u64; W];
+    // the common case, `8 * W` bytes from `at` within `buf`: one range check, then
+    // whole words, masked to the key's bytes
+    if let Some(c) = at.checked_add(8 * W).and_then(|e| buf.get(at..e)) {
+        for (i, (x, b)) in a.iter_mut().zip(c.chunks_exact(8)).enumerate() {
+            let r = kb.saturating_sub(8 * i);
+            let v = u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+            *x = if r >= 8 {
+                v
+            } else if r == 0 {
+                0
+            } else {
+                v & ((1u64 << (8 * r)) - 1)
+            };
+        }
+        return a;
+    }
     for (i, x) in a.iter_mut().enumerate() {
         let r = kb.saturating_sub(8 * i);
         let s = at + 8 * i;

@@ -829,10 +829,13 @@ unsafe fn each<'a, const DIRECT: bool>(
 ) -> (u64, u64) {
     let cells = ex.entry_hit_cells(t);
     let (mut n_found, mut slow) = (0u64, 0u64);
-    ts.entries.lookup_batch_each(keys, w, |k, f| {
+    // (a `move` closure: the pointers and cells are its own copies, one load each,
+    // not loads through references to this frame)
+    let (found, set_aside) = (&mut n_found, &mut slow);
+    ts.entries.lookup_batch_each(keys, w, move |k, f| {
         let call = match f {
             Some((h, v)) => {
-                n_found += 1;
+                *found += 1;
                 match &v.action {
                     EntryAction::Direct(call) => {
                         if DIRECT {
@@ -846,7 +849,7 @@ unsafe fn each<'a, const DIRECT: bool>(
                         Some(call)
                     }
                     _ => {
-                        slow |= 1 << k;
+                        *set_aside |= 1 << k;
                         slow_found[k].write(f);
                         return;
                     }

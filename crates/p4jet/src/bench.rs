@@ -396,17 +396,20 @@ pub fn replay(
     loop {
         w.core.mark_rx();
         let want = backlog.saturating_sub(w.pending());
-        w.inject_all(
-            port,
-            (0..want).map(|_| {
-                let f = &frames[*i];
-                *i += 1;
-                if *i == frames.len() {
-                    *i = 0;
-                }
-                f.as_slice()
-            }),
-        );
+        // the trace's next `want` frames, in runs up to its end (no test per frame)
+        let mut left = want;
+        while left > 0 {
+            let run = &frames[*i..frames.len().min(*i + left)];
+            if run.is_empty() {
+                break; // (no frames: `read_trace` refuses an empty trace)
+            }
+            w.inject_all(port, run.iter().map(Vec::as_slice));
+            left -= run.len();
+            *i += run.len();
+            if *i == frames.len() {
+                *i = 0;
+            }
+        }
         *injected += want as u64;
         w.step(&mut |_, _| *sent += 1);
         steps += 1;

@@ -407,17 +407,19 @@ impl Core {
     #[inline(always)]
     fn port_mut(&mut self, port: u32) -> &mut PortCounters {
         let i = port as usize;
-        if self.ports.len() <= i {
-            self.grow_ports(i);
+        // (one bounds check, the growth out of line)
+        if i < self.ports.len() {
+            return &mut self.ports[i];
         }
-        &mut self.ports[i]
+        self.grow_ports(i)
     }
 
-    /// Counters for port `i` and below.
+    /// Counters for port `i` and below; port `i`'s.
     #[cold]
     #[inline(never)]
-    fn grow_ports(&mut self, i: usize) {
+    fn grow_ports(&mut self, i: usize) -> &mut PortCounters {
         self.ports.resize(i + 1, PortCounters::default());
+        &mut self.ports[i]
     }
 
     /// Counts a drop of a packet on `port` for `reason`.
@@ -681,7 +683,8 @@ impl Core {
         ctx.arch.port = port;
         ctx.arch.instance_type = instance::NORMAL;
         ctx.arch.passes = 0;
-        ctx.arch.preserved.clear();
+        // a pooled or new context carries no preserved fields (`free` clears them)
+        debug_assert!(ctx.arch.preserved.is_empty());
         ctx.arch.rx_ns = self.rx_stamp;
     }
 

@@ -152,15 +152,16 @@ impl LookupCache {
         crate::words::hash_key(k, self.seed)
     }
 
+    /// The first word of hash `h`'s set, for ways of `stride` words.
     #[inline(always)]
-    fn set_base(&self, h: u64) -> usize {
-        ((h >> 20) as usize & self.sets_mask) * WAYS * self.stride
+    fn set_base(&self, h: u64, stride: usize) -> usize {
+        ((h >> 20) as usize & self.sets_mask) * WAYS * stride
     }
 
     /// Prefetch the set of hash `h`.
     #[inline(always)]
     pub(crate) fn prefetch(&self, h: u64) {
-        crate::prefetch::prefetch_index(&self.slots, self.set_base(h));
+        crate::prefetch::prefetch_index(&self.slots, self.set_base(h, self.stride));
     }
 
     /// The cached answer for key `k` (hash `h`) at generation `gen`:
@@ -177,7 +178,7 @@ impl LookupCache {
         let w = k.n();
         debug_assert_eq!(w, self.w);
         let stride = 2 + w;
-        let base = ((h >> 20) as usize & self.sets_mask) * WAYS * stride;
+        let base = self.set_base(h, stride);
         for way in 0..WAYS {
             let b = base + way * stride;
             let ws = &self.slots[b..b + 2 + w];
@@ -205,7 +206,7 @@ impl LookupCache {
         generation: u32,
         result: Option<u32>,
     ) {
-        let base = self.set_base(h);
+        let base = self.set_base(h, self.stride);
         // an empty or stale way first, else one picked by the hash
         let mut way = ((h >> 40) & 1) as usize;
         for x in 0..WAYS {

@@ -114,6 +114,16 @@ pub(crate) fn fixed<const W: usize>(b: &[u8]) -> [u64; W] {
     a
 }
 
+/// The low `r` bytes of the little-endian word `v` (all of it from 8 on).
+#[inline(always)]
+fn low_bytes(v: u64, r: usize) -> u64 {
+    if r >= 8 {
+        v
+    } else {
+        v & ((1u64 << (8 * r)) - 1)
+    }
+}
+
 /// Bytes `s..s + r` (`r <= 8`) of `buf`, little-endian, zero padded: one
 /// 8-byte load masked when `buf` extends 8 bytes past `s`, else a byte loop.
 #[inline(always)]
@@ -121,12 +131,7 @@ pub(crate) fn word_in(buf: &[u8], s: usize, r: usize) -> u64 {
     if let Some(c) = buf.get(s..s + 8) {
         let mut a = [0u8; 8];
         a.copy_from_slice(c);
-        let v = u64::from_le_bytes(a);
-        if r >= 8 {
-            v
-        } else {
-            v & ((1u64 << (8 * r)) - 1)
-        }
+        low_bytes(u64::from_le_bytes(a), r)
     } else {
         buf[s..s + r]
             .iter()
@@ -146,15 +151,8 @@ pub(crate) fn fixed_in<const W: usize>(buf: &[u8], at: usize, kb: usize) -> [u64
     // whole words, masked to the key's bytes
     if let Some(c) = at.checked_add(8 * W).and_then(|e| buf.get(at..e)) {
         for (i, (x, b)) in a.iter_mut().zip(c.chunks_exact(8)).enumerate() {
-            let r = kb.saturating_sub(8 * i);
             let v = u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
-            *x = if r >= 8 {
-                v
-            } else if r == 0 {
-                0
-            } else {
-                v & ((1u64 << (8 * r)) - 1)
-            };
+            *x = low_bytes(v, kb.saturating_sub(8 * i));
         }
         return a;
     }

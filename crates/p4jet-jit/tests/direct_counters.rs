@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
-use common::{engine, packets, rng};
+use common::{engine, jit_skipped, packets, rng};
 use p4jet_engine::state::{EntryAction, EntryValue, Op};
 use p4jet_engine::{Engine, EngineKind, Externs, Scratch};
 use p4jet_ir::{ActionCall, MatchKind};
@@ -153,8 +153,7 @@ fn direct_state(ex: &Externs) -> Cells {
 
 #[test]
 fn direct_counters_and_hit_times_are_the_same_under_every_engine() {
-    if !p4jet_jit::supported() {
-        eprintln!("skipped: Cranelift does not support this host");
+    if jit_skipped() {
         return;
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus");

@@ -6,14 +6,13 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
-use common::{corpus, engine, packets, random_frame, rng};
+use common::{corpus, engine, jit_skipped, packets, random_frame, rng};
 
 use p4jet_engine::{EngineKind, Scratch};
 
 #[test]
 fn compiled_ingress_counts_tables_like_the_interpreter() {
-    if !p4jet_jit::supported() {
-        eprintln!("skipped: Cranelift does not support this host");
+    if jit_skipped() {
         return;
     }
     let mut rnd = rng(0x0dd_ba11_5eed_0042);

@@ -6,14 +6,13 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
-use common::{corpus, engine, packets, random_frame, rng};
+use common::{corpus, engine, jit_skipped, packets, random_frame, rng};
 
 use p4jet_engine::{EngineKind, Passed, SUB_BATCH, Scratch};
 
 #[test]
 fn ingress_through_egress_leaves_packets_as_two_passes_do() {
-    if !p4jet_jit::supported() {
-        eprintln!("skipped: Cranelift does not support this host");
+    if jit_skipped() {
         return;
     }
     let mut rnd = rng(0x7e57_0e61_e55e_0001);

@@ -5,6 +5,15 @@ use std::path::PathBuf;
 
 use p4jet_engine::{Engine, EngineConfig, EngineKind, Pkt};
 
+/// True (and says so) when Cranelift does not support this host: the test is skipped.
+pub fn jit_skipped() -> bool {
+    if p4jet_jit::supported() {
+        return false;
+    }
+    eprintln!("skipped: Cranelift does not support this host");
+    true
+}
+
 /// The packets of `frames`, entering on port 1.
 pub fn packets(e: &Engine, frames: &[Vec<u8>]) -> Vec<Pkt> {
     frames

@@ -18,8 +18,9 @@
 //!     fn poll_fd(&self) -> Option<RawFd> { None }   // to wait on many ports
 //!     // moving packet buffers instead of copying bytes (AF_XDP, DPDK):
 //!     fn moves_buffers(&self) -> bool { false }
-//!     fn recv_bufs(&mut self, max: usize, f: &mut dyn FnMut(PacketBuf)) -> io::Result<usize>;
+//!     fn recv_bufs(&mut self, max: usize, out: &mut Vec<PacketBuf>) -> io::Result<usize>;
 //!     fn send_buf(&mut self, buf: PacketBuf) -> Result<(), PacketBuf>;
+//!     fn send_bufs(&mut self, bufs: &mut Vec<PacketBuf>) -> usize;
 //! }
 //! ```
 //!
@@ -38,7 +39,7 @@
 //!   [`PacketBuf`]s: `recv_bufs` hands out buffers that *are* the UMEM chunks the
 //!   kernel received into, and `send_buf` transmits a buffer from its chunk when
 //!   the chunk belongs to the port's UMEM ([`xdp::Umem`], shared by a worker's
-//!   AF_XDP ports), so a frame forwarded between such ports is never copied in
+//!   AF_XDP ports; `send_bufs` does it for a batch in one call), so a frame forwarded between such ports is never copied in
 //!   user space. Other buffers are copied into a free chunk. DPDK ports (feature
 //!   `dpdk`) do the same with mbufs: `recv_bufs` hands out the received mbuf as a
 //!   port buffer and `send_buf` on any DPDK port transmits it as itself. The defaults (for
@@ -255,13 +256,14 @@ pub trait Port: Send {
     }
 
     /// Receives up to `max` frames without blocking, each as a buffer the caller
-    /// now owns. The default copies each frame into a new heap buffer (it
-    /// allocates: use `recv_batch` for ports that do not move buffers).
-    fn recv_bufs(&mut self, max: usize, f: &mut dyn FnMut(PacketBuf)) -> io::Result<usize> {
+    /// now owns, appended to `out`; returns how many. The default copies each frame
+    /// into a new heap buffer (it allocates: use `recv_batch` for ports that do not
+    /// move buffers).
+    fn recv_bufs(&mut self, max: usize, out: &mut Vec<PacketBuf>) -> io::Result<usize> {
         self.recv_batch(max, None, &mut |fr| {
             let mut b = PacketBuf::with_capacity(fr.len());
             b.set(fr);
-            f(b)
+            out.push(b)
         })
     }
 
@@ -271,6 +273,38 @@ pub trait Port: Send {
     fn send_buf(&mut self, buf: PacketBuf) -> Result<(), PacketBuf> {
         send_copy(self, buf)
     }
+
+    /// [`Port::send_buf`] for the buffers of `bufs` in order, in one call: the
+    /// buffers taken are removed from the front of `bufs`, and their number
+    /// returned; what is left was not taken because the transmit ring is full
+    /// (retry after `flush`, or drop it).
+    fn send_bufs(&mut self, bufs: &mut Vec<PacketBuf>) -> usize {
+        send_each(bufs, |b| self.send_buf(b))
+    }
+}
+
+/// The loop of [`Port::send_bufs`]: `send` takes the buffers of `bufs` from the
+/// front, by value, until it gives one back (left at the front of `bufs`, with the
+/// rest after it); returns how many it took.
+#[inline]
+pub fn send_each(
+    bufs: &mut Vec<PacketBuf>,
+    mut send: impl FnMut(PacketBuf) -> Result<(), PacketBuf>,
+) -> usize {
+    let mut n = 0;
+    let mut it = bufs.drain(..);
+    for b in it.by_ref() {
+        if let Err(b) = send(b) {
+            // the ring is full (rare): what is left goes back, in order
+            let mut rest = Vec::with_capacity(it.len() + 1);
+            rest.push(b);
+            rest.extend(it);
+            bufs.append(&mut rest);
+            return n;
+        }
+        n += 1;
+    }
+    n
 }
 
 /// Sends a copy of `buf`'s frame with `send_batch`: `Err(buf)` when the port did not
@@ -324,10 +358,13 @@ impl<P: Port + ?Sized> Port for Box<P> {
     fn moves_buffers(&self) -> bool {
         (**self).moves_buffers()
     }
-    fn recv_bufs(&mut self, max: usize, f: &mut dyn FnMut(PacketBuf)) -> io::Result<usize> {
-        (**self).recv_bufs(max, f)
+    fn recv_bufs(&mut self, max: usize, out: &mut Vec<PacketBuf>) -> io::Result<usize> {
+        (**self).recv_bufs(max, out)
     }
     fn send_buf(&mut self, buf: PacketBuf) -> Result<(), PacketBuf> {
         (**self).send_buf(buf)
+    }
+    fn send_bufs(&mut self, bufs: &mut Vec<PacketBuf>) -> usize {
+        (**self).send_bufs(bufs)
     }
 }

@@ -278,14 +278,11 @@ fn afxdp_one_port_per_queue_share_the_program() {
 fn recv_bufs_marked(port: &mut AfXdpPort, want: usize, m: u32) -> Vec<PacketBuf> {
     let deadline = Instant::now() + Duration::from_secs(3);
     let mut got = Vec::new();
+    let mut burst = Vec::new();
     while got.len() < want && Instant::now() < deadline {
-        let n = port
-            .recv_bufs(64, &mut |b| {
-                if has_marker(b.data(), m) {
-                    got.push(b)
-                }
-            })
-            .unwrap();
+        let n = port.recv_bufs(64, &mut burst).unwrap();
+        assert_eq!(n, burst.len(), "recv_bufs appends what it counts");
+        got.extend(burst.drain(..).filter(|b| has_marker(b.data(), m)));
         if n == 0 {
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -294,11 +291,9 @@ fn recv_bufs_marked(port: &mut AfXdpPort, want: usize, m: u32) -> Vec<PacketBuf>
 }
 
 /// Sends every buffer (flushing while the ring is full), then flushes.
-fn send_bufs(port: &mut AfXdpPort, bufs: Vec<PacketBuf>) {
-    for buf in bufs {
-        let mut buf = buf;
-        while let Err(back) = port.send_buf(buf) {
-            buf = back;
+fn send_bufs(port: &mut AfXdpPort, mut bufs: Vec<PacketBuf>) {
+    while !bufs.is_empty() {
+        if port.send_bufs(&mut bufs) == 0 {
             port.flush().unwrap();
         }
     }
@@ -522,7 +517,7 @@ fn afxdp_exhausted_umem_recovers() {
     let mut got = vec![];
     let deadline = Instant::now() + Duration::from_secs(3);
     // the first recv call refills the ring (and wakes the kernel) before traffic
-    let _ = pa.recv_bufs(64, &mut |_| {}).unwrap();
+    let _ = pa.recv_bufs(64, &mut Vec::new()).unwrap();
     for f in &frames {
         peer.send(f).unwrap();
     }

@@ -97,8 +97,10 @@ pub struct Core {
     spare: Vec<PacketBuf>,
     /// Ports (by number) whose frames leave as buffers ([`Core::set_moving_ports`]).
     moving: Vec<bool>,
-    /// Frames for those ports, taken by [`Core::take_moved`].
-    moved: Vec<(u32, PacketBuf)>,
+    /// Frames for those ports, taken by [`Core::take_moved`]: the ports in
+    /// `moved_to`, the buffers at the same places in `moved`.
+    moved_to: Vec<u32>,
+    moved: Vec<PacketBuf>,
 }
 
 /// Most heap buffers a core keeps aside for contexts that lost theirs.
@@ -191,6 +193,7 @@ impl Worker {
                 latency: LatencyHist::default(),
                 spare: Vec::new(),
                 moving: Vec::new(),
+                moved_to: Vec::new(),
                 moved: Vec::new(),
             },
             active,
@@ -632,10 +635,17 @@ impl Core {
         }
     }
 
-    /// Moves the frames transmitted on the moving ports since the last call into
-    /// `out` (in transmission order), each truncated as the program asked.
-    pub fn take_moved(&mut self, out: &mut Vec<(u32, PacketBuf)>) {
-        out.append(&mut self.moved);
+    /// Moves the frames transmitted on the moving ports since the last call to the
+    /// end of `bufs` (in transmission order), each truncated as the program asked, and
+    /// their ports to the end of `to`. Empty vectors are swapped, not copied.
+    pub fn take_moved(&mut self, to: &mut Vec<u32>, bufs: &mut Vec<PacketBuf>) {
+        if bufs.is_empty() && to.is_empty() {
+            std::mem::swap(to, &mut self.moved_to);
+            std::mem::swap(bufs, &mut self.moved);
+        } else {
+            to.append(&mut self.moved_to);
+            bufs.append(&mut self.moved);
+        }
     }
 
     /// Queues received frames, all from `port`, in order (inlined into receive loops:
@@ -1539,10 +1549,11 @@ impl Core {
                 && self.moving.get(port as usize) == Some(&true)
                 && ctx.pkt.buf.is_port_owned()
             {
-                let n = tx_len(&ctx);
-                let mut b = std::mem::take(&mut ctx.pkt);
-                b.truncate(n);
-                self.moved.push((port, b));
+                if let Some(t) = ctx.req.truncate {
+                    ctx.pkt.truncate(t as usize);
+                }
+                self.moved_to.push(port);
+                self.moved.push(std::mem::take(&mut ctx.pkt));
             } else {
                 // (a truncation is a request: none without `pending`)
                 let data = ctx.pkt.data();

@@ -396,7 +396,7 @@ impl Lane {
             let port = pe.port();
             let n = if port.moves_buffers() {
                 // the burst is staged, then handed over in one call (not one per frame)
-                let r = port.recv_bufs(batch, &mut |b| staged.push(b));
+                let r = port.recv_bufs(batch, staged);
                 rx.bufs(num, staged);
                 r
             } else {
@@ -587,11 +587,17 @@ fn head(pe: &mut PortEntry, fifo_wait: Duration) -> Result<Head, String> {
 struct TxBuf {
     data: Vec<u8>,
     frames: Vec<(u32, usize, usize)>,
-    /// Frames leaving in their own buffers (UMEM chunks), from `Core::take_moved`.
-    moved: Vec<(u32, PacketBuf)>,
-    /// The moved frames of other ports while one port sends its own (kept for its
+    /// Frames leaving in their own buffers (UMEM chunks, mbufs), from
+    /// `Core::take_moved`: the ports in `moved_to`, the buffers at the same places
+    /// in `moved`.
+    moved_to: Vec<u32>,
+    moved: Vec<PacketBuf>,
+    /// While one port sends its moved frames when several ports have some: its
+    /// frames, and the other ports' (ports and buffers), in order (kept for their
     /// capacity).
-    others: Vec<(u32, PacketBuf)>,
+    mine: Vec<PacketBuf>,
+    others_to: Vec<u32>,
+    others: Vec<PacketBuf>,
     /// pcap-file outputs (`--use-files`): frames are written as pcap records into
     /// the port's staging buffer as they leave, and handed over whole.
     pcap: Vec<PcapStage>,
@@ -710,9 +716,7 @@ impl TxBuf {
                 continue;
             }
             last = Some(ph.num);
-            if !self.frames.iter().any(|f| f.0 == ph.num)
-                && !self.moved.iter().any(|f| f.0 == ph.num)
-            {
+            if !self.frames.iter().any(|f| f.0 == ph.num) && !self.moved_to.contains(&ph.num) {
                 continue;
             }
             let mut pe = ph.lock();
@@ -724,7 +728,7 @@ impl TxBuf {
                 *failed += n as u64;
                 errors.push(format!("port {num}: transmit: {e}"));
             };
-            let mut dropped = match send_moved(port, num, &mut self.moved, &mut self.others) {
+            let mut dropped = match self.send_moved(port, num) {
                 Ok(d) => d as u64,
                 Err((e, n)) => {
                     fail(e, n, &mut failed);
@@ -769,64 +773,76 @@ impl TxBuf {
                 core.uncount_tx(p, DropReason::NoSuchPort, 1);
             }
         }
-        for (p, _) in &self.moved {
-            core.uncount_tx(*p, DropReason::NoSuchPort, 1);
+        for &p in &self.moved_to {
+            core.uncount_tx(p, DropReason::NoSuchPort, 1);
         }
         self.data.clear();
         self.frames.clear();
+        self.moved_to.clear();
         self.moved.clear();
     }
 }
 
-/// Sends the moved frames of port `num` (in order; the others stay in `moved`, in
-/// order, by way of `others`, which is left empty), flushing while the transmit ring
-/// is full; returns how many were dropped because the kernel did not make room.
-/// An error leaves the frames of `num` not sent yet out of `moved` and gives how many
-/// there were.
-fn send_moved(
+impl TxBuf {
+    /// Sends the moved frames of port `num` (in order; the others stay in `moved`,
+    /// in order), flushing while the transmit ring is full; returns how many were
+    /// dropped because the port did not make room. An error leaves the frames of
+    /// `num` not sent yet out of `moved` and gives how many there were.
+    fn send_moved(
+        &mut self,
+        port: &mut dyn Port,
+        num: u32,
+    ) -> Result<usize, (std::io::Error, usize)> {
+        let mine = self.moved_to.iter().filter(|&&p| p == num).count();
+        if mine == 0 {
+            return Ok(0);
+        }
+        if mine == self.moved_to.len() {
+            // the common case: every moved frame leaves by this port
+            self.moved_to.clear();
+            return send_bufs_all(port, &mut self.moved);
+        }
+        for (p, b) in self.moved_to.drain(..).zip(self.moved.drain(..)) {
+            if p == num {
+                self.mine.push(b);
+            } else {
+                self.others_to.push(p);
+                self.others.push(b);
+            }
+        }
+        std::mem::swap(&mut self.moved_to, &mut self.others_to);
+        std::mem::swap(&mut self.moved, &mut self.others);
+        send_bufs_all(port, &mut self.mine)
+    }
+}
+
+/// Sends every buffer of `bufs` (which is left empty), flushing while the transmit
+/// ring is full; returns how many were dropped because the port did not make room.
+/// An error drops the frames not sent yet and gives how many there were.
+fn send_bufs_all(
     port: &mut dyn Port,
-    num: u32,
-    moved: &mut Vec<(u32, PacketBuf)>,
-    others: &mut Vec<(u32, PacketBuf)>,
+    bufs: &mut Vec<PacketBuf>,
 ) -> Result<usize, (std::io::Error, usize)> {
-    if !moved.iter().any(|m| m.0 == num) {
-        return Ok(0);
-    }
-    let (mut dropped, mut stalls, mut lost) = (0, 0, 0);
-    let mut failed = None;
-    // each frame taken by value as it is sent (no placeholder left to drop)
-    for (p, mut b) in moved.drain(..) {
-        if p != num {
-            others.push((p, b));
+    let (mut dropped, mut stalls) = (0, 0);
+    while !bufs.is_empty() {
+        if port.send_bufs(bufs) > 0 {
             continue;
         }
-        if failed.is_some() {
-            // after a failure the rest of this port's frames are not sent
-            lost += 1;
-            continue;
+        if let Err(e) = port.flush() {
+            let lost = bufs.len();
+            bufs.clear();
+            return Err((e, lost));
         }
-        while let Err(back) = port.send_buf(b) {
-            b = back;
-            if let Err(e) = port.flush() {
-                failed = Some(e);
-                lost += 1;
-                break;
-            }
-            stalls += 1;
-            if stalls > 10_000 {
-                dropped += 1;
-                break;
-            }
-            if stalls > 16 {
-                std::thread::yield_now();
-            }
+        stalls += 1;
+        if stalls > 10_000 {
+            // the port makes no room: this frame is dropped, the next tried once more
+            bufs.remove(0);
+            dropped += 1;
+        } else if stalls > 16 {
+            std::thread::yield_now();
         }
     }
-    std::mem::swap(moved, others);
-    match failed {
-        Some(e) => Err((e, lost)),
-        None => Ok(dropped),
-    }
+    Ok(dropped)
 }
 
 /// Sends every frame, flushing while the transmit ring is full; gives up (returns the
@@ -953,7 +969,7 @@ fn rtc_thread(
             was_busy = got > 0;
             // packets of rate-limited queues leave later: never wait for them here
             w.run_ready(&mut |p, f| tx.push(p, f));
-            w.core.take_moved(&mut tx.moved);
+            w.core.take_moved(&mut tx.moved_to, &mut tx.moved);
             tx.send(&lane.ports, &mut w.core, &mut errors);
             flush_trace(&mut w.core, &c);
             rep.tick_at(&mut w.core, &mut errors, false, now);
@@ -1010,7 +1026,7 @@ fn hand_over(
     let mut said = Instant::now();
     loop {
         w.run_ready(&mut |p, f| tx.push(p, f));
-        w.core.take_moved(&mut tx.moved);
+        w.core.take_moved(&mut tx.moved_to, &mut tx.moved);
         tx.send(&lane.ports, &mut w.core, errors);
         lane.flush_all(&mut w.core, errors);
         if (w.pending() == 0 && !lane.tx_pending()) || c.stop.load(Ordering::Relaxed) {
@@ -1115,7 +1131,7 @@ fn egress_thread(mut st: EgressStage, mut lane: Lane, c: Arc<Common>) -> Result<
         let r = st.step(&mut |p, f| tx.push(p, f), Duration::from_millis(5));
         let busy = matches!(r, Ok(n) if n > 0);
         rep.turn(busy);
-        st.core_mut().take_moved(&mut tx.moved);
+        st.core_mut().take_moved(&mut tx.moved_to, &mut tx.moved);
         tx.send(&lane.ports, st.core_mut(), &mut errors);
         // pcap outputs: written when idle or after FLUSH_EVERY (see rtc_thread)
         if c.files && (!busy || flushed.elapsed() >= FLUSH_EVERY) {

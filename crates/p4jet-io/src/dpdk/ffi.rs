@@ -381,11 +381,11 @@ impl RxBurst {
         (r == 0).then_some(scratch.as_slice())
     }
 
-    /// Hands every frame of the burst to `f` as a packet buffer: a one-segment mbuf
-    /// *is* the buffer (a [`MBUF`] port buffer, the frame where the device put it);
-    /// a chain is copied into a heap buffer and freed. Returns the frames and bytes
-    /// handed over.
-    pub fn take_bufs(&mut self, f: &mut dyn FnMut(PacketBuf)) -> (usize, u64) {
+    /// Appends every frame of the burst to `out` as a packet buffer: a one-segment
+    /// mbuf *is* the buffer (a [`MBUF`] port buffer, the frame where the device put
+    /// it); a chain is copied into a heap buffer and freed. Returns the frames and
+    /// bytes handed over.
+    pub fn take_bufs(&mut self, out: &mut Vec<PacketBuf>) -> (usize, u64) {
         let n = std::mem::take(&mut self.n);
         let (mut got, mut bytes) = (0, 0);
         for i in 0..n {
@@ -404,7 +404,7 @@ impl RxBurst {
                     let s = unsafe { Storage::port_buffer(buf, usize::from(d.buf_len), h, &MBUF) };
                     got += 1;
                     bytes += u64::from(d.data_len);
-                    f(PacketBuf::in_storage(s, start, end));
+                    out.push(PacketBuf::in_storage(s, start, end));
                 }
                 _ => {
                     let mut p = PacketBuf::with_capacity(d.pkt_len as usize);
@@ -418,7 +418,7 @@ impl RxBurst {
                     if r == 0 {
                         got += 1;
                         bytes += u64::from(d.pkt_len);
-                        f(p);
+                        out.push(p);
                     }
                 }
             }
@@ -514,11 +514,18 @@ impl TxStage {
             unsafe { release_mbuf(h) };
             return false;
         };
-        debug_assert!(self.n < BURST);
-        self.mbufs[self.n] = h.as_ptr().cast();
-        self.off[self.n] = off;
-        self.len[self.n] = len;
-        self.n += 1;
+        // one bounds check: n read once, the three arrays of one length
+        let n = self.n;
+        debug_assert!(n < BURST);
+        if n >= BURST {
+            // SAFETY: as above.
+            unsafe { release_mbuf(h) };
+            return false;
+        }
+        self.mbufs[n] = h.as_ptr().cast();
+        self.off[n] = off;
+        self.len[n] = len;
+        self.n = n + 1;
         true
     }
 

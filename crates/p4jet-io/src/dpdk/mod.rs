@@ -441,13 +441,13 @@ impl Port for DpdkPort {
         true
     }
 
-    fn recv_bufs(&mut self, max: usize, f: &mut dyn FnMut(PacketBuf)) -> io::Result<usize> {
+    fn recv_bufs(&mut self, max: usize, out: &mut Vec<PacketBuf>) -> io::Result<usize> {
         register_thread();
         let burst = self.rx.rx(self.dev.port_id, self.queue, max);
         if burst == 0 {
             return Ok(0);
         }
-        let (n, bytes) = self.rx.take_bufs(f);
+        let (n, bytes) = self.rx.take_bufs(out);
         self.stats.rx_packets += n as u64;
         self.stats.rx_bytes += bytes;
         // a chain that could not be read is not handed over
@@ -460,24 +460,13 @@ impl Port for DpdkPort {
     /// mbuf ([`Port::send_batch`]).
     fn send_buf(&mut self, buf: PacketBuf) -> Result<(), PacketBuf> {
         register_thread();
-        if buf.buf.port_buffer_handle(&ffi::MBUF).is_none() {
-            return crate::send_copy(self, buf);
-        }
-        if self.tx.is_full() {
-            self.send_staged();
-            if self.tx.is_full() {
-                return Err(buf);
-            }
-        }
-        match buf.into_port_buffer(&ffi::MBUF) {
-            Ok((h, start, end)) => {
-                if !self.tx.push(h, start, end) {
-                    self.stats.tx_dropped += 1;
-                }
-                Ok(())
-            }
-            Err(buf) => crate::send_copy(self, buf),
-        }
+        self.stage(buf)
+    }
+
+    /// [`DpdkPort::send_buf`] for a batch, the thread registered once.
+    fn send_bufs(&mut self, bufs: &mut Vec<PacketBuf>) -> usize {
+        register_thread();
+        crate::send_each(bufs, |b| self.stage(b))
     }
 
     fn name(&self) -> &str {
@@ -516,6 +505,30 @@ const MBUFS_IN_SWITCH: u32 = 8192;
 const MAX_MBUF_FRAME: u64 = 2048;
 
 impl DpdkPort {
+    /// Stages `buf`'s mbuf for transmission, or copies a buffer that is not an mbuf;
+    /// gives it back when the staging and the device's ring are full.
+    #[inline]
+    fn stage(&mut self, buf: PacketBuf) -> Result<(), PacketBuf> {
+        if buf.buf.port_buffer_handle(&ffi::MBUF).is_none() {
+            return crate::send_copy(self, buf);
+        }
+        if self.tx.is_full() {
+            self.send_staged();
+            if self.tx.is_full() {
+                return Err(buf);
+            }
+        }
+        match buf.into_port_buffer(&ffi::MBUF) {
+            Ok((h, start, end)) => {
+                if !self.tx.push(h, start, end) {
+                    self.stats.tx_dropped += 1;
+                }
+                Ok(())
+            }
+            Err(buf) => crate::send_copy(self, buf),
+        }
+    }
+
     /// Transmits the staged mbufs the device takes now.
     fn send_staged(&mut self) {
         let (n, bytes) = self.tx.send(self.dev.port_id, self.queue);

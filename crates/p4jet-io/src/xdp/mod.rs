@@ -672,11 +672,11 @@ impl Xsk {
         self.recv_frames(max, stats, &mut |fr, off, len| f(&fr[off..off + len]))
     }
 
-    /// Delivers up to `max` received frames as buffers in their chunks; returns how
-    /// many.
-    fn recv_bufs(&mut self, max: u32, f: &mut dyn FnMut(PacketBuf), stats: &mut PortStats) -> u32 {
+    /// Appends up to `max` received frames to `out` as buffers in their chunks;
+    /// returns how many.
+    fn recv_bufs(&mut self, max: u32, out: &mut Vec<PacketBuf>, stats: &mut PortStats) -> u32 {
         self.recv_frames(max, stats, &mut |fr, off, len| {
-            f(PacketBuf::in_frame(fr, off, off + len))
+            out.push(PacketBuf::in_frame(fr, off, off + len))
         })
     }
 
@@ -1124,8 +1124,8 @@ impl Port for AfXdpPort {
         true
     }
 
-    fn recv_bufs(&mut self, max: usize, f: &mut dyn FnMut(PacketBuf)) -> io::Result<usize> {
-        Ok(self.recv_round(max, |x, want, st| x.recv_bufs(want, f, st)))
+    fn recv_bufs(&mut self, max: usize, out: &mut Vec<PacketBuf>) -> io::Result<usize> {
+        Ok(self.recv_round(max, |x, want, st| x.recv_bufs(want, out, st)))
     }
 
     fn send_buf(&mut self, buf: PacketBuf) -> Result<(), PacketBuf> {

@@ -735,27 +735,30 @@ impl TxBuf {
                     0
                 }
             };
-            let mut chunk: [&[u8]; CHUNK] = [&[]; CHUNK];
-            let mut n = 0;
-            let mut send = |chunk: &[&[u8]], dropped: &mut u64, failed: &mut u64| match send_all(
-                port, chunk,
-            ) {
-                Ok(d) => *dropped += d as u64,
-                Err((e, d)) => fail(e, d, failed),
-            };
-            for &(p, s, e) in &self.frames {
-                if p != num {
-                    continue;
+            // (frames all moved: no chunk of slices to set up)
+            if !self.frames.is_empty() {
+                let mut chunk: [&[u8]; CHUNK] = [&[]; CHUNK];
+                let mut n = 0;
+                let mut send = |chunk: &[&[u8]], dropped: &mut u64, failed: &mut u64| match send_all(
+                    port, chunk,
+                ) {
+                    Ok(d) => *dropped += d as u64,
+                    Err((e, d)) => fail(e, d, failed),
+                };
+                for &(p, s, e) in &self.frames {
+                    if p != num {
+                        continue;
+                    }
+                    chunk[n] = &self.data[s..e];
+                    n += 1;
+                    if n == CHUNK {
+                        send(&chunk[..n], &mut dropped, &mut failed);
+                        n = 0;
+                    }
                 }
-                chunk[n] = &self.data[s..e];
-                n += 1;
-                if n == CHUNK {
+                if n > 0 {
                     send(&chunk[..n], &mut dropped, &mut failed);
-                    n = 0;
                 }
-            }
-            if n > 0 {
-                send(&chunk[..n], &mut dropped, &mut failed);
             }
             // pcap outputs are buffered: the thread flushes them when it goes idle
             if !is_pcap && let Err(e) = port.flush() {

@@ -1,5 +1,6 @@
 //! The deparser: checksum updates, then the valid headers written in front of the
-//! payload (one copy when they lie back to back in the PHV and all are valid).
+//! payload (one copy when exactly the first headers in deparser order are valid and lie
+//! back to back in the PHV).
 
 use crate::state::ControlState;
 use crate::{Engine, HEADROOM, PacketCtx, Scratch, header_bytes};
@@ -79,19 +80,27 @@ impl Engine {
         let p = &*self.prog;
         let mut at = payload_start - emitted;
         ctx.pkt.start = at;
-        match self.plan.deparser.contiguous {
-            // the headers lie back to back in the PHV and have fixed lengths, so the
-            // valid ones add up to the whole run only when every header with bytes is
-            // valid: then the run is one copy
-            Some((off, n)) if n as usize == emitted => {
-                let off = off as usize;
+        let d = &self.plan.deparser;
+        // a run of headers back to back in the PHV is one copy when exactly they are
+        // valid: all of them, and the valid headers add up to its length (the others
+        // add nothing)
+        let run = d.runs.iter().find(|r| {
+            r.len as usize == emitted
+                && (r.is_all(d)
+                    || d.headers[..r.k as usize]
+                        .iter()
+                        .all(|&(h, ..)| ctx.phv.valid[h as usize]))
+        });
+        match run {
+            Some(r) => {
+                let off = r.off as usize;
                 crate::copy::copy_small(
                     &mut ctx.pkt.buf[at..at + emitted],
                     &ctx.phv.data[off..off + emitted],
                 );
             }
-            _ => {
-                for &(h, off, fixed) in &self.plan.deparser.headers {
+            None => {
+                for &(h, off, fixed) in &d.headers {
                     if ctx.phv.valid[h as usize] {
                         let n = fixed.unwrap_or_else(|| header_bytes(p, &ctx.phv, h)) as usize;
                         let off = off as usize;

@@ -10,13 +10,32 @@ pub struct Deparser {
     pub headers: Vec<(u32, u32, Option<u32>)>,
     /// Some checksum is updated.
     pub has_update: bool,
-    /// (PHV offset, bytes) when every header has a fixed length and each starts where
-    /// the one before it in deparser order ends (Ethernet then IPv4): when the valid
-    /// headers' lengths add up to it (all of them valid), the deparser emits that run.
-    pub contiguous: Option<(u32, u32)>,
+    /// Headers emitted with one copy, longest first, two at most: the first `k`
+    /// headers in deparser order when they have fixed lengths and each starts in the
+    /// PHV where the one before it ends (Ethernet, IPv4, TCP). A run is emitted when
+    /// exactly its headers are valid: they are, and the valid headers' lengths add up
+    /// to the run's.
+    pub runs: Box<[Run]>,
     /// (header id, length) per header when every header has a fixed length: the
     /// emitted length is a sum without branches.
     pub fixed: Option<Box<[(u32, u32)]>>,
+}
+
+/// The first `k` headers of the deparser, `len` bytes back to back in the PHV from
+/// `off` ([`Deparser::runs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    pub k: u32,
+    pub off: u32,
+    pub len: u32,
+}
+
+impl Run {
+    /// Whether the run is every header of the deparser: then the lengths adding up to
+    /// it say all are valid, with no test of their own.
+    pub fn is_all(&self, d: &Deparser) -> bool {
+        self.k as usize == d.headers.len()
+    }
 }
 
 impl Deparser {
@@ -33,13 +52,30 @@ impl Deparser {
                 (*h, hi.offset, fixed)
             })
             .collect();
-        let mut contiguous = headers.first().map(|&(_, off, _)| (off, 0u32));
-        for &(_, off, fixed) in &headers {
-            contiguous = match (contiguous, fixed) {
+        // the back-to-back prefixes of two headers or more (one header is one copy
+        // anyway)
+        let mut runs = vec![];
+        let mut at = headers.first().map(|&(_, off, _)| (off, 0u32));
+        for (i, &(_, off, fixed)) in headers.iter().enumerate() {
+            at = match (at, fixed) {
                 (Some((start, len)), Some(n)) if start + len == off => Some((start, len + n)),
                 _ => None,
             };
+            match at {
+                Some((off, len)) if i >= 1 && len > 0 => runs.push(Run {
+                    k: i as u32 + 1,
+                    off,
+                    len,
+                }),
+                Some(_) => {}
+                None => break,
+            }
         }
+        // longest first, and two at most: each run not taken costs a compare per
+        // packet (the whole deparser, and all but its last header: a TCP packet of
+        // an Ethernet, IPv4, TCP, UDP deparser)
+        runs.reverse();
+        runs.truncate(2);
         let fixed = headers
             .iter()
             .map(|&(h, _, n)| n.map(|n| (h, n)))
@@ -48,7 +84,7 @@ impl Deparser {
             fixed,
             headers,
             has_update: general || p.checksums.iter().any(|c| c.update),
-            contiguous: contiguous.filter(|&(_, len)| len > 0),
+            runs: runs.into(),
         }
     }
 }

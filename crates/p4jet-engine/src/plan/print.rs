@@ -463,14 +463,23 @@ impl Display for PlanDisplay<'_> {
             }
         }
         let d = &plan.deparser;
-        if let Some((off, len)) = d.contiguous {
-            let names: Vec<&str> = d.headers.iter().map(|(h, ..)| n.header(*h)).collect();
+        for r in &d.runs {
+            let names: Vec<&str> = d.headers[..r.k as usize]
+                .iter()
+                .map(|(h, ..)| n.header(*h))
+                .collect();
             writeln!(
                 f,
-                "  emit-{} {} (phv[{off}..{}], one copy) when all are valid, else:",
-                names.len(),
+                "  emit-{} {} (phv[{}..{}], one copy) when {} valid, else:",
+                r.k,
                 names.join("+"),
-                off + len
+                r.off,
+                r.off + r.len,
+                if r.is_all(d) {
+                    "all are"
+                } else {
+                    "exactly these are"
+                }
             )?;
         }
         for &(h, off, len) in &d.headers {

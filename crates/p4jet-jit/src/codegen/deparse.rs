@@ -1,6 +1,7 @@
 //! The deparser as native code, for one packet: the emitted length as a branch-free sum
 //! over the headers, the checksum updates, then the valid headers copied in front of
-//! the payload (one copy when they lie back to back in the PHV and all are valid).
+//! the payload (one copy when exactly the first headers in deparser order are valid
+//! and lie back to back in the PHV).
 //! Returns the frame's new start in its buffer, or [`GROW`] when the headers outgrow
 //! the headroom (then nothing was written and the interpreter deparses the packet).
 
@@ -89,10 +90,13 @@ fn deparse_one(g: &mut Gen, lane: Value, done: cranelift_codegen::ir::Block) {
     let payload = g.lane_ptr(lane, off::LANE_LEN);
     let fixed = d.fixed.as_deref().unwrap_or(&[]);
     let mut emitted = g.k(0);
+    // the sum after the first k headers, for the runs of k headers
+    let mut partial = vec![];
     for &(h, n) in fixed {
         let v = g.valid(valid, h);
         let add = g.b.ins().imul_imm_s(v, i64::from(n));
         emitted = g.b.ins().iadd(emitted, add);
+        partial.push(emitted);
     }
     let grow = g.b.create_block();
     let fits = g.b.create_block();
@@ -155,15 +159,35 @@ fn deparse_one(g: &mut Gen, lane: Value, done: cranelift_codegen::ir::Block) {
     }
     let at = g.b.ins().isub(payload, emitted);
     let dst = g.b.ins().iadd(buf, at);
-    if let Some((coff, clen)) = d.contiguous {
-        let whole = g.b.ins().icmp_imm_s(IntCC::Equal, emitted, i64::from(clen));
+    // a run of headers back to back in the PHV: one copy when exactly they are valid
+    // (the valid headers add up to its length, and so do its own)
+    for r in d.runs.iter() {
+        let same =
+            g.b.ins()
+                .icmp_imm_s(IntCC::Equal, emitted, i64::from(r.len));
+        let maybe = g.b.create_block();
         let one = g.b.create_block();
-        let each = g.b.create_block();
-        g.b.ins().brif(whole, one, &[], each, &[]);
+        let other = g.b.create_block();
+        g.b.ins().brif(same, maybe, &[], other, &[]);
+        g.b.switch_to_block(maybe);
+        // the first k add up to the run's length too: each of them with bytes is
+        // valid (a header without bytes copies nothing either way)
+        match partial.get(r.k as usize - 1) {
+            _ if r.is_all(d) => {
+                g.b.ins().jump(one, &[]);
+            }
+            Some(&sum) => {
+                let ok = g.b.ins().icmp_imm_s(IntCC::Equal, sum, i64::from(r.len));
+                g.b.ins().brif(ok, one, &[], other, &[]);
+            }
+            None => {
+                g.b.ins().jump(other, &[]);
+            }
+        }
         g.b.switch_to_block(one);
-        g.copy(dst, 0, phv, coff as i32, clen);
+        g.copy(dst, 0, phv, r.off as i32, r.len);
         g.b.ins().jump(done, &[BlockArg::Value(at)]);
-        g.b.switch_to_block(each);
+        g.b.switch_to_block(other);
     }
     let pos = g.b.declare_var(cranelift_codegen::ir::types::I64);
     g.b.def_var(pos, dst);

@@ -39,12 +39,13 @@
 //!   [`PacketBuf`]s: `recv_bufs` hands out buffers that *are* the UMEM chunks the
 //!   kernel received into, and `send_buf` transmits a buffer from its chunk when
 //!   the chunk belongs to the port's UMEM ([`xdp::Umem`], shared by a worker's
-//!   AF_XDP ports; `send_bufs` does it for a batch in one call), so a frame forwarded between such ports is never copied in
-//!   user space. Other buffers are copied into a free chunk. DPDK ports (feature
-//!   `dpdk`) do the same with mbufs: `recv_bufs` hands out the received mbuf as a
-//!   port buffer and `send_buf` on any DPDK port transmits it as itself. The defaults (for
-//!   the other port types) copy, and allocate per packet: callers use
-//!   `recv_batch`/`send_batch` for ports that do not move buffers.
+//!   AF_XDP ports; `send_bufs` does it for a batch in one call), so a frame
+//!   forwarded between such ports is never copied in user space. Other buffers are
+//!   copied into a free chunk. DPDK ports (feature `dpdk`) do the same with mbufs:
+//!   `recv_bufs` hands out the received mbuf as a port buffer and `send_buf` on any
+//!   DPDK port transmits it as itself. The defaults (for the other port types) copy,
+//!   and allocate per packet: callers use `recv_batch`/`send_batch` for ports that do
+//!   not move buffers.
 //! * `flush` hands queued frames to the kernel: one `sendto` for AF_PACKET, a
 //!   few for AF_XDP copy mode (the kernel sends at most 32 frames per call), a
 //!   no-op for pcap files (they are written per batch) and TAP (written in

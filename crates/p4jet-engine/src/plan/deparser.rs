@@ -25,8 +25,11 @@ pub struct Deparser {
 /// `off` ([`Deparser::runs`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Run {
+    /// Headers (the first `k` in deparser order).
     pub k: u32,
+    /// PHV offset of the first.
     pub off: u32,
+    /// Bytes of all.
     pub len: u32,
 }
 
@@ -72,8 +75,8 @@ impl Deparser {
             }
         }
         // longest first, and two at most: each run not taken costs a compare per
-        // packet (the whole deparser, and all but its last header: a TCP packet of
-        // an Ethernet, IPv4, TCP, UDP deparser)
+        // packet (with all headers back to back: the whole deparser, and all but its
+        // last header, which a TCP packet of an Ethernet, IPv4, TCP, UDP deparser is)
         runs.reverse();
         runs.truncate(2);
         let fixed = headers

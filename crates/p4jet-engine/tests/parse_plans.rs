@@ -125,26 +125,29 @@ fn run(e: &Engine, frame: &[u8], sc: &mut Scratch) -> PacketCtx {
     *ctx
 }
 
+/// The program loaded with the fused plan, and as the plain reading (`reference`).
+fn engines(json_path: &Path) -> (Engine, Engine) {
+    let json = std::fs::read_to_string(json_path).unwrap();
+    let planned = p4jet_engine::load(&json, EngineConfig::default()).unwrap();
+    let general = p4jet_engine::load(
+        &json,
+        EngineConfig {
+            engine: p4jet_engine::EngineKind::Reference,
+            ..EngineConfig::default()
+        },
+    )
+    .unwrap();
+    (planned, general)
+}
+
 #[test]
 fn planned_parser_and_deparser_match_the_general_code() {
     let mut rnd = rng(0x5eed_1234_abcd_0001);
     let mut checked = 0usize;
     for (json_path, stfs) in programs() {
-        let json = std::fs::read_to_string(&json_path).unwrap();
-        let planned = p4jet_engine::load(&json, EngineConfig::default()).unwrap();
-        let general = p4jet_engine::load(
-            &json,
-            EngineConfig {
-                engine: p4jet_engine::EngineKind::Reference,
-                ..EngineConfig::default()
-            },
-        )
-        .unwrap();
+        let (planned, general) = engines(&json_path);
         let cs = planned.new_control_state().unwrap();
-        let mut frames = vec![];
-        for s in &stfs {
-            frames.extend(stf_packets(s));
-        }
+        let mut frames: Vec<Vec<u8>> = stfs.iter().flat_map(|s| stf_packets(s)).collect();
         frames.truncate(64);
         let mut sc = Scratch::default();
         for frame in variants(&frames, &mut rnd) {
@@ -176,16 +179,7 @@ fn deparser_runs_match_the_general_code_for_any_valid_set() {
     let mut checked = 0usize;
     let mut runs_taken = 0usize;
     for (json_path, stfs) in programs() {
-        let json = std::fs::read_to_string(&json_path).unwrap();
-        let planned = p4jet_engine::load(&json, EngineConfig::default()).unwrap();
-        let general = p4jet_engine::load(
-            &json,
-            EngineConfig {
-                engine: p4jet_engine::EngineKind::Reference,
-                ..EngineConfig::default()
-            },
-        )
-        .unwrap();
+        let (planned, general) = engines(&json_path);
         let cs = planned.new_control_state().unwrap();
         let d = &planned.plan().deparser;
         // varbit headers keep the lengths the parser gave them: toggle only fixed ones
@@ -195,10 +189,7 @@ fn deparser_runs_match_the_general_code_for_any_valid_set() {
             .filter(|(_, _, len)| len.is_some())
             .map(|&(h, ..)| h)
             .collect();
-        let mut frames = vec![];
-        for s in &stfs {
-            frames.extend(stf_packets(s));
-        }
+        let mut frames: Vec<Vec<u8>> = stfs.iter().flat_map(|s| stf_packets(s)).collect();
         frames.truncate(16);
         let mut sc = Scratch::default();
         for frame in &frames {

@@ -28,7 +28,8 @@ const LOW_SCORE: u32 = 32;
 pub(crate) struct LookupCache {
     /// key words
     w: usize,
-    /// words per way: sequence, result, key
+    /// words per way: sequence, result, key (`2 + w`, kept: computing it instead
+    /// measured 2 instructions per packet more on acl_large)
     stride: usize,
     sets_mask: usize,
     seed: u64,

@@ -505,9 +505,8 @@ impl TxStage {
 
     /// Stages the mbuf of a buffer taken back from an [`MBUF`] storage with the
     /// frame at `start..end`; false (and the mbuf freed) if that does not fit the
-    /// mbuf's 16-bit fields, which an mbuf's own buffer always does.
-    ///
-    /// The caller checks [`TxStage::is_full`] first.
+    /// mbuf's 16-bit fields, which an mbuf's own buffer always does, or the stage is
+    /// full, which the caller rules out with [`TxStage::is_full`] first.
     pub fn push(&mut self, h: NonNull<u8>, start: usize, end: usize) -> bool {
         let (Ok(off), Ok(len)) = (u16::try_from(start), u16::try_from(end - start)) else {
             // SAFETY: `h` is an mbuf the caller owns and gives up here.
@@ -518,7 +517,7 @@ impl TxStage {
         let n = self.n;
         debug_assert!(n < BURST);
         if n >= BURST {
-            // SAFETY: as above.
+            // SAFETY: `h` is an mbuf the caller owns and gives up here.
             unsafe { release_mbuf(h) };
             return false;
         }

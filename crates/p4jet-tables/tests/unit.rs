@@ -589,7 +589,8 @@ fn a_threads_prefetch_distance_changes_stages_not_answers() {
 
 #[test]
 fn many_lpm_routes_dir_and_hash_agree() {
-    // the two LPM structures must agree on the same route set
+    // the two LPM structures must agree on the same route set, and the DIR table's
+    // batched lookup (its staged form above 4096 routes) with its single lookups
     let mut d = Table::new(vec![spec(MatchKind::Lpm, 32)], 100_000).unwrap();
     let mut w = Table::new(
         vec![spec(MatchKind::Lpm, 32), spec(MatchKind::Valid, 1)],
@@ -604,7 +605,7 @@ fn many_lpm_routes_dir_and_hash_agree() {
         x
     };
     let mut handles = vec![];
-    for _ in 0..5000 {
+    for _ in 0..8000 {
         let r = next();
         let v = ((r >> 8) as u32 & 0x0fff_ffff).to_be_bytes();
         let l = [8, 12, 16, 20, 22, 24, 24, 24, 26, 28, 30, 32][(r % 12) as usize];
@@ -619,10 +620,21 @@ fn many_lpm_routes_dir_and_hash_agree() {
         d.delete(*h).unwrap();
         w.delete(*h).unwrap();
     }
+    assert!(d.len() > 4096, "{} routes: the staged batch is not used", d.len());
+    let mut keys = vec![];
     for _ in 0..20000 {
         let k = ((next() >> 8) as u32 & 0x0fff_ffff).to_be_bytes();
         let kw = [k.as_slice(), &[1]].concat();
         assert_eq!(d.lookup(&k), w.lookup(&kw));
+        keys.extend_from_slice(&k);
+    }
+    for dist in [1, 8, 64] {
+        d.set_prefetch_distance(dist);
+        let mut out = vec![None; 20000];
+        d.lookup_batch(&keys, &mut out);
+        for (i, o) in out.iter().enumerate() {
+            assert_eq!(*o, d.lookup(&keys[4 * i..4 * i + 4]), "key {i}, distance {dist}");
+        }
     }
 }
 

@@ -82,6 +82,8 @@ pub(crate) struct TableCall {
     /// A direct meter: the interpreter resolves each outcome (direct counters and hit
     /// times without one are updated in the lookup's loop).
     metered: bool,
+    /// One of the table's actions has parameters (its entries have action data).
+    data: bool,
 }
 
 impl std::fmt::Debug for Compiled {
@@ -705,6 +707,8 @@ unsafe fn lookup(
         // two copies of the loop (the lookup's closure kept small, for the lookup
         // to inline it): the one of tables without direct resources tests for none
         let lanes_of = (waiting, lanes);
+        // entries whose action data outgrow the caches: prefetched as found
+        let far = tc.data && ts.entries.len() > PREFETCH_DATA_ENTRIES;
         // SAFETY: the call's buffers, as this function's.
         macro_rules! each_with {
             ($direct:literal) => {
@@ -719,6 +723,7 @@ unsafe fn lookup(
                     hits,
                     lanes_of,
                     &mut slow_found,
+                    far,
                 )
             };
         }
@@ -782,6 +787,24 @@ unsafe fn lookup(
     0
 }
 
+/// Tables of more entries than this have their hits' action data prefetched as the
+/// lookup finds them ([`each`]): with random traffic over a large table, each entry's
+/// data is a miss the action would otherwise wait for.
+const PREFETCH_DATA_ENTRIES: usize = 4096;
+
+/// Hint the CPU to pull the cache line holding `*p` into L1 (nothing elsewhere).
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it never faults, whatever the address, and reads
+    // nothing in the abstract machine; SSE is part of the x86_64 baseline.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// A packet's outcome: whether it `found` an entry, and `call`, the action that runs
 /// (None: none runs).
 #[inline(always)]
@@ -808,7 +831,9 @@ fn outcome(hit: &mut Hit, call: Option<&p4jet_ir::ActionCall>, found: bool) {
 /// time ([`count_entry_hit`], as the interpreter does; a table without a direct meter).
 /// Anything else (a profile member or group, possible only in a profile's table) is
 /// set aside in `slow_found`, for the interpreter (which updates its counter and hit
-/// time). Returns the hits and the mask of the outcomes set aside.
+/// time). With `far`, each direct entry's action data is prefetched as it is found
+/// (see [`PREFETCH_DATA_ENTRIES`]). Returns the hits and the mask of the outcomes set
+/// aside.
 ///
 /// # Safety
 /// `hits` has room for `w` outcomes; `lanes.0` holds `w` indexes of lanes of
@@ -826,6 +851,7 @@ unsafe fn each<'a, const DIRECT: bool>(
     hits: *mut Hit,
     (waiting, lanes): (*const u8, *mut Lane),
     slow_found: &mut [MaybeUninit<Option<(EntryHandle, &'a p4jet_engine::EntryValue)>>; SUB_BATCH],
+    far: bool,
 ) -> (u64, u64) {
     let cells = ex.entry_hit_cells(t);
     let (mut n_found, mut slow) = (0u64, 0u64);
@@ -838,6 +864,11 @@ unsafe fn each<'a, const DIRECT: bool>(
                 *found += 1;
                 match &v.action {
                     EntryAction::Direct(call) => {
+                        if far {
+                            // the action reads its data once every packet's outcome
+                            // is written: a line the lookup did not bring in
+                            prefetch(call.data.as_ptr());
+                        }
                         if DIRECT {
                             // SAFETY: `waiting[k]` (k < w) indexes one of the call's
                             // lanes; only its context's length is read.
@@ -933,6 +964,12 @@ pub(crate) fn compiled(e: &Engine, a: Addrs, module: JITModule, stats: NativeSta
             key_bytes: t.key_bytes as usize,
             direct: plan.get(i).is_none_or(|tp| tp.direct),
             metered: t.direct_meter.is_some(),
+            data: t.actions.iter().any(|&a| {
+                e.prog
+                    .actions
+                    .get(a as usize)
+                    .is_some_and(|a| a.data_bytes > 0)
+            }),
         })
         .collect();
     // SAFETY: each address is a function the module finalized with the signature of

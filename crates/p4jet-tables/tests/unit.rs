@@ -620,7 +620,11 @@ fn many_lpm_routes_dir_and_hash_agree() {
         d.delete(*h).unwrap();
         w.delete(*h).unwrap();
     }
-    assert!(d.len() > 4096, "{} routes: the staged batch is not used", d.len());
+    assert!(
+        d.len() > 4096,
+        "{} routes: the staged batch is not used",
+        d.len()
+    );
     let mut keys = vec![];
     for _ in 0..20000 {
         let k = ((next() >> 8) as u32 & 0x0fff_ffff).to_be_bytes();
@@ -633,7 +637,11 @@ fn many_lpm_routes_dir_and_hash_agree() {
         let mut out = vec![None; 20000];
         d.lookup_batch(&keys, &mut out);
         for (i, o) in out.iter().enumerate() {
-            assert_eq!(*o, d.lookup(&keys[4 * i..4 * i + 4]), "key {i}, distance {dist}");
+            assert_eq!(
+                *o,
+                d.lookup(&keys[4 * i..4 * i + 4]),
+                "key {i}, distance {dist}"
+            );
         }
     }
 }

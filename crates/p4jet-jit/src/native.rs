@@ -704,15 +704,15 @@ unsafe fn lookup(
         // SAFETY: the generated code wrote `w` keys of `kb` bytes; the buffer has
         // KEY_SLACK more (the tables may read whole words past a key).
         let keys = unsafe { std::slice::from_raw_parts(keys, w * kb + KEY_SLACK) };
-        // two copies of the loop (the lookup's closure kept small, for the lookup
-        // to inline it): the one of tables without direct resources tests for none
+        // four copies of the loop (the lookup's closure kept small, for the lookup
+        // to inline it): the ones of tables without direct resources test for none,
+        // the ones of tables whose action data stay in the caches prefetch none
         let lanes_of = (waiting, lanes);
-        // entries whose action data outgrow the caches: prefetched as found
         let far = tc.data && ts.entries.len() > PREFETCH_DATA_ENTRIES;
         // SAFETY: the call's buffers, as this function's.
         macro_rules! each_with {
-            ($direct:literal) => {
-                each::<$direct>(
+            ($direct:literal, $far:literal) => {
+                each::<$direct, $far>(
                     ex,
                     t,
                     c.now_us,
@@ -723,15 +723,15 @@ unsafe fn lookup(
                     hits,
                     lanes_of,
                     &mut slow_found,
-                    far,
                 )
             };
         }
         let (n_found, mut slow) = unsafe {
-            if tc.direct {
-                each_with!(true)
-            } else {
-                each_with!(false)
+            match (tc.direct, far) {
+                (false, false) => each_with!(false, false),
+                (false, true) => each_with!(false, true),
+                (true, false) => each_with!(true, false),
+                (true, true) => each_with!(true, true),
             }
         };
         while slow != 0 {
@@ -831,7 +831,7 @@ fn outcome(hit: &mut Hit, call: Option<&p4jet_ir::ActionCall>, found: bool) {
 /// time ([`count_entry_hit`], as the interpreter does; a table without a direct meter).
 /// Anything else (a profile member or group, possible only in a profile's table) is
 /// set aside in `slow_found`, for the interpreter (which updates its counter and hit
-/// time). With `far`, each direct entry's action data is prefetched as it is found
+/// time). With `FAR`, each direct entry's action data is prefetched as it is found
 /// (see [`PREFETCH_DATA_ENTRIES`]). Returns the hits and the mask of the outcomes set
 /// aside.
 ///
@@ -840,7 +840,7 @@ fn outcome(hit: &mut Hit, call: Option<&p4jet_ir::ActionCall>, found: bool) {
 /// `lanes.1`: the running call's buffers.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn each<'a, const DIRECT: bool>(
+unsafe fn each<'a, const DIRECT: bool, const FAR: bool>(
     ex: &Externs,
     t: u32,
     now_us: u64,
@@ -851,7 +851,6 @@ unsafe fn each<'a, const DIRECT: bool>(
     hits: *mut Hit,
     (waiting, lanes): (*const u8, *mut Lane),
     slow_found: &mut [MaybeUninit<Option<(EntryHandle, &'a p4jet_engine::EntryValue)>>; SUB_BATCH],
-    far: bool,
 ) -> (u64, u64) {
     let cells = ex.entry_hit_cells(t);
     let (mut n_found, mut slow) = (0u64, 0u64);
@@ -864,7 +863,7 @@ unsafe fn each<'a, const DIRECT: bool>(
                 *found += 1;
                 match &v.action {
                     EntryAction::Direct(call) => {
-                        if far {
+                        if FAR {
                             // the action reads its data once every packet's outcome
                             // is written: a line the lookup did not bring in
                             prefetch(call.data.as_ptr());

@@ -792,19 +792,6 @@ unsafe fn lookup(
 /// data is a miss the action would otherwise wait for.
 const PREFETCH_DATA_ENTRIES: usize = 4096;
 
-/// Hint the CPU to pull the cache line holding `*p` into L1 (nothing elsewhere).
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint: it never faults, whatever the address, and reads
-    // nothing in the abstract machine; SSE is part of the x86_64 baseline.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
 /// A packet's outcome: whether it `found` an entry, and `call`, the action that runs
 /// (None: none runs).
 #[inline(always)]
@@ -866,7 +853,7 @@ unsafe fn each<'a, const DIRECT: bool, const FAR: bool>(
                         if FAR {
                             // the action reads its data once every packet's outcome
                             // is written: a line the lookup did not bring in
-                            prefetch(call.data.as_ptr());
+                            p4jet_tables::prefetch(call.data.as_ptr());
                         }
                         if DIRECT {
                             // SAFETY: `waiting[k]` (k < w) indexes one of the call's

@@ -673,7 +673,7 @@ impl Engine {
             Prim::Call(a) => {
                 let call = ActionCall {
                     action: *a,
-                    data: Box::new([]),
+                    data: Default::default(),
                 };
                 if let Some(ex) = ex {
                     self.run_action(cs, ex, ctx, &call, sc, now_us);

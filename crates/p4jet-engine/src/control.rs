@@ -135,7 +135,7 @@ impl Engine {
                             here &= here - 1;
                             let call = ActionCall {
                                 action: *action,
-                                data: Box::new([]),
+                                data: Default::default(),
                             };
                             if self.cfg.trace {
                                 self.trace_action(&mut chunk[i], *action);

@@ -201,7 +201,7 @@ fn run_case(expr: &Value, dst: usize, raw: &[(u128, u128)]) -> (BigInt, BigInt) 
     let mut sc = p4jet_engine::Scratch::default();
     let call = p4jet_ir::ActionCall {
         action: 0,
-        data: Box::new([]),
+        data: Default::default(),
     };
     engine.run_action(&cs, &ex, &mut ctx, &call, &mut sc, 0);
     let (w, _) = WIDTHS[dst];

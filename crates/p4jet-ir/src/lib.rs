@@ -423,7 +423,197 @@ pub struct ActionCall {
     /// Action.
     pub action: ActionId,
     /// Packed parameter blob (see [`Action::param_offsets`]).
-    pub data: Box<[u8]>,
+    pub data: ActionData,
+}
+
+/// An action's packed parameter blob, held in place up to [`ActionData::INLINE`] bytes
+/// (almost every table action: ports, addresses, a few rewrites) and on the heap beyond.
+///
+/// In place, a table entry's action data sit next to its action in the entry itself:
+/// a lookup that finds the entry has the data without following a pointer to a
+/// separate allocation (a cache miss per packet on a large table with random traffic),
+/// and loading a million entries makes no allocation per entry for them. The size is
+/// that of the boxed slice it replaces plus the tag (24 bytes).
+#[derive(Clone)]
+pub enum ActionData {
+    /// Up to [`ActionData::INLINE`] bytes: `buf[..len]`.
+    Inline {
+        /// Bytes in use.
+        len: InlineLen,
+        /// Storage; bytes past `len` are zero.
+        buf: [u8; ActionData::INLINE],
+    },
+    /// More.
+    Heap(Box<[u8]>),
+}
+
+macro_rules! inline_len {
+    ($($v:ident = $n:literal),* $(,)?) => {
+        /// The length of in-place action data, 0 to [`ActionData::INLINE`]: a type
+        /// whose values are only those, so that slicing by it needs no bounds check (a
+        /// check, and its panic path, in every table lookup's loop that reads an entry's
+        /// data).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u8)]
+        #[allow(missing_docs)]
+        pub enum InlineLen {
+            $($v = $n),*
+        }
+
+        impl InlineLen {
+            const ALL: [InlineLen; ActionData::INLINE + 1] = [$(InlineLen::$v),*];
+        }
+    };
+}
+
+inline_len!(
+    L0 = 0,
+    L1 = 1,
+    L2 = 2,
+    L3 = 3,
+    L4 = 4,
+    L5 = 5,
+    L6 = 6,
+    L7 = 7,
+    L8 = 8,
+    L9 = 9,
+    L10 = 10,
+    L11 = 11,
+    L12 = 12,
+    L13 = 13,
+    L14 = 14,
+    L15 = 15,
+    L16 = 16,
+    L17 = 17,
+    L18 = 18,
+    L19 = 19,
+    L20 = 20,
+    L21 = 21,
+    L22 = 22,
+);
+
+impl InlineLen {
+    /// `n` as a length held in place, if it is one.
+    pub fn new(n: usize) -> Option<InlineLen> {
+        InlineLen::ALL.get(n).copied()
+    }
+
+    /// The length.
+    #[inline(always)]
+    pub fn get(self) -> usize {
+        self as usize
+    }
+}
+
+impl ActionData {
+    /// The most bytes held in place.
+    pub const INLINE: usize = 22;
+
+    /// `len` zero bytes (in place when they fit).
+    pub fn zeroed(len: usize) -> Self {
+        match InlineLen::new(len) {
+            Some(len) => ActionData::Inline {
+                len,
+                buf: [0; ActionData::INLINE],
+            },
+            None => ActionData::Heap(vec![0; len].into_boxed_slice()),
+        }
+    }
+
+    /// The blob as bytes.
+    #[inline(always)]
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            ActionData::Inline { len, buf } => &buf[..len.get()],
+            ActionData::Heap(b) => b,
+        }
+    }
+
+    /// The blob as bytes, to change in place.
+    #[inline(always)]
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        match self {
+            ActionData::Inline { len, buf } => &mut buf[..len.get()],
+            ActionData::Heap(b) => b,
+        }
+    }
+}
+
+impl Default for ActionData {
+    fn default() -> Self {
+        ActionData::Inline {
+            len: InlineLen::L0,
+            buf: [0; ActionData::INLINE],
+        }
+    }
+}
+
+impl From<&[u8]> for ActionData {
+    fn from(b: &[u8]) -> Self {
+        match InlineLen::new(b.len()) {
+            Some(len) => {
+                let mut buf = [0; ActionData::INLINE];
+                buf[..b.len()].copy_from_slice(b);
+                ActionData::Inline { len, buf }
+            }
+            None => ActionData::Heap(b.into()),
+        }
+    }
+}
+
+impl From<Vec<u8>> for ActionData {
+    fn from(v: Vec<u8>) -> Self {
+        if v.len() <= ActionData::INLINE {
+            ActionData::from(v.as_slice())
+        } else {
+            ActionData::Heap(v.into_boxed_slice())
+        }
+    }
+}
+
+impl From<Box<[u8]>> for ActionData {
+    fn from(b: Box<[u8]>) -> Self {
+        if b.len() <= ActionData::INLINE {
+            ActionData::from(&*b)
+        } else {
+            ActionData::Heap(b)
+        }
+    }
+}
+
+impl std::ops::Deref for ActionData {
+    type Target = [u8];
+    #[inline(always)]
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl std::ops::DerefMut for ActionData {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.as_mut_slice()
+    }
+}
+
+impl PartialEq for ActionData {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for ActionData {}
+
+impl std::hash::Hash for ActionData {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.as_slice().hash(h)
+    }
+}
+
+impl std::fmt::Debug for ActionData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_slice().fmt(f)
+    }
 }
 
 /// A const entry from the program.

@@ -2279,7 +2279,7 @@ impl<'a> Ctx<'a> {
                 (
                     Some(ActionCall {
                         action: a,
-                        data: blob,
+                        data: blob.into(),
                     }),
                     d.action_const,
                     d.action_entry_const,
@@ -2332,7 +2332,7 @@ impl<'a> Ctx<'a> {
                         keys: ck,
                         action: ActionCall {
                             action: a,
-                            data: blob,
+                            data: blob.into(),
                         },
                         priority: i32::try_from(priority).unwrap_or(i32::MAX),
                     });

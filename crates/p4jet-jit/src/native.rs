@@ -82,7 +82,9 @@ pub(crate) struct TableCall {
     /// A direct meter: the interpreter resolves each outcome (direct counters and hit
     /// times without one are updated in the lookup's loop).
     metered: bool,
-    /// One of the table's actions has parameters (its entries have action data).
+    /// One of the table's actions has more parameter bytes than an entry holds in
+    /// place ([`p4jet_ir::ActionData::INLINE`]): its entries' action data can be a
+    /// separate allocation, a line of its own.
     data: bool,
 }
 
@@ -706,7 +708,8 @@ unsafe fn lookup(
         let keys = unsafe { std::slice::from_raw_parts(keys, w * kb + KEY_SLACK) };
         // four copies of the loop (the lookup's closure kept small, for the lookup
         // to inline it): the ones of tables without direct resources test for none,
-        // the ones of tables whose action data stay in the caches prefetch none
+        // the ones of tables whose action data stay in the caches or in the entries
+        // prefetch none
         let lanes_of = (waiting, lanes);
         let far = tc.data && ts.entries.len() > PREFETCH_DATA_ENTRIES;
         // SAFETY: the call's buffers, as this function's.
@@ -787,9 +790,10 @@ unsafe fn lookup(
     0
 }
 
-/// Tables of more entries than this have their hits' action data prefetched as the
-/// lookup finds them ([`each`]): with random traffic over a large table, each entry's
-/// data is a miss the action would otherwise wait for.
+/// Tables of more entries than this, with action data too long to be held in the entry
+/// ([`TableCall::data`]), have their hits' action data prefetched as the lookup finds
+/// them ([`each`]): with random traffic over a large table, each entry's data is a miss
+/// the action would otherwise wait for. Data held in place come in with the entry.
 const PREFETCH_DATA_ENTRIES: usize = 4096;
 
 /// A packet's outcome: whether it `found` an entry, and `call`, the action that runs
@@ -799,9 +803,10 @@ fn outcome(hit: &mut Hit, call: Option<&p4jet_ir::ActionCall>, found: bool) {
     hit.hit = u32::from(found);
     match call {
         Some(call) => {
+            let data = call.data.as_slice();
             hit.action = call.action;
-            hit.data = call.data.as_ptr();
-            hit.len = call.data.len() as u64;
+            hit.data = data.as_ptr();
+            hit.len = data.len() as u64;
         }
         None => {
             hit.action = ACTION_NONE;
@@ -954,7 +959,7 @@ pub(crate) fn compiled(e: &Engine, a: Addrs, module: JITModule, stats: NativeSta
                 e.prog
                     .actions
                     .get(a as usize)
-                    .is_some_and(|a| a.data_bytes > 0)
+                    .is_some_and(|a| a.data_bytes as usize > p4jet_ir::ActionData::INLINE)
             }),
         })
         .collect();

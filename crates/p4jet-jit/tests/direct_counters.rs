@@ -106,7 +106,7 @@ fn entries(e: &Engine, rnd: &mut impl FnMut() -> u64) -> Vec<Op> {
                 value: EntryValue {
                     action: EntryAction::Direct(ActionCall {
                         action,
-                        data: Box::new([]),
+                        data: Default::default(),
                     }),
                     timeout_ms: 0,
                 },

@@ -61,7 +61,7 @@ fn add(sw: &mut Switch, table: &str, fields: Vec<FieldMatch>, action: &str, data
         value: EntryValue {
             action: EntryAction::Direct(ActionCall {
                 action: a,
-                data: data.into_boxed_slice(),
+                data: data.into(),
             }),
             timeout_ms: 0,
         },

@@ -444,7 +444,7 @@ fn random_call(p: &p4jet_ir::Program, actions: &[u32], rng: &mut Rng) -> ActionC
     }
     ActionCall {
         action: a,
-        data: data.into_boxed_slice(),
+        data: data.into(),
     }
 }
 

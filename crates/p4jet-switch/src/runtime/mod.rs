@@ -46,7 +46,7 @@ use p4jet_engine::state::{
     ControlState, EntryAction as EngineAction, MirrorSession, OpResult, Pre, Refusal,
 };
 use p4jet_engine::{Op, hash::CrcParams};
-use p4jet_ir::{Action, ActionCall as IrCall, Program};
+use p4jet_ir::{Action, ActionCall as IrCall, ActionData, Program};
 use p4jet_runtime::bmv2::TableOperationErrorCode as TC;
 use p4jet_runtime::{
     ActionCall, Applied, Atomicity, BatchResult, Bytes, ErrorKind, RuntimeError, Schema, TableId,
@@ -333,8 +333,9 @@ pub(crate) const STATE_GONE: &str = "the switch's control state is gone";
 /// Packs action data into the engine's parameter blob; None when the number of
 /// parameters is wrong (bmv2's `BAD_ACTION_DATA`). Values longer or shorter than the
 /// parameter are reduced to its width, as bmv2 does when it uses them; a value of the
-/// parameter's exact size is moved, not copied, when it is the whole blob.
-pub(crate) fn pack_action_data(action: &Action, mut data: Vec<Bytes>) -> Option<Box<[u8]>> {
+/// parameter's exact size is moved, not copied, when it is the whole blob and too long
+/// to be held in place.
+pub(crate) fn pack_action_data(action: &Action, mut data: Vec<Bytes>) -> Option<ActionData> {
     if data.len() != action.params.len() {
         return None;
     }
@@ -350,10 +351,10 @@ pub(crate) fn pack_action_data(action: &Action, mut data: Vec<Bytes>) -> Option<
             {
                 *b &= (1u8 << (w % 8)) - 1;
             }
-            return Some(v.into_boxed_slice());
+            return Some(ActionData::from(v));
         }
     }
-    let mut blob = vec![0u8; action.data_bytes as usize];
+    let mut blob = ActionData::zeroed(action.data_bytes as usize);
     for (i, ((_, w), v)) in action.params.iter().zip(&data).enumerate() {
         let off = action.param_offsets.get(i).copied().unwrap_or(0) as usize;
         let nb = w.div_ceil(8) as usize;
@@ -361,7 +362,7 @@ pub(crate) fn pack_action_data(action: &Action, mut data: Vec<Bytes>) -> Option<
             dst.copy_from_slice(&p4jet_runtime::schema::fit(v, *w));
         }
     }
-    Some(blob.into_boxed_slice())
+    Some(blob)
 }
 
 /// The parameters of an engine action call.

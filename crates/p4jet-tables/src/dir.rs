@@ -114,6 +114,7 @@ impl DirLpm {
         kb: usize,
         n: usize,
         dist: usize,
+        pre: impl Fn(u32),
         mut emit: impl FnMut(usize, Option<u32>),
     ) {
         if n <= crate::exact::SMALL_BATCH_MAX || self.rules.len() <= DIRECT_RULES_MAX {
@@ -146,8 +147,16 @@ impl DirLpm {
                     prefetch_index(&self.tbl8, p);
                 }
             }
-            for (i, k) in ks.iter().enumerate().take(m) {
-                emit(start + i, self.lookup(*k));
+            // the answers, each one's entry prefetched before any is emitted
+            let mut rs = [None; crate::exact::MAX_BATCH];
+            for (r, k) in rs.iter_mut().zip(&ks).take(m) {
+                *r = self.lookup(*k);
+                if let Some(r) = *r {
+                    pre(r);
+                }
+            }
+            for (i, r) in rs.iter().enumerate().take(m) {
+                emit(start + i, *r);
             }
             start += m;
         }

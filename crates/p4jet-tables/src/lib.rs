@@ -60,7 +60,7 @@ const HANDLE_INDEX_MASK: u32 = 0x00ff_ffff;
 const WALD_BATCH_MIN: usize = 16_384;
 
 /// Default number of keys per batched-lookup stage.
-pub const DEFAULT_PREFETCH_DISTANCE: usize = 16;
+pub const DEFAULT_PREFETCH_DISTANCE: usize = 32;
 
 thread_local! {
     /// The calling thread's prefetch distance for every table (0: each table's own).

@@ -73,7 +73,7 @@ pub struct BenchArgs {
     pub batch: crate::model::BatchArg,
     /// Keys per stage of a batched table lookup: all are hashed or indexed and their
     /// buckets prefetched before the first is resolved (1 to 64, or `auto`).
-    #[arg(long = "sub-batch", default_value = "16")]
+    #[arg(long = "sub-batch", default_value = "32")]
     pub sub_batch: crate::model::BatchArg,
     /// The model's profile for `auto` (default: where `p4jet model --calibrate` writes it).
     #[arg(long = "profile")]
@@ -842,7 +842,10 @@ pub fn main(a: BenchArgs) -> Result<ExitCode, String> {
     {
         return Err(format!("--sub-batch {s}: expected 1..64 or auto"));
     }
-    let (mut batch, mut sub_batch) = (fixed(a.batch, 32), fixed(a.sub_batch, 16));
+    let (mut batch, mut sub_batch) = (
+        fixed(a.batch, 32),
+        fixed(a.sub_batch, p4jet_engine::DEFAULT_SUB_BATCH),
+    );
     let mut cfg = SwitchConfig {
         batch,
         sub_batch,

@@ -1044,7 +1044,10 @@ pub fn resolve_at_load(
         BatchArg::Auto => d,
     };
     if batch != BatchArg::Auto && sub_batch != BatchArg::Auto {
-        return Ok((fixed(batch, 32), fixed(sub_batch, 16)));
+        return Ok((
+            fixed(batch, 32),
+            fixed(sub_batch, p4jet_engine::DEFAULT_SUB_BATCH),
+        ));
     }
     let chosen = json.and_then(|j| {
         let path = profile_path(None, engine);

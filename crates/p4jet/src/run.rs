@@ -124,7 +124,7 @@ pub struct RunArgs {
     /// buckets prefetched before the first is resolved (1 to 64, or `auto`: chosen by
     /// the performance model, then adjusted by each run-to-completion thread for its
     /// own lookups).
-    #[arg(long = "sub-batch", default_value = "16")]
+    #[arg(long = "sub-batch", default_value = "32")]
     pub sub_batch: crate::model::BatchArg,
     /// The engine: `reference` (the plain reading of the program), `interp` (the fused
     /// plan, interpreted) or `jit` (compiled to native code).

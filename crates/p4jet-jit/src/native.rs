@@ -82,10 +82,6 @@ pub(crate) struct TableCall {
     /// A direct meter: the interpreter resolves each outcome (direct counters and hit
     /// times without one are updated in the lookup's loop).
     metered: bool,
-    /// One of the table's actions has more parameter bytes than an entry holds in
-    /// place ([`p4jet_ir::ActionData::INLINE`]): its entries' action data can be a
-    /// separate allocation, a line of its own.
-    data: bool,
 }
 
 impl std::fmt::Debug for Compiled {
@@ -706,16 +702,13 @@ unsafe fn lookup(
         // SAFETY: the generated code wrote `w` keys of `kb` bytes; the buffer has
         // KEY_SLACK more (the tables may read whole words past a key).
         let keys = unsafe { std::slice::from_raw_parts(keys, w * kb + KEY_SLACK) };
-        // four copies of the loop (the lookup's closure kept small, for the lookup
-        // to inline it): the ones of tables without direct resources test for none,
-        // the ones of tables whose action data stay in the caches or in the entries
-        // prefetch none
+        // two copies of the loop (the lookup's closure kept small, for the lookup
+        // to inline it): the one of tables without direct resources tests for none
         let lanes_of = (waiting, lanes);
-        let far = tc.data && ts.entries.len() > PREFETCH_DATA_ENTRIES;
         // SAFETY: the call's buffers, as this function's.
         macro_rules! each_with {
-            ($direct:literal, $far:literal) => {
-                each::<$direct, $far>(
+            ($direct:literal) => {
+                each::<$direct>(
                     ex,
                     t,
                     c.now_us,
@@ -730,11 +723,10 @@ unsafe fn lookup(
             };
         }
         let (n_found, mut slow) = unsafe {
-            match (tc.direct, far) {
-                (false, false) => each_with!(false, false),
-                (false, true) => each_with!(false, true),
-                (true, false) => each_with!(true, false),
-                (true, true) => each_with!(true, true),
+            if tc.direct {
+                each_with!(true)
+            } else {
+                each_with!(false)
             }
         };
         while slow != 0 {
@@ -790,12 +782,6 @@ unsafe fn lookup(
     0
 }
 
-/// Tables of more entries than this, with action data too long to be held in the entry
-/// ([`TableCall::data`]), have their hits' action data prefetched as the lookup finds
-/// them ([`each`]): with random traffic over a large table, each entry's data is a miss
-/// the action would otherwise wait for. Data held in place come in with the entry.
-const PREFETCH_DATA_ENTRIES: usize = 4096;
-
 /// A packet's outcome: whether it `found` an entry, and `call`, the action that runs
 /// (None: none runs).
 #[inline(always)]
@@ -823,16 +809,14 @@ fn outcome(hit: &mut Hit, call: Option<&p4jet_ir::ActionCall>, found: bool) {
 /// time ([`count_entry_hit`], as the interpreter does; a table without a direct meter).
 /// Anything else (a profile member or group, possible only in a profile's table) is
 /// set aside in `slow_found`, for the interpreter (which updates its counter and hit
-/// time). With `FAR`, each direct entry's action data is prefetched as it is found
-/// (see [`PREFETCH_DATA_ENTRIES`]). Returns the hits and the mask of the outcomes set
-/// aside.
+/// time). Returns the hits and the mask of the outcomes set aside.
 ///
 /// # Safety
 /// `hits` has room for `w` outcomes; `lanes.0` holds `w` indexes of lanes of
 /// `lanes.1`: the running call's buffers.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn each<'a, const DIRECT: bool, const FAR: bool>(
+unsafe fn each<'a, const DIRECT: bool>(
     ex: &Externs,
     t: u32,
     now_us: u64,
@@ -855,11 +839,6 @@ unsafe fn each<'a, const DIRECT: bool, const FAR: bool>(
                 *found += 1;
                 match &v.action {
                     EntryAction::Direct(call) => {
-                        if FAR {
-                            // the action reads its data once every packet's outcome
-                            // is written: a line the lookup did not bring in
-                            p4jet_tables::prefetch(call.data.as_ptr());
-                        }
                         if DIRECT {
                             // SAFETY: `waiting[k]` (k < w) indexes one of the call's
                             // lanes; only its context's length is read.
@@ -955,12 +934,6 @@ pub(crate) fn compiled(e: &Engine, a: Addrs, module: JITModule, stats: NativeSta
             key_bytes: t.key_bytes as usize,
             direct: plan.get(i).is_none_or(|tp| tp.direct),
             metered: t.direct_meter.is_some(),
-            data: t.actions.iter().any(|&a| {
-                e.prog
-                    .actions
-                    .get(a as usize)
-                    .is_some_and(|a| a.data_bytes as usize > p4jet_ir::ActionData::INLINE)
-            }),
         })
         .collect();
     // SAFETY: each address is a function the module finalized with the signature of

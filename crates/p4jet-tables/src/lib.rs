@@ -44,8 +44,6 @@ pub use cache::CacheStats;
 use cache::LookupCache;
 use dir::DirLpm;
 use exact::ExactIndex;
-/// A cache prefetch hint (for callers that read what a lookup returns: action data).
-pub use prefetch::prefetch;
 use tss::{Tss, TssKey};
 use wlpm::WaldvogelLpm;
 use words::{ByteWords, Words};

@@ -7,7 +7,7 @@
 /// A pure performance hint: it never changes program behaviour, and on
 /// targets other than x86_64 it compiles to nothing.
 #[inline(always)]
-pub fn prefetch<T>(p: *const T) {
+pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     {
         use core::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};

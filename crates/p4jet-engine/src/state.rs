@@ -525,6 +525,9 @@ impl ControlState {
             let max = (t.max_size as usize).clamp(1, p4jet_tables::MAX_TABLE_SIZE);
             let mut entries =
                 Table::new(fields, max).map_err(|e| format!("table `{}`: {e}", t.name))?;
+            // lookups of the compiled code read an entry's action and data from one
+            // copy per distinct value (few next hops behind many routes)
+            entries.share_values(share_key);
             if let Some(ces) = &t.const_entries {
                 for (i, ce) in ces.iter().enumerate() {
                     let key = MatchKey {
@@ -1274,6 +1277,21 @@ impl left_right::Absorb<Op> for ControlState {
     fn sync_with(&mut self, first: &Self) {
         *self = first.clone();
     }
+}
+
+/// The summary under which a table shares an entry's value
+/// ([`p4jet_tables::Table::share_values`]): direct actions with their data and
+/// timeout; profile members, groups and one-shot sets are not shared.
+fn share_key(v: &EntryValue) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let EntryAction::Direct(call) = &v.action else {
+        return None;
+    };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    call.action.hash(&mut h);
+    call.data.hash(&mut h);
+    v.timeout_ms.hash(&mut h);
+    Some(h.finish())
 }
 
 /// Maps IR match kinds to the tables crate's.

@@ -833,35 +833,82 @@ unsafe fn each<'a, const DIRECT: bool>(
     // (a `move` closure: the pointers and cells are its own copies, one load each,
     // not loads through references to this frame)
     let (found, set_aside) = (&mut n_found, &mut slow);
-    ts.entries.lookup_batch_each(keys, w, move |k, f| {
+    if DIRECT || !ts.entries.looks_up_shared() {
+        ts.entries.lookup_batch_each(keys, w, move |k, f| {
+            let call = match f {
+                Some((h, v)) => {
+                    *found += 1;
+                    match &v.action {
+                        EntryAction::Direct(call) => {
+                            if DIRECT {
+                                // SAFETY: `waiting[k]` (k < w) indexes one of the
+                                // call's lanes; only its context's length is read.
+                                let len = unsafe {
+                                    (*(*lanes.add(*waiting.add(k) as usize)).ctx).ingress_len
+                                };
+                                count_entry_hit(cells, h, len, now_us);
+                            }
+                            Some(call)
+                        }
+                        _ => {
+                            *set_aside |= 1 << k;
+                            slow_found[k].write(f);
+                            return;
+                        }
+                    }
+                }
+                None => default.flatten(),
+            };
+            // SAFETY: `hits` has room for `w` outcomes and `k < w`.
+            outcome(unsafe { &mut *hits.add(k) }, call, f.is_some());
+        });
+    } else {
+        // no entry's counter or hit time to update, a large table that shares its
+        // values: each entry's shared value, without its handle or slot (out of line:
+        // the loop above compiles as it did without this one)
+        // SAFETY: `hits` has room for `w` outcomes (this function's contract).
+        unsafe { each_shared(ts, keys, w, default, hits, slow_found, found, set_aside) };
+    }
+    (n_found, slow)
+}
+
+/// [`each`] of a table without direct resources whose lookups read shared values
+/// ([`p4jet_tables::Table::looks_up_shared`]): each packet's outcome from its entry's
+/// shared value; a profile's member or group (never shared) set aside with its handle.
+///
+/// # Safety
+/// As [`each`].
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+unsafe fn each_shared<'a>(
+    ts: &'a TableState,
+    keys: &[u8],
+    w: usize,
+    default: Option<Option<&'a p4jet_ir::ActionCall>>,
+    hits: *mut Hit,
+    slow_found: &mut [MaybeUninit<Option<(EntryHandle, &'a p4jet_engine::EntryValue)>>; SUB_BATCH],
+    found: &mut u64,
+    set_aside: &mut u64,
+) {
+    let entries = &ts.entries;
+    entries.lookup_batch_values(keys, w, move |k, f| {
         let call = match f {
-            Some((h, v)) => {
+            Some((idx, v)) => {
                 *found += 1;
                 match &v.action {
-                    EntryAction::Direct(call) => {
-                        if DIRECT {
-                            // SAFETY: `waiting[k]` (k < w) indexes one of the call's
-                            // lanes; only its context's length is read.
-                            let len = unsafe {
-                                (*(*lanes.add(*waiting.add(k) as usize)).ctx).ingress_len
-                            };
-                            count_entry_hit(cells, h, len, now_us);
-                        }
-                        Some(call)
-                    }
+                    EntryAction::Direct(call) => Some(call),
                     _ => {
                         *set_aside |= 1 << k;
-                        slow_found[k].write(f);
+                        slow_found[k].write(entries.handle_at(idx).map(|h| (h, v)));
                         return;
                     }
                 }
             }
             None => default.flatten(),
         };
-        // SAFETY: `hits` has room for `w` outcomes and `k < w`.
+        // SAFETY: `hits` has room for `w` outcomes and `k < w` (the caller's contract).
         outcome(unsafe { &mut *hits.add(k) }, call, f.is_some());
     });
-    (n_found, slow)
 }
 
 /// A whole action by the interpreter: 1 when the packet exits its control.

@@ -108,6 +108,8 @@ impl DirLpm {
     /// then prefetch level-2 slots, then resolve. A few keys, or a table of few
     /// prefixes (whose slots in use stay in the caches), are resolved one by one
     /// instead: the stages' instructions would cost more than the misses they hide.
+    /// (Inlined into each caller: its `emit` is a caller's loop body.)
+    #[inline(always)]
     pub(crate) fn lookup_batch(
         &self,
         keys: &[u8],

@@ -30,6 +30,7 @@ mod exact;
 mod hash;
 mod prefetch;
 mod prune;
+mod shared;
 mod small;
 mod tss;
 mod wlpm;
@@ -44,6 +45,8 @@ pub use cache::CacheStats;
 use cache::LookupCache;
 use dir::DirLpm;
 use exact::ExactIndex;
+pub use shared::SHARED_MAX;
+use shared::Shared;
 use tss::{Tss, TssKey};
 use wlpm::WaldvogelLpm;
 use words::{ByteWords, Words};
@@ -294,6 +297,33 @@ pub struct Table<V> {
     cache_on: bool,
     /// bumped by every insert/delete/clear; never 0 (the cache's empty value)
     generation: u32,
+    /// the entries' distinct values, kept once ([`Table::share_values`])
+    shared: Option<Shared<V>>,
+}
+
+/// Tables of fewer entries answer [`Table::lookup_batch_values`] from the entries'
+/// slots even when they share values ([`Table::looks_up_shared`]).
+const SHARED_LOOKUP_MIN: usize = 4096;
+
+impl<V: Clone + PartialEq> Table<V> {
+    /// Keeps each distinct value of the entries once, for
+    /// [`Table::lookup_batch_values`]: `key` summarises a value in 64 bits (equal
+    /// values, equal summaries), or declines to share it (None). Exact and LPM tables
+    /// only (the others are left as they are); up to [`SHARED_MAX`] distinct values,
+    /// entries with others keep theirs in their slots. Existing entries are shared now,
+    /// later ones as they are written.
+    pub fn share_values(&mut self, key: fn(&V) -> Option<u64>) {
+        if !matches!(self.index, Index::Exact(_) | Index::Dir(_)) {
+            return;
+        }
+        let mut sh = Shared::new(key, <V as PartialEq>::eq);
+        for (i, s) in self.slots.iter().enumerate() {
+            if let Some(v) = &s.value {
+                sh.add(i as u32, v);
+            }
+        }
+        self.shared = Some(sh);
+    }
 }
 
 fn bad(s: impl Into<String>) -> TableError {
@@ -414,6 +444,7 @@ impl<V: Clone> Table<V> {
             cache: None,
             cache_on: false,
             generation: 1,
+            shared: None,
         })
     }
 
@@ -898,6 +929,9 @@ impl<V: Clone> Table<V> {
             }
         }
         self.slots[idx as usize].value = Some(value);
+        if let (Some(sh), Some(v)) = (&mut self.shared, &self.slots[idx as usize].value) {
+            sh.add(idx, v);
+        }
         if let Some(k) = self.keys.get_mut(idx as usize) {
             *k = nk;
         }
@@ -924,6 +958,10 @@ impl<V: Clone> Table<V> {
     pub fn modify(&mut self, h: EntryHandle, value: V) -> Result<(), TableError> {
         let idx = self.check_handle(h)?;
         self.slots[idx as usize].value = Some(value);
+        if let (Some(sh), Some(v)) = (&mut self.shared, &self.slots[idx as usize].value) {
+            sh.remove(idx);
+            sh.add(idx, v);
+        }
         Ok(())
     }
 
@@ -934,6 +972,9 @@ impl<V: Clone> Table<V> {
         let slot = &mut self.slots[idx as usize];
         slot.value = None;
         slot.version = slot.version.wrapping_add(1);
+        if let Some(sh) = &mut self.shared {
+            sh.remove(idx);
+        }
         if let Index::Exact(x) = &mut self.index {
             x.remove(idx);
             self.free.insert(idx);
@@ -979,6 +1020,9 @@ impl<V: Clone> Table<V> {
         self.keys = Vec::new();
         self.free.clear();
         self.len = 0;
+        if let Some(sh) = &mut self.shared {
+            sh.clear();
+        }
         match &mut self.index {
             Index::Exact(x) => x.clear(),
             Index::Dir(d) => d.clear(),
@@ -1240,6 +1284,64 @@ impl<V: Clone> Table<V> {
         }
     }
 
+    /// Whether [`Table::lookup_batch_values`] reads shared values: the table shares its
+    /// values ([`Table::share_values`]), is exact or LPM and holds at least 4,096
+    /// entries (the slots of fewer stay in the caches: reading them is cheaper than
+    /// the test per key). Else it answers from the entries' slots.
+    #[inline]
+    pub fn looks_up_shared(&self) -> bool {
+        self.shared.is_some()
+            && matches!(self.index, Index::Exact(_) | Index::Dir(_))
+            && self.len >= SHARED_LOOKUP_MIN
+    }
+
+    /// [`Table::lookup_batch_each`] for a caller that needs each found entry's value,
+    /// not its handle: `emit(i, Some((entry index, value)))`. Where
+    /// [`Table::looks_up_shared`], an entry's value is its shared copy, read without
+    /// the entry's slot.
+    #[inline]
+    pub fn lookup_batch_values<'a>(
+        &'a self,
+        keys: &[u8],
+        max: usize,
+        mut emit: impl FnMut(usize, Option<(u32, &'a V)>),
+    ) {
+        let sh = match &self.shared {
+            Some(sh) if self.looks_up_shared() => sh,
+            _ => {
+                return self.lookup_batch_each(keys, max, |i, r| {
+                    emit(i, r.map(|(h, v)| (h & HANDLE_INDEX_MASK, v)))
+                });
+            }
+        };
+        let kb = self.key_bytes;
+        let n = keys.len().checked_div(kb).map_or(max, |n| n.min(max));
+        let stage = self.stage_keys();
+        // an entry's shared value, else its slot's (prefetched instead)
+        let value = |idx: u32| match sh.get(idx) {
+            Some(v) => Some((idx, v)),
+            None => self.resolve(Some(idx)).map(|(_, v)| (idx, v)),
+        };
+        let pre = |idx: u32| match sh.of.get(idx as usize) {
+            Some(&c) if c != shared::NOT_SHARED => {}
+            _ => prefetch::prefetch_whole(&self.slots, idx as usize),
+        };
+        match &self.index {
+            Index::Exact(x) => {
+                x.lookup_batch(keys, n, stage, pre, |i, r| emit(i, r.and_then(value)))
+            }
+            Index::Dir(d) => {
+                d.lookup_batch(keys, kb, n, stage, pre, |i, r| emit(i, r.and_then(value)))
+            }
+            _ => {}
+        }
+    }
+
+    /// Distinct values the table's entries share now ([`Table::share_values`]).
+    pub fn shared_values(&self) -> usize {
+        self.shared.as_ref().map_or(0, Shared::distinct)
+    }
+
     /// Approximate heap + inline memory used by the table, in bytes.
     pub fn memory_bytes(&self) -> usize {
         let key_heap: usize = self
@@ -1273,6 +1375,7 @@ impl<V: Clone> Table<V> {
             + self.free.len() * 8
             + key_heap
             + index
+            + self.shared.as_ref().map_or(0, Shared::memory_bytes)
     }
 
     /// Diagnostics of a ternary/range lookup of `key`: (tuples, tuples left

@@ -30,6 +30,19 @@ pub(crate) fn prefetch_index<T>(s: &[T], i: usize) {
     }
 }
 
+/// Prefetch every cache line of element `i` of `s`, if it exists: its first and last
+/// byte's (an element of up to 64 bytes spans at most two lines).
+#[inline(always)]
+pub(crate) fn prefetch_whole<T>(s: &[T], i: usize) {
+    if let Some(x) = s.get(i) {
+        let p = (x as *const T).cast::<u8>();
+        prefetch(p);
+        if std::mem::size_of::<T>() > 1 {
+            prefetch(p.wrapping_add(std::mem::size_of::<T>() - 1));
+        }
+    }
+}
+
 /// Bit `i` set (`i` in 0..8) when 16-bit lane `i` of `words` (lane `i` in bits
 /// `16 * (i % 4)` of word `i / 4`) equals `sig`: one vector compare, the lane masks
 /// narrowed to bytes, one byte mask.

@@ -1,9 +1,10 @@
 //! Large exact and LPM tables, whose compiled lookups read each entry's shared value
 //! instead of its slot (`Table::looks_up_shared`), leave the same headers, validity and
 //! lookup and hit counts as the interpreter: router_large's and l2_large's tables
-//! with 12,000 entries each, most of their values among a few common ones, the rest
-//! (more than `SHARED_MAX` distinct ones) kept in their slots; then again after a
-//! quarter of the entries were deleted and another quarter given other values.
+//! with 48,000 entries added to each, most of their values among a few common ones, the rest
+//! (more than `SHARED_MAX` distinct ones) shared up to that limit and kept in their
+//! slots beyond; then again after a quarter of the entries were deleted and another
+//! quarter given other values.
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
@@ -13,10 +14,10 @@ use p4jet_engine::{Engine, EngineKind, Externs, Scratch};
 use p4jet_ir::{ActionCall, MatchKind};
 use p4jet_tables::{FieldMatch, MatchKey};
 
-const ENTRIES: usize = 12_000;
+const ENTRIES: usize = 48_000;
 
 /// An entry's action: the table's first action with parameters, its data one of 8
-/// common blobs (60 %) or random.
+/// common blobs (85 %) or random.
 fn value(e: &Engine, t: usize, rnd: &mut impl FnMut() -> u64) -> EntryAction {
     let p = &e.prog;
     let a = p.tables[t]
@@ -26,7 +27,7 @@ fn value(e: &Engine, t: usize, rnd: &mut impl FnMut() -> u64) -> EntryAction {
         .find(|&a| p.actions[a as usize].data_bytes > 0)
         .unwrap();
     let n = p.actions[a as usize].data_bytes as usize;
-    let seed = if rnd() % 10 < 6 { rnd() % 8 } else { rnd() };
+    let seed = if rnd() % 100 < 85 { rnd() % 8 } else { rnd() };
     let mut r = rng(seed | 1);
     EntryAction::Direct(ActionCall {
         action: a,
@@ -35,7 +36,7 @@ fn value(e: &Engine, t: usize, rnd: &mut impl FnMut() -> u64) -> EntryAction {
 }
 
 /// One field's key for entry `i`: exact keys from `i` (and the random high bytes),
-/// LPM keys /8 to /32 under 10.0.0.0/8.
+/// LPM keys /16 to /32 under 10.0.0.0/8.
 fn key(kind: MatchKind, width: u32, i: usize, rnd: &mut impl FnMut() -> u64) -> FieldMatch {
     let n = width.div_ceil(8) as usize;
     match kind {
@@ -47,7 +48,7 @@ fn key(kind: MatchKind, width: u32, i: usize, rnd: &mut impl FnMut() -> u64) -> 
             FieldMatch::Exact(v)
         }
         MatchKind::Lpm => {
-            let len = (8 + rnd() % 25) as u32;
+            let len = (16 + rnd() % 17) as u32;
             let mut v = (0x0a00_0000 | (rnd() as u32 & 0x00ff_ffff)).to_be_bytes();
             let mask = if len == 32 {
                 u32::MAX
@@ -229,6 +230,14 @@ fn compiled_lookups_of_shared_values_answer_as_the_interpreter() {
         for (cs, _, _) in &mut states {
             apply(cs, &more);
         }
+        assert!(
+            states[1]
+                .0
+                .tables
+                .iter()
+                .any(|ts| ts.entries.looks_up_shared()),
+            "{prog}: no table looks up shared values after the churn"
+        );
         compare(prog, &es, &mut states, &keys, &mut rnd);
         let hits: u64 = states[1].2.table_stats().iter().map(|s| s.hits).sum();
         assert!(hits > 500, "{prog}: only {hits} hits");

@@ -1285,12 +1285,15 @@ impl<V: Clone> Table<V> {
     }
 
     /// Whether [`Table::lookup_batch_values`] reads shared values: the table shares its
-    /// values ([`Table::share_values`]), is exact or LPM and holds at least 4,096
+    /// values ([`Table::share_values`]), is exact or LPM, holds at least 4,096
     /// entries (the slots of fewer stay in the caches: reading them is cheaper than
-    /// the test per key). Else it answers from the entries' slots.
+    /// the test per key) and at least 8 per distinct value (else the values are
+    /// hardly fewer lines than the slots). Else it answers from the entries' slots.
     #[inline]
     pub fn looks_up_shared(&self) -> bool {
-        self.shared.is_some()
+        self.shared
+            .as_ref()
+            .is_some_and(|sh| sh.distinct() * 8 <= self.len)
             && matches!(self.index, Index::Exact(_) | Index::Dir(_))
             && self.len >= SHARED_LOOKUP_MIN
     }

@@ -123,6 +123,7 @@ impl<V: Clone> Shared<V> {
     }
 
     /// Distinct values shared now.
+    #[inline]
     pub(crate) fn distinct(&self) -> usize {
         self.values.len() - self.free.len()
     }

@@ -15,9 +15,9 @@ fn summary(v: &u64) -> Option<u64> {
 }
 
 fn value(rng: &mut StdRng) -> u64 {
-    match rng.gen_range(0..10) {
-        0..=5 => rng.gen_range(0..16),
-        6 => rng.gen_range(1_000_000..1_000_100),
+    match rng.gen_range(0..100) {
+        0..=84 => rng.gen_range(0..16),
+        85..=98 => rng.gen_range(1_000_000..1_000_100),
         _ => rng.gen_range(16..1_000_000),
     }
 }
@@ -46,7 +46,8 @@ fn key(kind: MatchKind, rng: &mut StdRng) -> MatchKey {
     }
 }
 
-fn check(t: &Table<u64>, live: &HashMap<u32, u64>, rng: &mut StdRng, what: &str) {
+/// Checks `t` against `live`; whether its lookups read shared values.
+fn check(t: &Table<u64>, live: &HashMap<u32, u64>, rng: &mut StdRng, what: &str) -> bool {
     let n = 64;
     let keys: Vec<u8> = (0..n)
         .flat_map(|_| (0x0a00_0000u32 | rng.gen_range(0..0x100_0000u32)).to_be_bytes())
@@ -69,6 +70,11 @@ fn check(t: &Table<u64>, live: &HashMap<u32, u64>, rng: &mut StdRng, what: &str)
     } else {
         assert_eq!(t.shared_values(), SHARED_MAX, "{what}");
     }
+    // lookups read the shared values of a table of 4,096 entries or more, 8 or more
+    // per distinct value
+    let shared = t.len() >= 4096 && t.shared_values() * 8 <= t.len();
+    assert_eq!(t.looks_up_shared(), shared, "{what}");
+    shared
 }
 
 #[test]
@@ -86,7 +92,8 @@ fn shared_values_answer_as_the_slots() {
         t.share_values(summary);
         let mut live: HashMap<u32, u64> = HashMap::new();
         let mut handles: Vec<u32> = vec![];
-        for step in 0..30_000 {
+        let mut shared_checks = 0;
+        for step in 0..40_000 {
             match rng.gen_range(0..20) {
                 0..=11 => {
                     let v = value(&mut rng);
@@ -108,19 +115,21 @@ fn shared_values_answer_as_the_slots() {
                 }
                 _ => {}
             }
-            if step == 15_000 {
+            if step == 12_000 {
                 check(&t, &live, &mut rng, &format!("{kind:?} before the clear"));
                 t.clear();
                 live.clear();
                 handles.clear();
             }
-            if step % 500 == 0 {
-                check(&t, &live, &mut rng, &format!("{kind:?} step {step}"));
+            if step % 500 == 0 && check(&t, &live, &mut rng, &format!("{kind:?} step {step}")) {
+                shared_checks += 1;
             }
         }
-        assert!(t.len() > 4096, "{kind:?}: {} entries", t.len());
-        assert!(t.looks_up_shared(), "{kind:?}");
         check(&t, &live, &mut rng, &format!("{kind:?} at the end"));
+        assert!(
+            shared_checks >= 10,
+            "{kind:?}: {shared_checks} checks of shared lookups"
+        );
     }
 }
 

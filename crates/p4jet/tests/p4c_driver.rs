@@ -125,6 +125,21 @@ fn p4c_stf_driver_passes_every_plain_corpus_test() {
 
     let tests = plain_tests();
     assert!(tests.len() >= 86, "corpus has {} plain tests", tests.len());
+    // p4c's driver on one STF test of one program
+    let driver_cmd = |p4: &Path, stf: &Path| {
+        let mut cmd = Command::new(venv.join("python3"));
+        cmd.arg(&driver)
+            .arg(&driver_root)
+            .arg("-bd")
+            .arg(&build)
+            .arg("-tf")
+            .arg(stf)
+            .arg(p4)
+            .current_dir(&work)
+            .env("PATH", &path)
+            .stdin(Stdio::null());
+        cmd
+    };
     let queue = Mutex::new(tests.clone());
     let failures = Mutex::new(vec![]);
     std::thread::scope(|s| {
@@ -134,30 +149,38 @@ fn p4c_stf_driver_passes_every_plain_corpus_test() {
                     let Some((p4, stf)) = queue.lock().unwrap().pop() else {
                         break;
                     };
-                    let mut cmd = Command::new(venv.join("python3"));
-                    cmd.arg(&driver)
-                        .arg(&driver_root)
-                        .arg("-bd")
-                        .arg(&build)
-                        .arg("-tf")
-                        .arg(&stf)
-                        .arg(&p4)
-                        .current_dir(&work)
-                        .env("PATH", &path)
-                        .stdin(Stdio::null());
-                    if let Err(why) = run_bounded(cmd, Duration::from_secs(240)) {
-                        failures.lock().unwrap().push(format!(
-                            "{}:\n{why}",
-                            stf.strip_prefix(p4.parent().unwrap().parent().unwrap())
-                                .unwrap_or(&stf)
-                                .display()
-                        ));
+                    if let Err(why) = run_bounded(driver_cmd(&p4, &stf), Duration::from_secs(240)) {
+                        failures.lock().unwrap().push((p4, stf, why));
                     }
                 }
             });
         }
     });
-    let failures = failures.into_inner().unwrap();
+    // The driver gives the compiler 30 s; at the lowest priority on a loaded host a
+    // compile can take longer. Tests that failed only that way run again, one at a
+    // time (any other failure stands).
+    let mut failures: Vec<String> = failures
+        .into_inner()
+        .unwrap()
+        .into_iter()
+        .filter_map(|(p4, stf, why)| {
+            let compile_timeout =
+                why.contains("Timed out when executing") && why.contains("p4c-bm2-ss");
+            let why = if compile_timeout {
+                eprintln!("{}: the compile timed out; running it again", stf.display());
+                run_bounded(driver_cmd(&p4, &stf), Duration::from_secs(240)).err()?
+            } else {
+                why
+            };
+            Some(format!(
+                "{}:\n{why}",
+                stf.strip_prefix(p4.parent().unwrap().parent().unwrap())
+                    .unwrap_or(&stf)
+                    .display()
+            ))
+        })
+        .collect();
+    failures.sort();
     assert!(
         failures.is_empty(),
         "{} of {} tests failed under p4c's driver:\n{}",

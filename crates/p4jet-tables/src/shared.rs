@@ -8,10 +8,11 @@
 //! lookup reads the value's number (2 bytes per entry, an array that stays in the
 //! caches) and the value itself (one of a few, all cached) instead of the slot.
 //!
-//! Values are compared with the equality given to `share_values` after a match of the
-//! key function's 64-bit summary. At most [`SHARED_MAX`] distinct values are
-//! shared; the entries of the others, and of values the key function declines, are
-//! read from their slots as before.
+//! Values are found by the key function's 64-bit summary and compared with the
+//! equality given to `share_values`. At most [`SHARED_MAX`] distinct values are
+//! shared; the entries of the others, of values the key function declines and of a
+//! value whose summary a different shared value has, are read from their slots as
+//! before.
 
 use std::collections::HashMap;
 
@@ -19,8 +20,9 @@ use std::collections::HashMap;
 pub(crate) const NOT_SHARED: u16 = u16::MAX;
 
 /// Most distinct values shared by one table: enough for next hops and ports, few
-/// enough for the values to stay in the caches.
-pub const SHARED_MAX: usize = 4096;
+/// enough for the values to stay in the caches (and for a table of distinct values,
+/// which never reads them, to keep few).
+pub const SHARED_MAX: usize = 1024;
 
 #[derive(Clone)]
 pub(crate) struct Shared<V> {
@@ -31,7 +33,8 @@ pub(crate) struct Shared<V> {
     pub(crate) of: Vec<u16>,
     /// The shared values and how many entries use each (0: a free number).
     pub(crate) values: Vec<(V, u32)>,
-    by_key: HashMap<u64, Vec<u16>>,
+    /// Summary -> the shared value with it.
+    by_key: HashMap<u64, u16>,
     free: Vec<u16>,
 }
 
@@ -57,15 +60,14 @@ impl<V: Clone> Shared<V> {
         let Some(k) = (self.key)(v) else {
             return;
         };
-        if let Some(cands) = self.by_key.get(&k) {
-            for &c in cands {
-                let (w, n) = &mut self.values[usize::from(c)];
-                if (self.eq)(w, v) {
-                    *n += 1;
-                    self.of[i] = c;
-                    return;
-                }
+        if let Some(&c) = self.by_key.get(&k) {
+            let (w, n) = &mut self.values[usize::from(c)];
+            if (self.eq)(w, v) {
+                *n += 1;
+                self.of[i] = c;
             }
+            // (else another value has this summary: this one stays in its slot)
+            return;
         }
         let c = match self.free.pop() {
             Some(c) => {
@@ -79,7 +81,7 @@ impl<V: Clone> Shared<V> {
             // as many distinct values as shared ones: this one stays in its slot
             None => return,
         };
-        self.by_key.entry(k).or_default().push(c);
+        self.by_key.insert(k, c);
         self.of[i] = c;
     }
 
@@ -97,13 +99,8 @@ impl<V: Clone> Shared<V> {
         if *n > 0 {
             return;
         }
-        if let Some(k) = (self.key)(v)
-            && let Some(cands) = self.by_key.get_mut(&k)
-        {
-            cands.retain(|&x| x != c);
-            if cands.is_empty() {
-                self.by_key.remove(&k);
-            }
+        if let Some(k) = (self.key)(v) {
+            self.by_key.remove(&k);
         }
         self.free.push(c);
     }
@@ -131,12 +128,7 @@ impl<V: Clone> Shared<V> {
     pub(crate) fn memory_bytes(&self) -> usize {
         self.of.capacity() * 2
             + self.values.capacity() * std::mem::size_of::<(V, u32)>()
-            + self.by_key.capacity() * (8 + std::mem::size_of::<Vec<u16>>())
-            + self
-                .by_key
-                .values()
-                .map(|c| c.capacity() * 2)
-                .sum::<usize>()
+            + self.by_key.capacity() * 16
             + self.free.capacity() * 2
     }
 }

@@ -10,8 +10,9 @@ use p4jet_tables::{FieldMatch, KeyFieldSpec, MatchKey, MatchKind, SHARED_MAX, Ta
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
 /// Values: 0..16 common, others rare; odd values above 1,000,000 are not shared.
+/// (The summary is one-to-one: no two values share one.)
 fn summary(v: &u64) -> Option<u64> {
-    (*v < 1_000_000 || v.is_multiple_of(2)).then_some(v.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 60)
+    (*v < 1_000_000 || v.is_multiple_of(2)).then_some(v.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 fn value(rng: &mut StdRng) -> u64 {
@@ -177,4 +178,60 @@ fn values_beyond_the_shared_ones_stay_in_their_slots() {
     };
     t.insert(k, 7).unwrap();
     assert_eq!(t.shared_values(), SHARED_MAX - 99);
+}
+
+/// Values whose summaries collide: the first one is shared, the others are read
+/// from their slots; when the first one's last entry goes, the next new value with
+/// that summary is shared.
+#[test]
+fn values_with_one_summary_but_the_first_stay_in_their_slots() {
+    let mut t: Table<u64> = Table::new(
+        vec![KeyFieldSpec {
+            kind: MatchKind::Exact,
+            bit_width: 32,
+        }],
+        1 << 20,
+    )
+    .unwrap();
+    t.share_values(|v| Some(v % 2));
+    let mut hs = vec![];
+    for i in 0..8192u32 {
+        let k = MatchKey {
+            fields: vec![FieldMatch::Exact(i.to_be_bytes().to_vec())],
+            priority: -1,
+        };
+        // values 0..4 (even: summary 0, odd: summary 1)
+        hs.push(t.insert(k, u64::from(i % 4)).unwrap());
+    }
+    assert_eq!(t.shared_values(), 2);
+    assert!(t.looks_up_shared());
+    let keys: Vec<u8> = (0..8192u32).flat_map(u32::to_be_bytes).collect();
+    let all = |t: &Table<u64>| {
+        let mut got = vec![];
+        for chunk in keys.chunks(64 * 4) {
+            let m = chunk.len() / 4;
+            let mut part = vec![None; m];
+            t.lookup_batch_values(chunk, m, |i, r| part[i] = r.map(|(_, v)| *v));
+            got.extend(part);
+        }
+        got
+    };
+    let want: Vec<Option<u64>> = (0..8192u64).map(|i| Some(i % 4)).collect();
+    assert_eq!(all(&t), want);
+    // every entry of value 0 gone: value 2 (summary 0 too) is shared when written again
+    for (i, h) in hs.iter().enumerate() {
+        if i % 4 == 0 {
+            t.delete(*h).unwrap();
+        }
+    }
+    assert_eq!(t.shared_values(), 1);
+    t.modify(hs[2], 2).unwrap();
+    assert_eq!(t.shared_values(), 2);
+    let mut want = want;
+    for (i, w) in want.iter_mut().enumerate() {
+        if i % 4 == 0 {
+            *w = None;
+        }
+    }
+    assert_eq!(all(&t), want);
 }

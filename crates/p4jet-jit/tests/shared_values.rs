@@ -1,7 +1,7 @@
 //! Large exact and LPM tables, whose compiled lookups read each entry's shared value
 //! instead of its slot (`Table::looks_up_shared`), leave the same headers, validity and
 //! lookup and hit counts as the interpreter: router_large's and l2_large's tables
-//! with 48,000 entries added to each, most of their values among a few common ones, the rest
+//! with 64,000 entries added to each, most of their values among a few common ones, the rest
 //! (more than `SHARED_MAX` distinct ones) shared up to that limit and kept in their
 //! slots beyond; then again after a quarter of the entries were deleted and another
 //! quarter given other values.
@@ -14,7 +14,7 @@ use p4jet_engine::{Engine, EngineKind, Externs, Scratch};
 use p4jet_ir::{ActionCall, MatchKind};
 use p4jet_tables::{FieldMatch, MatchKey};
 
-const ENTRIES: usize = 48_000;
+const ENTRIES: usize = 64_000;
 
 /// An entry's action: the table's first action with parameters, its data one of 8
 /// common blobs (85 %) or random.

@@ -24,7 +24,7 @@ fn value(rng: &mut StdRng) -> u64 {
 }
 
 fn key(kind: MatchKind, rng: &mut StdRng) -> MatchKey {
-    let v = (0x0a00_0000u32 | rng.gen_range(0..0x10_0000u32) << 4)
+    let v = (0x0a00_0000u32 | rng.gen_range(0..0x100_0000u32))
         .to_be_bytes()
         .to_vec();
     MatchKey {
@@ -32,9 +32,9 @@ fn key(kind: MatchKind, rng: &mut StdRng) -> MatchKey {
             MatchKind::Exact => FieldMatch::Exact(v),
             _ => {
                 let len = if rng.gen_range(0..10) == 0 {
-                    rng.gen_range(8..16u32)
+                    rng.gen_range(8..24u32)
                 } else {
-                    rng.gen_range(16..=32u32)
+                    rng.gen_range(24..=32u32)
                 };
                 let m = u32::from_be_bytes([v[0], v[1], v[2], v[3]]) & !(u32::MAX >> len);
                 FieldMatch::Lpm {
@@ -71,9 +71,9 @@ fn check(t: &Table<u64>, live: &HashMap<u32, u64>, rng: &mut StdRng, what: &str)
     } else {
         assert_eq!(t.shared_values(), SHARED_MAX, "{what}");
     }
-    // lookups read the shared values of a table of 4,096 entries or more, 8 or more
+    // lookups read the shared values of a table of 32,768 entries or more, 8 or more
     // per distinct value
-    let shared = t.len() >= 4096 && t.shared_values() * 8 <= t.len();
+    let shared = t.len() >= 32_768 && t.shared_values() * 8 <= t.len();
     assert_eq!(t.looks_up_shared(), shared, "{what}");
     shared
 }
@@ -94,7 +94,7 @@ fn shared_values_answer_as_the_slots() {
         let mut live: HashMap<u32, u64> = HashMap::new();
         let mut handles: Vec<u32> = vec![];
         let mut shared_checks = 0;
-        for step in 0..40_000 {
+        for step in 0..200_000 {
             match rng.gen_range(0..20) {
                 0..=11 => {
                     let v = value(&mut rng);
@@ -147,17 +147,21 @@ fn values_beyond_the_shared_ones_stay_in_their_slots() {
     )
     .unwrap();
     t.share_values(|v| Some(*v));
-    let n = SHARED_MAX as u32 + 1000;
+    // SHARED_MAX + 1,000 distinct values, then repeats of 16 of the shared ones
+    let distinct = SHARED_MAX as u32 + 1000;
+    let val = |i: u32| u64::from(if i < distinct { i } else { 1000 + i % 16 }) * 3;
+    let n = 40_000u32;
     let hs: Vec<u32> = (0..n)
         .map(|i| {
             let k = MatchKey {
                 fields: vec![FieldMatch::Exact(i.to_be_bytes().to_vec())],
                 priority: -1,
             };
-            t.insert(k, u64::from(i) * 3).unwrap()
+            t.insert(k, val(i)).unwrap()
         })
         .collect();
     assert_eq!(t.shared_values(), SHARED_MAX);
+    assert!(t.looks_up_shared());
     let keys: Vec<u8> = (0..n).flat_map(u32::to_be_bytes).collect();
     for chunk in keys.chunks(64 * 4) {
         let m = chunk.len() / 4;
@@ -165,7 +169,7 @@ fn values_beyond_the_shared_ones_stay_in_their_slots() {
         t.lookup_batch_values(chunk, m, |i, r| got[i] = r.map(|(_, v)| *v));
         for (i, g) in got.iter().enumerate() {
             let k = u32::from_be_bytes(chunk[i * 4..i * 4 + 4].try_into().unwrap());
-            assert_eq!(*g, Some(u64::from(k) * 3), "key {k}");
+            assert_eq!(*g, Some(val(k)), "key {k}");
         }
     }
     for h in &hs[..100] {
@@ -195,7 +199,7 @@ fn values_with_one_summary_but_the_first_stay_in_their_slots() {
     .unwrap();
     t.share_values(|v| Some(v % 2));
     let mut hs = vec![];
-    for i in 0..8192u32 {
+    for i in 0..40_000u32 {
         let k = MatchKey {
             fields: vec![FieldMatch::Exact(i.to_be_bytes().to_vec())],
             priority: -1,
@@ -205,7 +209,7 @@ fn values_with_one_summary_but_the_first_stay_in_their_slots() {
     }
     assert_eq!(t.shared_values(), 2);
     assert!(t.looks_up_shared());
-    let keys: Vec<u8> = (0..8192u32).flat_map(u32::to_be_bytes).collect();
+    let keys: Vec<u8> = (0..40_000u32).flat_map(u32::to_be_bytes).collect();
     let all = |t: &Table<u64>| {
         let mut got = vec![];
         for chunk in keys.chunks(64 * 4) {
@@ -216,7 +220,7 @@ fn values_with_one_summary_but_the_first_stay_in_their_slots() {
         }
         got
     };
-    let want: Vec<Option<u64>> = (0..8192u64).map(|i| Some(i % 4)).collect();
+    let want: Vec<Option<u64>> = (0..40_000u64).map(|i| Some(i % 4)).collect();
     assert_eq!(all(&t), want);
     // every entry of value 0 gone: value 2 (summary 0 too) is shared when written again
     for (i, h) in hs.iter().enumerate() {

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
-use common::{engine, jit_skipped, packets, rng};
+use common::{engine, jit_skipped, packets, rng, set_ipv4_checksum};
 use p4jet_engine::state::{EntryAction, EntryValue, Op};
 use p4jet_engine::{Engine, EngineKind, Externs, Scratch};
 use p4jet_ir::{ActionCall, MatchKind};
@@ -35,14 +35,7 @@ fn frame(rnd: &mut impl FnMut() -> u64) -> Vec<u8> {
     f[26] = 10 + (rnd() % 5) as u8;
     f[30] = 10 + (rnd() % 5) as u8;
     // a correct header checksum (p4rt_switch drops the others)
-    f[24..26].copy_from_slice(&[0, 0]);
-    let sum: u32 = f[14..34]
-        .chunks(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum();
-    let sum = (sum & 0xffff) + (sum >> 16);
-    let sum = (sum & 0xffff) + (sum >> 16);
-    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    set_ipv4_checksum(&mut f);
     f
 }
 

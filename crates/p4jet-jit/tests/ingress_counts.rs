@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
-use common::{corpus, engine, jit_skipped, packets, random_frame, rng};
+use common::{assert_same_table_counts, corpus, engine, jit_skipped, packets, random_frame, rng};
 
 use p4jet_engine::{EngineKind, Scratch};
 
@@ -41,18 +41,13 @@ fn compiled_ingress_counts_tables_like_the_interpreter() {
                 assert_eq!(x.phv.valid, y.phv.valid, "validity: {what}");
                 compared += 1;
             }
-            let (si, sj) = (sc_i.table_stats(), sc_j.table_stats());
-            for t in 0..si.len().max(sj.len()) {
-                let (x, y) = (si.get(t).copied(), sj.get(t).copied());
-                let (x, y) = (x.unwrap_or_default(), y.unwrap_or_default());
-                assert_eq!(
-                    (x.lookups, x.hits),
-                    (y.lookups, y.hits),
+            assert_same_table_counts(&sc_i, &sc_j, |t| {
+                format!(
                     "{}: table {} after round {round}",
                     path.display(),
                     jit.prog.tables[t].name
-                );
-            }
+                )
+            });
         }
     }
     assert!(compared > 10_000, "only {compared} packets compared");

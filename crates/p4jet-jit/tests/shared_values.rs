@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod common;
-use common::{engine, jit_skipped, packets, rng};
+use common::{assert_same_table_counts, engine, jit_skipped, packets, rng, set_ipv4_checksum};
 use p4jet_engine::state::{ControlState, EntryAction, EntryLoc, EntryValue, Op, OpResult};
 use p4jet_engine::{Engine, EngineKind, Externs, Scratch};
 use p4jet_ir::{ActionCall, MatchKind};
@@ -149,14 +149,7 @@ fn frame(keys: &[(u32, MatchKey)], rnd: &mut impl FnMut() -> u64) -> Vec<u8> {
     f[14] = 0x45;
     f[16..18].copy_from_slice(&50u16.to_be_bytes());
     f[22] = 64;
-    f[24..26].copy_from_slice(&[0, 0]);
-    let sum: u32 = f[14..34]
-        .chunks(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum();
-    let sum = (sum & 0xffff) + (sum >> 16);
-    let sum = (sum & 0xffff) + (sum >> 16);
-    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    set_ipv4_checksum(&mut f);
     f
 }
 
@@ -180,16 +173,7 @@ fn compare(
             assert_eq!(x.phv.valid, y.phv.valid, "{prog} round {round} packet {i}");
         }
     }
-    let (si, sj) = (states[0].2.table_stats(), states[1].2.table_stats());
-    for t in 0..si.len().max(sj.len()) {
-        let (x, y) = (si.get(t).copied(), sj.get(t).copied());
-        let (x, y) = (x.unwrap_or_default(), y.unwrap_or_default());
-        assert_eq!(
-            (x.lookups, x.hits),
-            (y.lookups, y.hits),
-            "{prog}: table {t}"
-        );
-    }
+    assert_same_table_counts(&states[0].2, &states[1].2, |t| format!("{prog}: table {t}"));
 }
 
 #[test]

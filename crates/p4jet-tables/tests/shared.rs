@@ -47,6 +47,18 @@ fn key(kind: MatchKind, rng: &mut StdRng) -> MatchKey {
     }
 }
 
+/// An empty table of one 32-bit field of `kind`.
+fn table(kind: MatchKind) -> Table<u64> {
+    Table::new(
+        vec![KeyFieldSpec {
+            kind,
+            bit_width: 32,
+        }],
+        1 << 20,
+    )
+    .unwrap()
+}
+
 /// Checks `t` against `live`; whether its lookups read shared values.
 fn check(t: &Table<u64>, live: &HashMap<u32, u64>, rng: &mut StdRng, what: &str) -> bool {
     let n = 64;
@@ -82,14 +94,7 @@ fn check(t: &Table<u64>, live: &HashMap<u32, u64>, rng: &mut StdRng, what: &str)
 fn shared_values_answer_as_the_slots() {
     for kind in [MatchKind::Exact, MatchKind::Lpm] {
         let mut rng = StdRng::seed_from_u64(11);
-        let mut t: Table<u64> = Table::new(
-            vec![KeyFieldSpec {
-                kind,
-                bit_width: 32,
-            }],
-            1 << 20,
-        )
-        .unwrap();
+        let mut t = table(kind);
         t.share_values(summary);
         let mut live: HashMap<u32, u64> = HashMap::new();
         let mut handles: Vec<u32> = vec![];
@@ -138,14 +143,7 @@ fn shared_values_answer_as_the_slots() {
 /// looked up from there; deleting entries frees shared numbers for new values.
 #[test]
 fn values_beyond_the_shared_ones_stay_in_their_slots() {
-    let mut t: Table<u64> = Table::new(
-        vec![KeyFieldSpec {
-            kind: MatchKind::Exact,
-            bit_width: 32,
-        }],
-        1 << 20,
-    )
-    .unwrap();
+    let mut t = table(MatchKind::Exact);
     t.share_values(|v| Some(*v));
     // SHARED_MAX + 1,000 distinct values, then repeats of 16 of the shared ones
     let distinct = SHARED_MAX as u32 + 1000;
@@ -189,14 +187,7 @@ fn values_beyond_the_shared_ones_stay_in_their_slots() {
 /// that summary is shared.
 #[test]
 fn values_with_one_summary_but_the_first_stay_in_their_slots() {
-    let mut t: Table<u64> = Table::new(
-        vec![KeyFieldSpec {
-            kind: MatchKind::Exact,
-            bit_width: 32,
-        }],
-        1 << 20,
-    )
-    .unwrap();
+    let mut t = table(MatchKind::Exact);
     t.share_values(|v| Some(v % 2));
     let mut hs = vec![];
     for i in 0..40_000u32 {

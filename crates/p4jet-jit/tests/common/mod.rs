@@ -93,3 +93,30 @@ pub fn engine(json: &str, kind: EngineKind) -> Engine {
     }
     e
 }
+
+/// Writes a correct IPv4 header checksum into the 20-byte header at `f[14..34]`.
+pub fn set_ipv4_checksum(f: &mut [u8]) {
+    f[24..26].copy_from_slice(&[0, 0]);
+    let sum: u32 = f[14..34]
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+}
+
+/// Asserts that two engines' scratches counted the same lookups and hits per table
+/// (`what(t)` names table `t` in the message).
+pub fn assert_same_table_counts(
+    a: &p4jet_engine::Scratch,
+    b: &p4jet_engine::Scratch,
+    what: impl Fn(usize) -> String,
+) {
+    let (sa, sb) = (a.table_stats(), b.table_stats());
+    for t in 0..sa.len().max(sb.len()) {
+        let x = sa.get(t).copied().unwrap_or_default();
+        let y = sb.get(t).copied().unwrap_or_default();
+        assert_eq!((x.lookups, x.hits), (y.lookups, y.hits), "{}", what(t));
+    }
+}

@@ -1339,7 +1339,10 @@ impl<V: Clone> Table<V> {
             Index::Dir(d) => {
                 d.lookup_batch(keys, kb, n, stage, pre, |i, r| emit(i, r.and_then(value)))
             }
-            _ => {}
+            // (`looks_up_shared` holds only for the two above)
+            _ => self.lookup_batch_each(keys, max, |i, r| {
+                emit(i, r.map(|(h, v)| (h & HANDLE_INDEX_MASK, v)))
+            }),
         }
     }
 

@@ -32,7 +32,7 @@ pub(crate) struct Shared<V> {
     /// Per entry slot: the number of its shared value, or [`NOT_SHARED`].
     pub(crate) of: Vec<u16>,
     /// The shared values and how many entries use each (0: a free number).
-    pub(crate) values: Vec<(V, u32)>,
+    values: Vec<(V, u32)>,
     /// Summary -> the shared value with it.
     by_key: HashMap<u64, u16>,
     free: Vec<u16>,

@@ -328,8 +328,9 @@ impl<'a, 'f> Gen<'a, 'f> {
         }
     }
 
-    /// A field read through its 64-bit window: one 8-byte load from its first byte
-    /// (the PHV's padding keeps it in bounds), shifted and masked.
+    /// A field read through its 64-bit window: one load from its first byte of the
+    /// fewest bytes (2, 4 or 8) that hold it (the PHV's padding keeps an 8-byte load in
+    /// bounds), shifted and masked.
     /// A field within its first byte is one zero-extending byte load instead; the mask
     /// is left out when it keeps every bit the shift left (a field from the top of its
     /// window: `bit` 0).
@@ -344,10 +345,27 @@ impl<'a, 'f> Gen<'a, 'f> {
                 w
             }
         } else {
-            let w = self.b.ins().load(types::I64, mem(), phv, byte as i32);
+            // the narrowest load that holds the field: a load that covers more than a
+            // recent narrower store of the same bytes (an action's write, then the
+            // unicast check's read of egress_spec) waits for the store to reach the
+            // cache instead of taking its value from the store buffer
+            let (t, k) = if shift >= 48 {
+                (types::I16, 2)
+            } else if shift >= 32 {
+                (types::I32, 4)
+            } else {
+                (types::I64, 8)
+            };
+            let w = self.b.ins().load(t, mem(), phv, byte as i32);
             let w = self.b.ins().bswap(w);
-            if shift > 0 {
-                self.b.ins().ushr_imm_s(w, i64::from(shift))
+            let w = if k < 8 {
+                self.b.ins().uextend(types::I64, w)
+            } else {
+                w
+            };
+            let s = shift - (64 - 8 * k);
+            if s > 0 {
+                self.b.ins().ushr_imm_s(w, i64::from(s))
             } else {
                 w
             }

@@ -84,6 +84,11 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
     let mut functions = 0usize;
     // P4JET_JIT_DUMP=1: every function's Cranelift IR and machine code on stderr
     let dump = std::env::var_os("P4JET_JIT_DUMP").is_some();
+    // P4JET_JIT_CODE_DIR=DIR: every function's machine code in DIR/NAME-ADDRESS.bin, for
+    // profiles of the generated code (tools/jit_profile.sh); calls to helpers are left
+    // unrelocated in the files
+    let code_dir = std::env::var_os("P4JET_JIT_CODE_DIR").map(std::path::PathBuf::from);
+    let code = std::cell::RefCell::new(Vec::<(String, Vec<u8>, FuncId)>::new());
 
     let mut define = |module: &mut JITModule,
                       name: &str,
@@ -124,6 +129,12 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
             eprintln!("; {name}: machine code\n{vcode}");
         }
         code_bytes += ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
+        if code_dir.is_some()
+            && let Some(c) = ctx.compiled_code()
+        {
+            code.borrow_mut()
+                .push((name.to_string(), c.code_buffer().to_vec(), id));
+        }
         functions += 1;
         module.clear_context(&mut ctx);
         Ok(id)
@@ -181,6 +192,14 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
         .finalize_definitions()
         .map_err(|err| format!("cranelift: {err}"))?;
     let addr = |id: FuncId| module.get_finalized_function(id);
+    if let Some(dir) = &code_dir {
+        for (name, bytes, id) in code.borrow().iter() {
+            let path = dir.join(format!("{name}-{:x}.bin", addr(*id) as usize));
+            if let Err(err) = std::fs::write(&path, bytes) {
+                eprintln!("p4jet: P4JET_JIT_CODE_DIR: {}: {err}", path.display());
+            }
+        }
+    }
     let fns = native::Addrs {
         arrive: addr(arrive),
         ingress: ingress.map(addr),

@@ -157,6 +157,25 @@ fn deparse_one(g: &mut Gen, lane: Value, done: cranelift_codegen::ir::Block) {
             g.call(H::Update, &[env, lane]);
         }
     }
+    // the checksum fields just written: the copies below read them with loads of
+    // exactly their bytes (a wider load over a recent narrower store waits for the
+    // store to reach the cache instead of taking its value from the store buffer)
+    let mut cuts: Vec<(u32, u32)> = ck
+        .update
+        .iter()
+        .filter_map(|op| {
+            let loc = match op {
+                CsumOp::Planned(c) => c.target.loc,
+                CsumOp::General { index, .. } => {
+                    let ck = g.e.prog.checksums.get(*index as usize)?;
+                    csum_update(&g.e.prog, ck)?.target
+                }
+            };
+            Some((loc.byte, u32::from(loc.nbytes)))
+        })
+        .filter(|_| d.has_update)
+        .collect();
+    cuts.sort_unstable();
     let at = g.b.ins().isub(payload, emitted);
     let dst = g.b.ins().iadd(buf, at);
     // a run of headers back to back in the PHV: one copy when exactly they are valid
@@ -185,7 +204,7 @@ fn deparse_one(g: &mut Gen, lane: Value, done: cranelift_codegen::ir::Block) {
             }
         }
         g.b.switch_to_block(one);
-        g.copy(dst, 0, phv, r.off as i32, r.len);
+        copy_cut(g, dst, phv, r.off, r.len, &cuts);
         g.b.ins().jump(done, &[BlockArg::Value(at)]);
         g.b.switch_to_block(other);
     }
@@ -199,11 +218,33 @@ fn deparse_one(g: &mut Gen, lane: Value, done: cranelift_codegen::ir::Block) {
         g.b.ins().brif(v, put, &[], next, &[]);
         g.b.switch_to_block(put);
         let p = g.b.use_var(pos);
-        g.copy(p, 0, phv, hoff as i32, len);
+        copy_cut(g, p, phv, hoff, len, &cuts);
         let p = g.b.ins().iadd_imm_s(p, i64::from(len));
         g.b.def_var(pos, p);
         g.b.ins().jump(next, &[]);
         g.b.switch_to_block(next);
     }
     g.b.ins().jump(done, &[BlockArg::Value(at)]);
+}
+
+/// `g.copy(dst, 0, phv, off, len)` in pieces that start and end at the byte ranges of
+/// `cuts` (sorted, `(byte, length)`) inside it: each such range is copied by a load of
+/// exactly its bytes.
+fn copy_cut(g: &mut Gen, dst: Value, phv: Value, off: u32, len: u32, cuts: &[(u32, u32)]) {
+    let end = off + len;
+    let mut at = off;
+    for &(c, n) in cuts {
+        if c < at || c + n > end || n == 0 {
+            // (outside this copy, or overlapping a piece already taken)
+            continue;
+        }
+        if c > at {
+            g.copy(dst, (at - off) as i32, phv, at as i32, c - at);
+        }
+        g.copy(dst, (c - off) as i32, phv, c as i32, n);
+        at = c + n;
+    }
+    if at < end {
+        g.copy(dst, (at - off) as i32, phv, at as i32, end - at);
+    }
 }

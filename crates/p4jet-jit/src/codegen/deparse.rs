@@ -160,8 +160,8 @@ fn deparse_one(g: &mut Gen, lane: Value, done: cranelift_codegen::ir::Block) {
     // the checksum fields just written: the copies below read them with loads of
     // exactly their bytes (a wider load over a recent narrower store waits for the
     // store to reach the cache instead of taking its value from the store buffer)
-    let mut cuts: Vec<(u32, u32)> = ck
-        .update
+    let updated = if d.has_update { &ck.update[..] } else { &[] };
+    let mut cuts: Vec<(u32, u32)> = updated
         .iter()
         .filter_map(|op| {
             let loc = match op {
@@ -173,7 +173,6 @@ fn deparse_one(g: &mut Gen, lane: Value, done: cranelift_codegen::ir::Block) {
             };
             Some((loc.byte, u32::from(loc.nbytes)))
         })
-        .filter(|_| d.has_update)
         .collect();
     cuts.sort_unstable();
     let at = g.b.ins().isub(payload, emitted);

@@ -88,7 +88,7 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
     // profiles of the generated code (tools/jit_profile.sh); calls to helpers are left
     // unrelocated in the files
     let code_dir = std::env::var_os("P4JET_JIT_CODE_DIR").map(std::path::PathBuf::from);
-    let code = std::cell::RefCell::new(Vec::<(String, Vec<u8>, FuncId)>::new());
+    let mut code: Vec<(String, Vec<u8>, FuncId)> = vec![];
 
     let mut define = |module: &mut JITModule,
                       name: &str,
@@ -132,8 +132,7 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
         if code_dir.is_some()
             && let Some(c) = ctx.compiled_code()
         {
-            code.borrow_mut()
-                .push((name.to_string(), c.code_buffer().to_vec(), id));
+            code.push((name.to_string(), c.code_buffer().to_vec(), id));
         }
         functions += 1;
         module.clear_context(&mut ctx);
@@ -193,7 +192,7 @@ pub fn compile(e: &Engine) -> Result<Compiled, String> {
         .map_err(|err| format!("cranelift: {err}"))?;
     let addr = |id: FuncId| module.get_finalized_function(id);
     if let Some(dir) = &code_dir {
-        for (name, bytes, id) in code.borrow().iter() {
+        for (name, bytes, id) in &code {
             let path = dir.join(format!("{name}-{:x}.bin", addr(*id) as usize));
             if let Err(err) = std::fs::write(&path, bytes) {
                 eprintln!("p4jet: P4JET_JIT_CODE_DIR: {}: {err}", path.display());
